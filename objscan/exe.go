@@ -1,0 +1,328 @@
+package objscan
+
+import (
+	"bytes"
+	"debug/elf"
+	"debug/macho"
+	"debug/pe"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// A segment is a range of the loaded image that is backed by file bytes.
+type segment struct {
+	name     string
+	addr     uint64 // virtual address
+	size     uint64 // size in memory
+	off      int64  // file offset
+	filesize uint64 // bytes present in the file
+	exec     bool   // holds code
+	write    bool   // writable data
+	r        io.ReaderAt
+}
+
+// image is the container-format view of a binary: what objscan needs from
+// ELF, Mach-O or PE, and nothing more.
+type image struct {
+	format   string // "elf", "macho" or "pe"
+	goos     string
+	goarch   string
+	order    binary.ByteOrder
+	ptrSize  int
+	sections []segment // named sections with file bytes, sorted by address
+	syms     map[string]uint64
+	textSect uint64 // address of the first executable section, a last-resort text base
+}
+
+// wantSyms are the symbols objscan looks up, when the binary has a symbol
+// table. Keeping the set small keeps memory bounded on huge symbol tables.
+var wantSyms = map[string]bool{
+	"runtime.pclntab": true, "runtime.epclntab": true,
+	"pclntab": true, "epclntab": true,
+	"runtime.text": true, "runtime.etext": true,
+	"runtime.firstmoduledata": true,
+	"go:func.*":               true, "go.func.*": true,
+	"runtime.findfunctab": true,
+	"runtime.text.1":      true,
+}
+
+// section returns the first section with one of the given names.
+func (im *image) section(names ...string) *segment {
+	for _, n := range names {
+		for i := range im.sections {
+			if im.sections[i].name == n {
+				return &im.sections[i]
+			}
+		}
+	}
+	return nil
+}
+
+// sectionAt returns the section that holds addr in its file-backed part.
+func (im *image) sectionAt(addr uint64) *segment {
+	i := sort.Search(len(im.sections), func(i int) bool {
+		s := &im.sections[i]
+		return s.addr+s.filesize > addr
+	})
+	for ; i < len(im.sections); i++ {
+		s := &im.sections[i]
+		if s.addr <= addr && addr < s.addr+s.filesize {
+			return s
+		}
+		if s.addr > addr {
+			break
+		}
+	}
+	return nil
+}
+
+// readAddr reads n bytes at virtual address addr. It fails if the range is
+// not backed by one section's file bytes.
+func (im *image) readAddr(addr uint64, n uint64) ([]byte, error) {
+	s := im.sectionAt(addr)
+	if s == nil {
+		return nil, fmt.Errorf("address %#x is not in any section with file data", addr)
+	}
+	if n > s.addr+s.filesize-addr {
+		return nil, fmt.Errorf("%d bytes at address %#x run past the end of section %s", n, addr, s.name)
+	}
+	buf := make([]byte, n)
+	if _, err := s.r.ReadAt(buf, s.off+int64(addr-s.addr)); err != nil {
+		return nil, fmt.Errorf("reading %d bytes at address %#x (section %s): %w", n, addr, s.name, err)
+	}
+	return buf, nil
+}
+
+// data returns a section's file bytes. It refuses sections whose claimed
+// size exceeds the file, so a hostile header cannot force a huge allocation.
+func (s *segment) data(fileSize int64) ([]byte, error) {
+	if s.off < 0 || s.filesize > uint64(fileSize) || s.off > fileSize-int64(s.filesize) {
+		return nil, fmt.Errorf("section %s: %d bytes at file offset %#x lie outside the %d-byte file", s.name, s.filesize, s.off, fileSize)
+	}
+	buf := make([]byte, s.filesize)
+	if _, err := s.r.ReadAt(buf, s.off); err != nil {
+		return nil, fmt.Errorf("section %s: reading %d bytes at file offset %#x: %w", s.name, s.filesize, s.off, err)
+	}
+	return buf, nil
+}
+
+func openImage(r io.ReaderAt, size int64) (*image, error) {
+	var magic [4]byte
+	if _, err := r.ReadAt(magic[:], 0); err != nil {
+		return nil, fmt.Errorf("reading file magic: %w", err)
+	}
+	switch {
+	case bytes.Equal(magic[:], []byte(elf.ELFMAG)):
+		return openELF(r)
+	case bytes.HasPrefix(magic[:], []byte("MZ")):
+		return openPE(r)
+	}
+	le := binary.LittleEndian.Uint32(magic[:])
+	be := binary.BigEndian.Uint32(magic[:])
+	for _, m := range []uint32{macho.Magic32, macho.Magic64} {
+		if le == m || be == m {
+			return openMachO(r)
+		}
+	}
+	if le == macho.MagicFat || be == macho.MagicFat {
+		return nil, errors.New("universal (fat) Mach-O files are not supported; extract one architecture with lipo")
+	}
+	return nil, fmt.Errorf("unrecognized file format (magic % x): not ELF, Mach-O or PE", magic)
+}
+
+// safely runs a debug/* parser call that may panic on hostile input. The
+// standard library's parsers are robust on most inputs but not all.
+func safely[T any](what string, f func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: malformed file (parser failed: %v)", what, p)
+		}
+	}()
+	return f()
+}
+
+var elfArch = map[elf.Machine]string{
+	elf.EM_X86_64: "amd64", elf.EM_386: "386", elf.EM_AARCH64: "arm64", elf.EM_ARM: "arm",
+	elf.EM_RISCV: "riscv64", elf.EM_S390: "s390x", elf.EM_LOONGARCH: "loong64",
+}
+
+func openELF(r io.ReaderAt) (*image, error) {
+	f, err := safely("ELF", func() (*elf.File, error) { return elf.NewFile(r) })
+	if err != nil {
+		return nil, fmt.Errorf("ELF: %w", err)
+	}
+	im := &image{format: "elf", order: f.ByteOrder, goos: "linux"}
+	im.goarch = elfArch[f.Machine]
+	switch f.Machine {
+	case elf.EM_PPC64:
+		im.goarch = "ppc64"
+		if f.ByteOrder == binary.LittleEndian {
+			im.goarch = "ppc64le"
+		}
+	case elf.EM_MIPS:
+		im.goarch = "mips"
+		if f.Class == elf.ELFCLASS64 {
+			im.goarch = "mips64"
+		}
+		if f.ByteOrder == binary.LittleEndian {
+			im.goarch += "le"
+		}
+	}
+	if im.goarch == "" {
+		im.goarch = strings.ToLower(strings.TrimPrefix(f.Machine.String(), "EM_"))
+	}
+	switch f.OSABI {
+	case elf.ELFOSABI_FREEBSD:
+		im.goos = "freebsd"
+	case elf.ELFOSABI_NETBSD:
+		im.goos = "netbsd"
+	case elf.ELFOSABI_OPENBSD:
+		im.goos = "openbsd"
+	}
+	im.ptrSize = 8
+	if f.Class == elf.ELFCLASS32 {
+		im.ptrSize = 4
+	}
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 {
+			continue
+		}
+		im.sections = append(im.sections, segment{
+			name: s.Name, addr: s.Addr, size: s.Size, off: int64(s.Offset), filesize: s.Size,
+			exec: s.Flags&elf.SHF_EXECINSTR != 0, write: s.Flags&elf.SHF_WRITE != 0, r: r,
+		})
+	}
+	if len(im.sections) == 0 {
+		// No section headers (e.g. sstrip): fall back to the program headers.
+		for i, p := range f.Progs {
+			if p.Type != elf.PT_LOAD || p.Filesz == 0 {
+				continue
+			}
+			im.sections = append(im.sections, segment{
+				name: fmt.Sprintf("PT_LOAD#%d", i), addr: p.Vaddr, size: p.Memsz, off: int64(p.Off), filesize: p.Filesz,
+				exec: p.Flags&elf.PF_X != 0, write: p.Flags&elf.PF_W != 0, r: r,
+			})
+		}
+	}
+	syms, _ := safely("ELF symbols", func() ([]elf.Symbol, error) { return f.Symbols() })
+	im.syms = make(map[string]uint64)
+	for _, s := range syms {
+		if wantSyms[s.Name] {
+			if _, dup := im.syms[s.Name]; !dup {
+				im.syms[s.Name] = s.Value
+			}
+		}
+	}
+	im.finish()
+	return im, nil
+}
+
+var machoArch = map[macho.Cpu]string{
+	macho.CpuAmd64: "amd64", macho.CpuArm64: "arm64", macho.Cpu386: "386", macho.CpuArm: "arm",
+	macho.CpuPpc64: "ppc64",
+}
+
+func openMachO(r io.ReaderAt) (*image, error) {
+	f, err := safely("Mach-O", func() (*macho.File, error) { return macho.NewFile(r) })
+	if err != nil {
+		return nil, fmt.Errorf("Mach-O: %w", err)
+	}
+	im := &image{format: "macho", order: f.ByteOrder, goos: "darwin", goarch: machoArch[f.Cpu]}
+	if im.goarch == "" {
+		im.goarch = strings.ToLower(f.Cpu.String())
+	}
+	im.ptrSize = 8
+	if f.Magic == macho.Magic32 {
+		im.ptrSize = 4
+	}
+	for _, s := range f.Sections {
+		if s.Size == 0 || s.Offset == 0 || s.Flags&0xff == 1 /* S_ZEROFILL */ || s.Flags&0xff == 0x12 /* S_THREAD_LOCAL_ZEROFILL */ {
+			continue
+		}
+		exec := s.Flags&0x80000000 != 0 || s.Flags&0x400 != 0 // S_ATTR_PURE_INSTRUCTIONS, S_ATTR_SOME_INSTRUCTIONS
+		im.sections = append(im.sections, segment{
+			name: s.Name, addr: s.Addr, size: s.Size, off: int64(s.Offset), filesize: s.Size,
+			exec: exec, write: s.Seg == "__DATA", r: r,
+		})
+	}
+	im.syms = make(map[string]uint64)
+	if f.Symtab != nil {
+		for _, s := range f.Symtab.Syms {
+			name := strings.TrimPrefix(s.Name, "_")
+			if wantSyms[name] {
+				if _, dup := im.syms[name]; !dup {
+					im.syms[name] = s.Value
+				}
+			}
+		}
+	}
+	im.finish()
+	return im, nil
+}
+
+var peArch = map[uint16]string{
+	pe.IMAGE_FILE_MACHINE_AMD64: "amd64", pe.IMAGE_FILE_MACHINE_I386: "386",
+	pe.IMAGE_FILE_MACHINE_ARM64: "arm64", pe.IMAGE_FILE_MACHINE_ARMNT: "arm",
+}
+
+func openPE(r io.ReaderAt) (*image, error) {
+	f, err := safely("PE", func() (*pe.File, error) { return pe.NewFile(r) })
+	if err != nil {
+		return nil, fmt.Errorf("PE: %w", err)
+	}
+	im := &image{format: "pe", order: binary.LittleEndian, goos: "windows", goarch: peArch[f.Machine]}
+	if im.goarch == "" {
+		im.goarch = fmt.Sprintf("pe-machine-%#x", f.Machine)
+	}
+	var imageBase uint64
+	switch oh := f.OptionalHeader.(type) {
+	case *pe.OptionalHeader32:
+		imageBase = uint64(oh.ImageBase)
+		im.ptrSize = 4
+	case *pe.OptionalHeader64:
+		imageBase = oh.ImageBase
+		im.ptrSize = 8
+	default:
+		return nil, errors.New("PE: no optional header")
+	}
+	for _, s := range f.Sections {
+		n := uint64(min(s.Size, s.VirtualSize))
+		if s.VirtualSize == 0 {
+			n = uint64(s.Size)
+		}
+		if n == 0 {
+			continue
+		}
+		im.sections = append(im.sections, segment{
+			name: s.Name, addr: imageBase + uint64(s.VirtualAddress), size: uint64(s.VirtualSize),
+			off: int64(s.Offset), filesize: n,
+			exec:  s.Characteristics&pe.IMAGE_SCN_CNT_CODE != 0,
+			write: s.Characteristics&pe.IMAGE_SCN_MEM_WRITE != 0, r: r,
+		})
+	}
+	im.syms = make(map[string]uint64)
+	for _, s := range f.Symbols {
+		if !wantSyms[s.Name] || s.SectionNumber <= 0 || int(s.SectionNumber) > len(f.Sections) {
+			continue
+		}
+		if _, dup := im.syms[s.Name]; !dup {
+			im.syms[s.Name] = imageBase + uint64(f.Sections[s.SectionNumber-1].VirtualAddress) + uint64(s.Value)
+		}
+	}
+	im.finish()
+	return im, nil
+}
+
+func (im *image) finish() {
+	sort.SliceStable(im.sections, func(i, j int) bool { return im.sections[i].addr < im.sections[j].addr })
+	for _, s := range im.sections {
+		if s.exec {
+			im.textSect = s.addr
+			break
+		}
+	}
+}

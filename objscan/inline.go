@@ -1,0 +1,120 @@
+package objscan
+
+import "fmt"
+
+// FUNCDATA and PCDATA ids used by objscan.
+const (
+	FuncDataInlTree   = 3
+	PCDataInlTreeIdx  = 2
+	inlEntrySize      = 16 // Go 1.20+ layout: funcID, pad, nameOff, parentPc, startLine
+	inlEntrySizeOld   = 20 // Go 1.12–1.19: parent, funcID, pad, file, line, nameOff, parentPc
+	maxInlTreeEntries = 1 << 20
+)
+
+// newInlLayout reports whether inline tree entries use the 16-byte layout
+// that came with the Go 1.20 pclntab (with startLine instead of file/line).
+func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
+
+// decodeInlTrees decodes each function's inline tree.
+func (f *File) decodeInlTrees() error {
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		if len(fn.FuncData) <= FuncDataInlTree || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
+			continue
+		}
+		ref := fn.FuncData[FuncDataInlTree]
+		var addr uint64
+		switch f.Magic {
+		case Go118Magic, Go120Magic:
+			if ref == NoFuncData {
+				continue
+			}
+			if f.GoFuncAddr == 0 {
+				return formatErr("funcdata", -1, "%s has an inline tree but go:func.* was not found (no symbol, no moduledata)", fn.Name)
+			}
+			addr = f.GoFuncAddr + ref
+		default:
+			if ref == 0 {
+				continue
+			}
+			addr = ref
+		}
+		t := f.Table(fn.PCData[PCDataInlTreeIdx])
+		if t == nil || t.MaxVal < 0 {
+			continue
+		}
+		n := uint64(t.MaxVal) + 1
+		if n > maxInlTreeEntries {
+			return formatErr("pctab", int64(t.Offset), "%s: InlTreeIndex value %d is implausibly large", fn.Name, t.MaxVal)
+		}
+		size := uint64(inlEntrySizeOld)
+		if f.newInlLayout() {
+			size = inlEntrySize
+		}
+		raw, err := f.im.readAddr(addr, n*size)
+		if err != nil {
+			return fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
+		}
+		fn.InlTree = make([]InlinedCall, n)
+		for j := range fn.InlTree {
+			e := raw[uint64(j)*size:]
+			c := &fn.InlTree[j]
+			var nameOff uint32
+			if f.newInlLayout() {
+				c.FuncID = e[0]
+				nameOff = f.ByteOrder.Uint32(e[4:])
+				c.ParentPC = int32(f.ByteOrder.Uint32(e[8:]))
+				c.StartLine = int32(f.ByteOrder.Uint32(e[12:]))
+				c.Parent = -2 // unknown: the new layout finds parents through parentPc
+			} else {
+				c.Parent = int16(f.ByteOrder.Uint16(e[0:]))
+				c.FuncID = e[2]
+				file := int32(f.ByteOrder.Uint32(e[4:]))
+				c.Line = int32(f.ByteOrder.Uint32(e[8:]))
+				nameOff = f.ByteOrder.Uint32(e[12:])
+				c.ParentPC = int32(f.ByteOrder.Uint32(e[16:]))
+				if name, err := f.FileName(fn, file); err == nil {
+					c.File = name
+				}
+			}
+			name, err := cstring(f.names, uint64(nameOff), "funcnametab")
+			if err != nil {
+				return fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
+			}
+			c.Name = name
+		}
+	}
+	return nil
+}
+
+// FileName returns the name of file number idx of function fn, as the
+// pcfile table gives it: a per-compilation-unit index from Go 1.16 on, an
+// index into the global file table before.
+func (f *File) FileName(fn *Func, idx int32) (string, error) {
+	if idx < 0 {
+		return "", fmt.Errorf("objscan: %s: negative file index %d", fn.Name, idx)
+	}
+	if f.Magic == Go12Magic {
+		if idx == 0 || int(idx) >= f.Files {
+			return "", fmt.Errorf("objscan: %s: file index %d out of range [1,%d)", fn.Name, idx, f.Files)
+		}
+		r := &rd{f: f, where: "filetab", d: f.filetab}
+		off := r.u32(4 * uint64(idx))
+		if r.err != nil {
+			return "", r.err
+		}
+		return cstring(f.pcln, uint64(off), "filetab")
+	}
+	if fn.CUOffset == ^uint32(0) {
+		return "", fmt.Errorf("objscan: %s has no compilation unit", fn.Name)
+	}
+	r := &rd{f: f, where: "cutab", d: f.cutab}
+	off := r.u32(4 * (uint64(fn.CUOffset) + uint64(idx)))
+	if r.err != nil {
+		return "", fmt.Errorf("objscan: %s file %d: %w", fn.Name, idx, r.err)
+	}
+	if off == ^uint32(0) {
+		return "", fmt.Errorf("objscan: %s file %d was removed by the linker", fn.Name, idx)
+	}
+	return cstring(f.filetab, uint64(off), "filetab")
+}

@@ -1,0 +1,200 @@
+package objscan
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// locate finds the pclntab bytes and their address.
+func (f *File) locate(fileSize int64) error {
+	im := f.im
+	if s := im.section(".gopclntab", ".data.rel.ro.gopclntab", "__gopclntab"); s != nil {
+		data, err := s.data(fileSize)
+		if err != nil {
+			return err
+		}
+		f.pcln, f.PclntabAddr, f.PclntabSource = data, s.addr, "section "+s.name
+		return nil
+	}
+	for _, pair := range [][2]string{{"runtime.pclntab", "runtime.epclntab"}, {"pclntab", "epclntab"}} {
+		start, ok1 := im.syms[pair[0]]
+		end, ok2 := im.syms[pair[1]]
+		if !ok1 || !ok2 {
+			continue
+		}
+		if end <= start {
+			return formatErr("symbols", -1, "%s (%#x) is not below %s (%#x)", pair[0], start, pair[1], end)
+		}
+		s := im.sectionAt(start)
+		if s == nil {
+			return formatErr("symbols", -1, "%s at %#x is not in a section with file data", pair[0], start)
+		}
+		if end-start > s.filesize || int64(end-start) > fileSize {
+			return formatErr("symbols", -1, "%s..%s (%d bytes) runs past section %s", pair[0], pair[1], end-start, s.name)
+		}
+		data, err := im.readAddr(start, end-start)
+		if err != nil {
+			return fmt.Errorf("reading pclntab from symbols: %w", err)
+		}
+		f.pcln, f.PclntabAddr, f.PclntabSource = data, start, "symbols "+pair[0]
+		return nil
+	}
+	return f.scanMagic(fileSize)
+}
+
+// scanMagic looks for a valid pcHeader in the non-executable sections. It is
+// how a stripped PE binary, or an ELF binary without section headers, is read.
+func (f *File) scanMagic(fileSize int64) error {
+	var tried []error
+	for i := range f.im.sections {
+		s := &f.im.sections[i]
+		if s.exec || s.filesize < 16 {
+			continue
+		}
+		data, err := s.data(fileSize)
+		if err != nil {
+			tried = append(tried, err)
+			continue
+		}
+		for _, magic := range []uint32{Go120Magic, Go118Magic, Go116Magic, Go12Magic} {
+			for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+				var pat [6]byte
+				order.PutUint32(pat[:], magic)
+				for off := 0; off+16 <= len(data); {
+					j := bytes.Index(data[off:], pat[:])
+					if j < 0 {
+						break
+					}
+					at := off + j
+					off = at + 1
+					if at%4 != 0 {
+						continue
+					}
+					cand := &File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion}
+					if err := cand.parseHeader(); err != nil {
+						tried = append(tried, err)
+						continue
+					}
+					if at%cand.PtrSize != 0 {
+						continue
+					}
+					cand.PclntabAddr = s.addr + uint64(at)
+					if err := cand.parse(); err != nil {
+						tried = append(tried, fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err))
+						continue
+					}
+					f.pcln, f.PclntabAddr, f.PclntabSource = data[at:], s.addr+uint64(at), "magic scan in "+s.name
+					return nil
+				}
+			}
+		}
+	}
+	if len(tried) > 0 {
+		return fmt.Errorf("objscan: no pclntab section or symbols, and no valid pcHeader found by scanning: %w", errors.Join(tried[:min(len(tried), 3)]...))
+	}
+	return formatErr("binary", -1, "no pclntab: no .gopclntab/__gopclntab section, no runtime.pclntab symbols, and no pcHeader magic in any data section (is this a Go binary?)")
+}
+
+// textBase derives the address that Go 1.18+ entry offsets are relative to,
+// the way the runtime does: moduledata.text, or the runtime.text symbol.
+func (f *File) textBase(hdrText uint64) error {
+	if v, ok := f.im.syms["runtime.text"]; ok {
+		f.TextStart, f.TextSource = v, "runtime.text symbol"
+		f.findModuledata() // for gofunc, if symbols lack it
+		return nil
+	}
+	if md := f.findModuledata(); md != nil {
+		f.TextStart, f.TextSource = md.text, "moduledata.text"
+		return nil
+	}
+	if hdrText != 0 {
+		f.TextStart, f.TextSource = hdrText, "pcHeader.textStart"
+		return nil
+	}
+	if f.im.textSect != 0 {
+		f.TextStart, f.TextSource = f.im.textSect, "first executable section (no symbol or moduledata found)"
+		return nil
+	}
+	return formatErr("binary", -1, "cannot find the text base: no runtime.text symbol, no moduledata, no executable section")
+}
+
+type moduledata struct {
+	addr        uint64
+	text        uint64
+	findfunctab uint64
+	gofunc      uint64
+}
+
+// findModuledata finds the runtime's moduledata for this pclntab: the data
+// word that points at the pcHeader, followed by a funcnametab slice that
+// points at the function names. It records gofunc if that is still unknown.
+func (f *File) findModuledata() *moduledata {
+	if f.Magic == Go12Magic {
+		return nil // moduledata starts differently; not needed before Go 1.16
+	}
+	ps := uint64(f.PtrSize)
+	word := func(b []byte, i uint64) uint64 {
+		if ps == 4 {
+			return uint64(f.ByteOrder.Uint32(b[i*4:]))
+		}
+		return f.ByteOrder.Uint64(b[i*8:])
+	}
+	var pat [8]byte
+	if ps == 4 {
+		f.ByteOrder.PutUint32(pat[:], uint32(f.PclntabAddr))
+	} else {
+		f.ByteOrder.PutUint64(pat[:], f.PclntabAddr)
+	}
+	funcnameOff := f.namesOff
+	// Candidate sections: the dedicated moduledata sections first, then any
+	// writable data.
+	var order []*segment
+	for i := range f.im.sections {
+		s := &f.im.sections[i]
+		if s.name == ".go.module" || s.name == "__go_module" {
+			order = append([]*segment{s}, order...)
+		} else if s.write && !s.exec {
+			order = append(order, s)
+		}
+	}
+	const mdWords = 48
+	for _, s := range order {
+		if s.filesize > 1<<30 {
+			continue
+		}
+		data, err := f.im.readAddr(s.addr, s.filesize)
+		if err != nil {
+			continue
+		}
+		for off := 0; ; {
+			j := bytes.Index(data[off:], pat[:ps])
+			if j < 0 {
+				break
+			}
+			at := uint64(off + j)
+			off += j + 1
+			if at%ps != 0 || at+mdWords*ps > uint64(len(data)) {
+				continue
+			}
+			md := data[at:]
+			if word(md, 1) != f.PclntabAddr+funcnameOff {
+				continue
+			}
+			m := &moduledata{addr: s.addr + at, findfunctab: word(md, 19), text: word(md, 22)}
+			// gofunc's slot depends on the release: Go 1.18/1.19 lack the
+			// coverage counters that Go 1.20 added before it.
+			if f.Magic == Go118Magic {
+				m.gofunc = word(md, 38)
+			} else if f.Magic == Go120Magic {
+				m.gofunc = word(md, 40)
+			}
+			if f.GoFuncAddr == 0 && m.gofunc != 0 && f.im.sectionAt(m.gofunc) != nil {
+				f.GoFuncAddr = m.gofunc
+			}
+			return m
+		}
+	}
+	return nil
+}

@@ -1,0 +1,389 @@
+package objscan
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sort"
+)
+
+// parseHeader reads the pcHeader at the start of f.pcln: magic, byte order,
+// PC quantum and pointer size.
+func (f *File) parseHeader() error {
+	d := f.pcln
+	if len(d) < 16 {
+		return formatErr("pclntab", 0, "only %d bytes, too short for a pcHeader", len(d))
+	}
+	le, be := binary.LittleEndian.Uint32(d), binary.BigEndian.Uint32(d)
+	switch {
+	case le == Go12Magic || le == Go116Magic || le == Go118Magic || le == Go120Magic:
+		f.ByteOrder, f.Magic = binary.LittleEndian, le
+	case be == Go12Magic || be == Go116Magic || be == Go118Magic || be == Go120Magic:
+		f.ByteOrder, f.Magic = binary.BigEndian, be
+	default:
+		return formatErr("pclntab", 0, "unknown pcHeader magic % x (not a Go 1.2+ pclntab)", d[:4])
+	}
+	if d[4] != 0 || d[5] != 0 {
+		return formatErr("pclntab", 4, "pcHeader pad bytes are % x, want 00 00", d[4:6])
+	}
+	f.PCQuantum = int(d[6])
+	if q := f.PCQuantum; q != 1 && q != 2 && q != 4 {
+		return formatErr("pclntab", 6, "PC quantum %d, want 1, 2 or 4", q)
+	}
+	f.PtrSize = int(d[7])
+	if f.PtrSize != 4 && f.PtrSize != 8 {
+		return formatErr("pclntab", 7, "pointer size %d, want 4 or 8", f.PtrSize)
+	}
+	switch f.Magic {
+	case Go12Magic:
+		f.Version = "go1.2"
+	case Go116Magic:
+		f.Version = "go1.16"
+	case Go118Magic:
+		f.Version = "go1.18"
+	case Go120Magic:
+		f.Version = "go1.20"
+	}
+	return nil
+}
+
+// rd reads fixed-size fields of a byte slice with bounds checks, recording
+// the first failure. It keeps parsing code linear while never panicking.
+type rd struct {
+	f     *File
+	where string
+	d     []byte
+	err   error
+}
+
+func (r *rd) fail(off uint64, n int) {
+	if r.err == nil {
+		r.err = formatErr(r.where, int64(off), "%d-byte read runs past the end (%d bytes)", n, len(r.d))
+	}
+}
+
+func (r *rd) u8(off uint64) uint8 {
+	if off >= uint64(len(r.d)) {
+		r.fail(off, 1)
+		return 0
+	}
+	return r.d[off]
+}
+
+func (r *rd) u32(off uint64) uint32 {
+	if off > uint64(len(r.d)) || uint64(len(r.d))-off < 4 {
+		r.fail(off, 4)
+		return 0
+	}
+	return r.f.ByteOrder.Uint32(r.d[off:])
+}
+
+func (r *rd) uptr(off uint64) uint64 {
+	if r.f.PtrSize == 4 {
+		return uint64(r.u32(off))
+	}
+	if off > uint64(len(r.d)) || uint64(len(r.d))-off < 8 {
+		r.fail(off, 8)
+		return 0
+	}
+	return r.f.ByteOrder.Uint64(r.d[off:])
+}
+
+// cstring returns the NUL-terminated string at off.
+func cstring(d []byte, off uint64, where string) (string, error) {
+	if off >= uint64(len(d)) {
+		return "", formatErr(where, int64(off), "string offset past the end (%d bytes)", len(d))
+	}
+	n := bytes.IndexByte(d[off:], 0)
+	if n < 0 {
+		return "", formatErr(where, int64(off), "string is not NUL-terminated")
+	}
+	return string(d[off : off+uint64(n)]), nil
+}
+
+// parse parses the whole pclntab; f.pcln and f.PclntabAddr are set.
+func (f *File) parse() error {
+	if err := f.parseHeader(); err != nil {
+		return err
+	}
+	h := &rd{f: f, where: "pcHeader", d: f.pcln}
+	ps := uint64(f.PtrSize)
+	var nfunc, funcTabOff, hdrText uint64
+	switch f.Magic {
+	case Go12Magic:
+		nfunc = h.uptr(8)
+		funcTabOff = 8 + ps
+		f.pctab = f.pcln
+		f.names = f.pcln
+		ftabEnd := funcTabOff + (2*nfunc+1)*ps
+		fileOff := uint64(h.u32(ftabEnd))
+		if h.err != nil {
+			return h.err
+		}
+		if nfunc > uint64(len(f.pcln))/(2*ps) {
+			return formatErr("pcHeader", 8, "%d functions cannot fit in a %d-byte pclntab", nfunc, len(f.pcln))
+		}
+		if fileOff >= uint64(len(f.pcln)) {
+			return formatErr("pcHeader", int64(ftabEnd), "file table offset %#x is past the end of the pclntab", fileOff)
+		}
+		f.filetab = f.pcln[fileOff:]
+		nfiles := uint64(h.u32(fileOff))
+		if nfiles > uint64(len(f.filetab))/4 {
+			return formatErr("filetab", int64(fileOff), "%d files cannot fit", nfiles)
+		}
+		f.Files = int(nfiles)
+		f.Sizes.Header = int64(ftabEnd + 4)
+		f.Sizes.FileTab = int64(4 * nfiles)
+	default:
+		nfunc = h.uptr(8)
+		nfiles := h.uptr(8 + ps)
+		w := uint64(2) // index of the next header word
+		if f.Magic != Go116Magic {
+			hdrText = h.uptr(8 + w*ps)
+			w++
+		}
+		funcnameOff := h.uptr(8 + w*ps)
+		cuOff := h.uptr(8 + (w+1)*ps)
+		filetabOff := h.uptr(8 + (w+2)*ps)
+		pctabOff := h.uptr(8 + (w+3)*ps)
+		pclnOff := h.uptr(8 + (w+4)*ps)
+		if h.err != nil {
+			return h.err
+		}
+		n := uint64(len(f.pcln))
+		hdrEnd := 8 + (w+5)*ps
+		offs := []struct {
+			name string
+			v    uint64
+		}{{"funcnameOffset", funcnameOff}, {"cuOffset", cuOff}, {"filetabOffset", filetabOff}, {"pctabOffset", pctabOff}, {"pclnOffset", pclnOff}}
+		prev := hdrEnd
+		for _, o := range offs {
+			if o.v < prev || o.v > n {
+				return formatErr("pcHeader", -1, "%s %#x is out of order or past the %d-byte pclntab", o.name, o.v, n)
+			}
+			prev = o.v
+		}
+		if nfunc > n/8 {
+			return formatErr("pcHeader", 8, "%d functions cannot fit in a %d-byte pclntab", nfunc, n)
+		}
+		f.names = f.pcln[funcnameOff:cuOff]
+		f.namesOff = funcnameOff
+		f.cutab = f.pcln[cuOff:filetabOff]
+		f.filetab = f.pcln[filetabOff:pctabOff]
+		f.pctab = f.pcln[pctabOff:pclnOff]
+		funcTabOff = pclnOff
+		f.Files = int(min(nfiles, n))
+		f.Sizes.Header = int64(hdrEnd)
+		f.Sizes.FuncNameTab = int64(cuOff - funcnameOff)
+		f.Sizes.CUTab = int64(filetabOff - cuOff)
+		f.Sizes.FileTab = int64(pctabOff - filetabOff)
+		f.Sizes.PCTab = int64(pclnOff - pctabOff)
+	}
+	if f.Magic == Go118Magic || f.Magic == Go120Magic {
+		if v, ok := f.im.syms["go:func.*"]; ok {
+			f.GoFuncAddr = v
+		} else if v, ok := f.im.syms["go.func.*"]; ok {
+			f.GoFuncAddr = v
+		}
+		if err := f.textBase(hdrText); err != nil {
+			return err
+		}
+	}
+	if err := f.parseFuncs(funcTabOff, nfunc); err != nil {
+		return err
+	}
+	if err := f.collectTables(); err != nil {
+		return err
+	}
+	if err := f.decodeInlTrees(); err != nil {
+		return err
+	}
+	f.Sizes.Total = int64(len(f.pcln))
+	f.computeSizes(funcTabOff)
+	return nil
+}
+
+// parseFuncs reads the functab and every _func record.
+func (f *File) parseFuncs(tabOff, nfunc uint64) error {
+	ps := uint64(f.PtrSize)
+	wide := f.Magic == Go12Magic || f.Magic == Go116Magic // functab fields are pointer-sized
+	fieldSize := uint64(4)
+	if wide {
+		fieldSize = ps
+	}
+	r := &rd{f: f, where: "functab", d: f.pcln}
+	if tabOff+(2*nfunc+1)*fieldSize > uint64(len(f.pcln)) {
+		return formatErr("functab", int64(tabOff), "%d functab entries run past the %d-byte pclntab", nfunc, len(f.pcln))
+	}
+	// funcBase is what funcoff is relative to.
+	funcBase := tabOff
+	if f.Magic == Go12Magic {
+		funcBase = 0
+	}
+	read := func(off uint64) uint64 {
+		if wide {
+			return r.uptr(off)
+		}
+		return uint64(r.u32(off))
+	}
+	entry := func(i uint64) uint64 {
+		v := read(tabOff + 2*i*fieldSize)
+		if !wide {
+			v += f.TextStart
+		}
+		return v
+	}
+	f.Funcs = make([]Func, nfunc)
+	minorVer := goMinor(f.GoVersion)
+	var funcsEnd uint64
+	for i := uint64(0); i < nfunc; i++ {
+		fn := &f.Funcs[i]
+		fn.Entry = entry(i)
+		fn.End = entry(i + 1)
+		funcOff := read(tabOff + (2*i+1)*fieldSize)
+		if r.err != nil {
+			return r.err
+		}
+		if fn.End < fn.Entry {
+			return formatErr("functab", int64(tabOff+2*i*fieldSize), "function %d entry %#x is above the next entry %#x", i, fn.Entry, fn.End)
+		}
+		off := funcBase + funcOff
+		if off > uint64(len(f.pcln)) {
+			return formatErr("functab", int64(tabOff+(2*i+1)*fieldSize), "function %d record offset %#x is past the pclntab", i, funcOff)
+		}
+		fn.Offset = uint32(funcOff)
+		end, err := f.parseFunc(fn, off, minorVer)
+		if err != nil {
+			return err
+		}
+		funcsEnd = max(funcsEnd, end)
+	}
+	f.Sizes.FuncTab = int64(funcsEnd - tabOff)
+	if f.Magic == Go12Magic {
+		f.Sizes.FuncTab = int64(funcsEnd) - f.Sizes.Header
+	}
+	return nil
+}
+
+// parseFunc reads the _func record at off and returns the offset just past it.
+func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
+	r := &rd{f: f, where: "_func", d: f.pcln}
+	ps := uint64(f.PtrSize)
+	var e uint64 // size of the entry field
+	switch f.Magic {
+	case Go12Magic, Go116Magic:
+		e = ps
+		if v := r.uptr(off); r.err == nil && v != fn.Entry {
+			return 0, formatErr("_func", int64(off), "entry %#x does not match the functab entry %#x", v, fn.Entry)
+		}
+	default:
+		e = 4
+		if v := uint64(r.u32(off)) + f.TextStart; r.err == nil && v != fn.Entry {
+			return 0, formatErr("_func", int64(off), "entryOff %#x does not match the functab entry %#x", v-f.TextStart, fn.Entry-f.TextStart)
+		}
+	}
+	nameOff := r.u32(off + e)
+	fn.Args = int32(r.u32(off + e + 4))
+	fn.Deferreturn = r.u32(off + e + 8)
+	fn.PCSP = r.u32(off + e + 12)
+	fn.PCFile = r.u32(off + e + 16)
+	fn.PCLn = r.u32(off + e + 20)
+	npcdata := uint64(r.u32(off + e + 24))
+	var nfuncdata, fixed uint64
+	switch f.Magic {
+	case Go12Magic:
+		if minorVer >= 0 && minorVer < 10 {
+			// Before Go 1.10 the last word is an int32 nfuncdata.
+			nfuncdata = uint64(r.u32(off + e + 28))
+		} else {
+			fn.FuncID = r.u8(off + e + 28)
+			nfuncdata = uint64(r.u8(off + e + 31))
+		}
+		fixed = e + 32
+	case Go116Magic, Go118Magic:
+		fn.CUOffset = r.u32(off + e + 28)
+		fn.FuncID = r.u8(off + e + 32)
+		fn.Flag = r.u8(off + e + 33)
+		nfuncdata = uint64(r.u8(off + e + 35))
+		fixed = e + 36
+	default:
+		fn.CUOffset = r.u32(off + e + 28)
+		fn.StartLine = int32(r.u32(off + e + 32))
+		fn.FuncID = r.u8(off + e + 36)
+		fn.Flag = r.u8(off + e + 37)
+		nfuncdata = uint64(r.u8(off + e + 39))
+		fixed = e + 40
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	if npcdata > uint64(len(f.pcln))/4 {
+		return 0, formatErr("_func", int64(off+e+24), "npcdata %d cannot fit in the pclntab", npcdata)
+	}
+	p := off + fixed
+	if p+4*npcdata > uint64(len(f.pcln)) {
+		return 0, formatErr("_func", int64(p), "%d pcdata offsets run past the pclntab", npcdata)
+	}
+	fn.PCData = make([]uint32, npcdata)
+	for i := range fn.PCData {
+		fn.PCData[i] = r.u32(p)
+		p += 4
+	}
+	f.NFuncData[nfuncdata]++
+	fn.FuncData = make([]uint64, nfuncdata)
+	if f.Magic == Go12Magic || f.Magic == Go116Magic {
+		p = (p + ps - 1) &^ (ps - 1) // relative to the ptr-aligned record start
+		if off%ps != 0 {
+			return 0, formatErr("_func", int64(off), "record is not %d-byte aligned", ps)
+		}
+		for i := range fn.FuncData {
+			fn.FuncData[i] = r.uptr(p)
+			p += ps
+		}
+	} else {
+		for i := range fn.FuncData {
+			fn.FuncData[i] = uint64(r.u32(p))
+			p += 4
+		}
+	}
+	if r.err != nil {
+		return 0, r.err
+	}
+	name, err := cstring(f.names, uint64(nameOff), "funcnametab")
+	if err != nil {
+		return 0, formatErr("_func", int64(off+e), "function at entry %#x: bad name offset %#x: %v", fn.Entry, nameOff, err)
+	}
+	fn.Name = name
+	return p, nil
+}
+
+// computeSizes fills in the sizes that depend on functions and funcdata.
+func (f *File) computeSizes(funcTabOff uint64) {
+	f.Sizes.FuncData = -1
+	if len(f.Funcs) > 0 {
+		// findfunctab: one 4-byte index per 4096 bytes of text plus one byte
+		// per 256-byte subbucket, the last bucket truncated (cmd/link pcln.go).
+		span := f.Funcs[len(f.Funcs)-1].End - f.Funcs[0].Entry
+		f.Sizes.FindFuncTab = int64(4*((span+4095)/4096) + (span+255)/256)
+	}
+	// In the 1.26 layout the funcdata blobs sit between the end of the _func
+	// records and findfunctab, inside the pclntab.
+	if f.GoFuncAddr > f.PclntabAddr && f.GoFuncAddr < f.PclntabAddr+uint64(len(f.pcln)) {
+		start := f.GoFuncAddr - f.PclntabAddr
+		end := uint64(len(f.pcln)) - uint64(f.Sizes.FindFuncTab)
+		if md := f.findModuledata(); md != nil && md.findfunctab > f.GoFuncAddr && md.findfunctab <= f.PclntabAddr+uint64(len(f.pcln)) {
+			end = md.findfunctab - f.PclntabAddr
+		}
+		if end > start {
+			f.Sizes.FuncData = int64(end - start)
+		}
+	}
+}
+
+// sortTabs keeps Tabs sorted by offset and rebuilds the index.
+func (f *File) sortTabs() {
+	sort.Slice(f.Tabs, func(i, j int) bool { return f.Tabs[i].Offset < f.Tabs[j].Offset })
+	f.tabIdx = make(map[uint32]int, len(f.Tabs))
+	for i := range f.Tabs {
+		f.tabIdx[f.Tabs[i].Offset] = i
+	}
+}

@@ -1,0 +1,132 @@
+package objscan
+
+import "fmt"
+
+// walkTable finds the extent of the varint table at off in pctab: the number
+// of bytes it occupies (terminator included), the PC-quantum units it covers,
+// and its largest value. It follows the runtime's decoding rules: the value
+// starts at -1, and a 0 byte ends the table except as the first value delta.
+func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, err error) {
+	if uint64(off) >= uint64(len(pctab)) {
+		return 0, 0, 0, formatErr("pctab", int64(off), "table offset past the end of the %d-byte pctab", len(pctab))
+	}
+	d := pctab[off:]
+	p := 0
+	val := int32(-1)
+	maxVal = -1
+	var pc uint64
+	uvarint := func() (uint32, error) {
+		var v uint32
+		for shift := uint(0); ; shift += 7 {
+			if p >= len(d) {
+				return 0, formatErr("pctab", int64(off)+int64(p), "table at %#x is truncated inside a varint", off)
+			}
+			b := d[p]
+			p++
+			if shift == 28 && b > 0x0f {
+				return 0, formatErr("pctab", int64(off)+int64(p-1), "table at %#x has a varint that overflows 32 bits", off)
+			}
+			v |= uint32(b&0x7f) << shift
+			if b < 0x80 {
+				return v, nil
+			}
+		}
+	}
+	for first := true; ; first = false {
+		if p >= len(d) {
+			return 0, 0, 0, formatErr("pctab", int64(off)+int64(p), "table at %#x has no terminating 0 byte", off)
+		}
+		if d[p] == 0 && !first {
+			p++
+			break
+		}
+		uv, err := uvarint()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		val += int32(-(uv & 1) ^ (uv >> 1))
+		maxVal = max(maxVal, val)
+		pd, err := uvarint()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		pc += uint64(pd)
+		if pc > 1<<32-1 {
+			return 0, 0, 0, formatErr("pctab", int64(off)+int64(p), "table at %#x covers more than 2^32 PC units", off)
+		}
+	}
+	return p, uint32(pc), maxVal, nil
+}
+
+// collectTables builds the set of distinct tables, keyed by pctab offset.
+func (f *File) collectTables() error {
+	f.tabIdx = make(map[uint32]int)
+	add := func(fi int, kind TableKind, off uint32) error {
+		if off == 0 {
+			return nil
+		}
+		i, ok := f.tabIdx[off]
+		if !ok {
+			n, length, maxVal, err := walkTable(f.pctab, off)
+			if err != nil {
+				return fmt.Errorf("%s table of %s: %w", kind, f.Funcs[fi].Name, err)
+			}
+			i = len(f.Tabs)
+			f.tabIdx[off] = i
+			f.Tabs = append(f.Tabs, Table{Offset: off, Data: f.pctab[off : int(off)+n : int(off)+n], Len: length, MaxVal: maxVal})
+		}
+		t := &f.Tabs[i]
+		t.Refs = append(t.Refs, Ref{Func: fi, Kind: kind})
+		if size := uint64(t.Len) * uint64(f.PCQuantum); size > f.Funcs[fi].Size {
+			f.Funcs[fi].Size = size
+		}
+		return nil
+	}
+	for fi := range f.Funcs {
+		fn := &f.Funcs[fi]
+		if err := add(fi, KindPCSP, fn.PCSP); err != nil {
+			return err
+		}
+		if err := add(fi, KindPCFile, fn.PCFile); err != nil {
+			return err
+		}
+		if err := add(fi, KindPCLn, fn.PCLn); err != nil {
+			return err
+		}
+		for id, off := range fn.PCData {
+			if err := add(fi, KindPCData+TableKind(min(id, 250)), off); err != nil {
+				return err
+			}
+		}
+	}
+	f.sortTabs()
+	return nil
+}
+
+// Table returns the distinct table at pctab offset off, or nil.
+func (f *File) Table(off uint32) *Table {
+	if i, ok := f.tabIdx[off]; ok {
+		return &f.Tabs[i]
+	}
+	return nil
+}
+
+// TableOffset returns the pctab offset of fn's table of the given kind, or 0
+// if fn has none.
+func (fn *Func) TableOffset(kind TableKind) uint32 {
+	switch kind {
+	case KindPCSP:
+		return fn.PCSP
+	case KindPCFile:
+		return fn.PCFile
+	case KindPCLn:
+		return fn.PCLn
+	}
+	if id := int(kind - KindPCData); kind >= KindPCData && id < len(fn.PCData) {
+		return fn.PCData[id]
+	}
+	return 0
+}
+
+// PCTab returns the raw pctab: table offsets index into it.
+func (f *File) PCTab() []byte { return f.pctab }
