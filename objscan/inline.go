@@ -11,18 +11,35 @@ const (
 	maxInlTreeEntries = 1 << 20
 )
 
+// inlTreeSlot returns the FUNCDATA id of the inline tree. Go 1.16 removed
+// FUNCDATA_RegPointerMaps (id 2), which moved the inline tree from 4 to 3;
+// before Go 1.14 the tree sat lower still.
+func (f *File) inlTreeSlot() int {
+	if f.Magic != Go12Magic {
+		return FuncDataInlTree
+	}
+	switch v := goMinor(f.GoVersion); {
+	case v < 0 || v >= 14:
+		return 4
+	case v >= 12:
+		return 3
+	}
+	return 2
+}
+
 // newInlLayout reports whether inline tree entries use the 16-byte layout
 // that came with the Go 1.20 pclntab (with startLine instead of file/line).
 func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
 
 // decodeInlTrees decodes each function's inline tree.
 func (f *File) decodeInlTrees() error {
+	slot := f.inlTreeSlot()
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
-		if len(fn.FuncData) <= FuncDataInlTree || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
+		if len(fn.FuncData) <= slot || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
 			continue
 		}
-		ref := fn.FuncData[FuncDataInlTree]
+		ref := fn.FuncData[slot]
 		var addr uint64
 		switch f.Magic {
 		case Go118Magic, Go120Magic:
@@ -77,7 +94,7 @@ func (f *File) decodeInlTrees() error {
 					c.File = name
 				}
 			}
-			name, err := cstring(f.names, uint64(nameOff), "funcnametab")
+			name, err := cstring(f.names, uint64(nameOff), f.namesWhere())
 			if err != nil {
 				return fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
 			}
@@ -85,6 +102,13 @@ func (f *File) decodeInlTrees() error {
 		}
 	}
 	return nil
+}
+
+func (f *File) namesWhere() string {
+	if f.Magic == Go12Magic {
+		return "pclntab"
+	}
+	return "funcnametab"
 }
 
 // FileName returns the name of file number idx of function fn, as the

@@ -98,15 +98,16 @@ type File struct {
 
 	NFuncData [256]int // histogram: number of functions by nfuncdata (debugging aid)
 
-	pcln     []byte // the pclntab bytes
-	pctab    []byte // the pctab: table offsets index this slice
-	names    []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
-	namesOff uint64 // offset of names in pcln
-	cutab    []byte
-	filetab  []byte
-	im       *image
-	closer   io.Closer
-	tabIdx   map[uint32]int // table offset -> index in Tabs
+	pcln        []byte // the pclntab bytes
+	pctab       []byte // the pctab: table offsets index this slice
+	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
+	namesOff    uint64 // offset of names in pcln
+	cutab       []byte
+	filetab     []byte
+	im          *image
+	closer      io.Closer
+	tabIdx      map[uint32]int // table offset -> index in Tabs
+	arrayBudget uint64         // pcdata+funcdata entries still allowed
 }
 
 // Func is one function of the pclntab: the fields of the runtime's _func.

@@ -234,6 +234,10 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 	}
 	f.Funcs = make([]Func, nfunc)
 	minorVer := goMinor(f.GoVersion)
+	// Real _func records never overlap, so their pcdata and funcdata arrays
+	// together fit in the pclntab. A hostile functab that points many entries
+	// at one huge record would otherwise allocate quadratically.
+	f.arrayBudget = uint64(len(f.pcln)) / 4
 	var funcsEnd uint64
 	for i := uint64(0); i < nfunc; i++ {
 		fn := &f.Funcs[i]
@@ -323,6 +327,10 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 	if p+4*npcdata > uint64(len(f.pcln)) {
 		return 0, formatErr("_func", int64(p), "%d pcdata offsets run past the pclntab", npcdata)
 	}
+	if npcdata+nfuncdata > f.arrayBudget {
+		return 0, formatErr("_func", int64(off), "pcdata/funcdata arrays of all records exceed the pclntab size (overlapping records?)")
+	}
+	f.arrayBudget -= npcdata + nfuncdata
 	fn.PCData = make([]uint32, npcdata)
 	for i := range fn.PCData {
 		fn.PCData[i] = r.u32(p)

@@ -5,7 +5,7 @@ import "fmt"
 // walkTable finds the extent of the varint table at off in pctab: the number
 // of bytes it occupies (terminator included), the PC-quantum units it covers,
 // and its largest value. It follows the runtime's decoding rules: the value
-// starts at -1, and a 0 byte ends the table except as the first value delta.
+// starts at -1, and a 0 byte ends the table unless the PC is still at 0.
 func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, err error) {
 	if uint64(off) >= uint64(len(pctab)) {
 		return 0, 0, 0, formatErr("pctab", int64(off), "table offset past the end of the %d-byte pctab", len(pctab))
@@ -32,11 +32,13 @@ func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, er
 			}
 		}
 	}
-	for first := true; ; first = false {
+	for {
 		if p >= len(d) {
 			return 0, 0, 0, formatErr("pctab", int64(off)+int64(p), "table at %#x has no terminating 0 byte", off)
 		}
-		if d[p] == 0 && !first {
+		// Like runtime.pcvalue, a 0 byte is a value delta while the PC is
+		// still at the entry, and the terminator after that.
+		if d[p] == 0 && pc != 0 {
 			p++
 			break
 		}
@@ -130,3 +132,6 @@ func (fn *Func) TableOffset(kind TableKind) uint32 {
 
 // PCTab returns the raw pctab: table offsets index into it.
 func (f *File) PCTab() []byte { return f.pctab }
+
+// Pclntab returns the raw pclntab bytes, from the pcHeader on.
+func (f *File) Pclntab() []byte { return f.pcln }

@@ -1,0 +1,145 @@
+package objscan
+
+import (
+	"debug/gosym"
+
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// checkGosym cross-checks f against debug/gosym, an independent parser of
+// the same pclntab: the same functions with the same entries, ends and names,
+// and at every PC (in PC-quantum steps) of every function the same file and
+// line. stride > 1 checks every stride-th function only (for huge binaries).
+func checkGosym(t *testing.T, f *File, stride int) {
+	t.Helper()
+	lt := gosym.NewLineTable(f.Pclntab(), f.TextStart)
+	tab, err := gosym.NewTable(nil, lt)
+	if err != nil {
+		t.Fatalf("gosym: %v", err)
+	}
+	if len(tab.Funcs) != len(f.Funcs) {
+		t.Fatalf("gosym finds %d functions, objscan %d", len(tab.Funcs), len(f.Funcs))
+	}
+	bad := 0
+	report := func(format string, args ...any) {
+		bad++
+		if bad <= 10 {
+			t.Errorf(format, args...)
+		}
+	}
+	pcs := 0
+	for i := range f.Funcs {
+		fn, g := &f.Funcs[i], &tab.Funcs[i]
+		if fn.Entry != g.Entry || fn.End != g.End || fn.Name != g.Name {
+			report("func %d: objscan {%#x %#x %q}, gosym {%#x %#x %q}", i, fn.Entry, fn.End, fn.Name, g.Entry, g.End, g.Name)
+			continue
+		}
+		if i%stride != 0 {
+			continue
+		}
+		q := uint64(f.PCQuantum)
+		for pc := fn.Entry; pc < fn.Entry+fn.Size; pc += q {
+			unit := uint32((pc - fn.Entry) / q)
+			file, line := objscanLine(t, f, fn, unit)
+			gfile, gline, _ := tab.PCToLine(pc)
+			pcs++
+			if file != gfile || line != gline {
+				report("%s+%#x: objscan %s:%d, gosym %s:%d", fn.Name, pc-fn.Entry, file, line, gfile, gline)
+			}
+		}
+	}
+	if bad > 10 {
+		t.Errorf("... %d mismatches in all", bad)
+	}
+	t.Logf("%d functions, %d PCs agree with debug/gosym", len(f.Funcs), pcs)
+}
+
+// objscanLine symbolizes one PC through objscan's pcfile and pcln tables.
+func objscanLine(t testing.TB, f *File, fn *Func, unit uint32) (string, int) {
+	_, fileIdx, ok1 := decodeForTest(t, f, fn.PCFile, unit)
+	_, line, ok2 := decodeForTest(t, f, fn.PCLn, unit)
+	if !ok1 || !ok2 || fileIdx < 0 {
+		return "", 0
+	}
+	name, err := f.FileName(fn, fileIdx)
+	if err != nil {
+		return "", 0
+	}
+	return name, int(line)
+}
+
+// corpusDir is where ../shared/corpus/build.sh puts its binaries.
+func corpusDir() string {
+	if d := os.Getenv("PCTAB_CORPUS"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "pctab-corpus")
+}
+
+// corpusFiles lists the corpus binaries named in its MANIFEST.md.
+func corpusFiles(t *testing.T) []string {
+	dir := corpusDir()
+	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.md"))
+	if err != nil {
+		t.Skipf("no corpus at %s (build it with ../shared/corpus/build.sh): %v", dir, err)
+	}
+	var files []string
+	for _, line := range strings.Split(string(data), "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) < 3 || !strings.Contains(cols[1], "/") || strings.Contains(cols[1], "---") {
+			continue
+		}
+		files = append(files, filepath.Join(dir, strings.TrimSpace(cols[1])))
+	}
+	return files
+}
+
+// TestCorpus opens every binary of the shared corpus and cross-checks it
+// against debug/gosym. It is skipped, saying why, where no corpus was built.
+func TestCorpus(t *testing.T) {
+	files := corpusFiles(t)
+	if testing.Short() {
+		t.Skip("corpus cross-check is slow; skipped in -short mode")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
+			f, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			stride := 1
+			if len(f.Funcs) > 5000 {
+				stride = 7 // every 7th function of the big binaries keeps this under a minute
+			}
+			checkGosym(t, f, stride)
+			checkInlTrees(t, f)
+		})
+	}
+}
+
+// checkInlTrees checks that every inline tree entry is consistent: its parent
+// PC lies inside the function, and its name is a real name.
+func checkInlTrees(t *testing.T, f *File) {
+	t.Helper()
+	n := 0
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		for j, c := range fn.InlTree {
+			n++
+			if c.ParentPC < 0 || uint64(c.ParentPC) >= max(fn.Size, fn.End-fn.Entry) {
+				t.Errorf("%s inline entry %d (%s): parentPc %#x outside the function (size %#x)", fn.Name, j, c.Name, c.ParentPC, fn.Size)
+			}
+			if c.Name == "" {
+				t.Errorf("%s inline entry %d has no name", fn.Name, j)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no inline tree entries in %s", f.Path)
+	}
+}
