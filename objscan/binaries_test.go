@@ -47,6 +47,7 @@ func TestTargets(t *testing.T) {
 				checkGosym(t, f, 1)
 				checkInlTrees(t, f)
 				checkTables(t, f)
+				checkSymbols(t, f)
 			})
 		}
 	}

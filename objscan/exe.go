@@ -33,8 +33,9 @@ type image struct {
 	goarch   string
 	order    binary.ByteOrder
 	ptrSize  int
-	sections []segment // named sections with file bytes, sorted by address
-	syms     map[string]uint64
+	sections []segment         // named sections with file bytes, sorted by address
+	syms     map[string]uint64 // loaded by sym on first use
+	loadSyms func() map[string]uint64
 	textSect uint64 // address of the first executable section, a last-resort text base
 }
 
@@ -48,6 +49,19 @@ var wantSyms = map[string]bool{
 	"go:func.*":               true, "go.func.*": true,
 	"runtime.findfunctab": true,
 	"runtime.text.1":      true,
+}
+
+// sym returns the address of a symbol from wantSyms.
+func (im *image) sym(name string) (uint64, bool) {
+	if im.syms == nil {
+		if im.loadSyms != nil {
+			im.syms = im.loadSyms()
+		} else {
+			im.syms = map[string]uint64{}
+		}
+	}
+	v, ok := im.syms[name]
+	return v, ok
 }
 
 // section returns the first section with one of the given names.
@@ -208,14 +222,19 @@ func openELF(r io.ReaderAt) (*image, error) {
 			})
 		}
 	}
-	syms, _ := safely("ELF symbols", func() ([]elf.Symbol, error) { return f.Symbols() })
-	im.syms = make(map[string]uint64)
-	for _, s := range syms {
-		if wantSyms[s.Name] {
-			if _, dup := im.syms[s.Name]; !dup {
-				im.syms[s.Name] = s.Value
+	// A big binary's symbol table costs megabytes to load, and objscan
+	// rarely needs it: load it only when asked.
+	im.loadSyms = func() map[string]uint64 {
+		syms, _ := safely("ELF symbols", func() ([]elf.Symbol, error) { return f.Symbols() })
+		m := make(map[string]uint64)
+		for _, s := range syms {
+			if wantSyms[s.Name] {
+				if _, dup := m[s.Name]; !dup {
+					m[s.Name] = s.Value
+				}
 			}
 		}
+		return m
 	}
 	im.finish()
 	return im, nil

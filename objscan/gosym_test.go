@@ -118,6 +118,7 @@ func TestCorpus(t *testing.T) {
 			}
 			checkGosym(t, f, stride)
 			checkInlTrees(t, f)
+			checkSymbols(t, f)
 		})
 	}
 }
@@ -141,5 +142,23 @@ func checkInlTrees(t *testing.T, f *File) {
 	}
 	if n == 0 {
 		t.Errorf("no inline tree entries in %s", f.Path)
+	}
+}
+
+// checkSymbols checks the text base and go:func.* address that objscan
+// derived (from moduledata, the way the runtime finds them) against the
+// symbol table, where the binary has one.
+func checkSymbols(t *testing.T, f *File) {
+	t.Helper()
+	if f.Magic != Go118Magic && f.Magic != Go120Magic {
+		return
+	}
+	if v, ok := f.im.sym("runtime.text"); ok && v != f.TextStart {
+		t.Errorf("text base %#x (from %s), runtime.text symbol %#x", f.TextStart, f.TextSource, v)
+	}
+	for _, name := range []string{"go:func.*", "go.func.*"} {
+		if v, ok := f.im.sym(name); ok && v != f.GoFuncAddr {
+			t.Errorf("go:func.* at %#x, symbol %s at %#x", f.GoFuncAddr, name, v)
+		}
 	}
 }

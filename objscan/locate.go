@@ -19,8 +19,8 @@ func (f *File) locate(fileSize int64) error {
 		return nil
 	}
 	for _, pair := range [][2]string{{"runtime.pclntab", "runtime.epclntab"}, {"pclntab", "epclntab"}} {
-		start, ok1 := im.syms[pair[0]]
-		end, ok2 := im.syms[pair[1]]
+		start, ok1 := im.sym(pair[0])
+		end, ok2 := im.sym(pair[1])
 		if !ok1 || !ok2 {
 			continue
 		}
@@ -100,13 +100,12 @@ func (f *File) scanMagic(fileSize int64) error {
 // textBase derives the address that Go 1.18+ entry offsets are relative to,
 // the way the runtime does: moduledata.text, or the runtime.text symbol.
 func (f *File) textBase(hdrText uint64) error {
-	if v, ok := f.im.syms["runtime.text"]; ok {
-		f.TextStart, f.TextSource = v, "runtime.text symbol"
-		f.findModuledata() // for gofunc, if symbols lack it
-		return nil
-	}
 	if md := f.findModuledata(); md != nil {
 		f.TextStart, f.TextSource = md.text, "moduledata.text"
+		return nil
+	}
+	if v, ok := f.im.sym("runtime.text"); ok {
+		f.TextStart, f.TextSource = v, "runtime.text symbol"
 		return nil
 	}
 	if hdrText != 0 {
@@ -124,13 +123,19 @@ type moduledata struct {
 	addr        uint64
 	text        uint64
 	findfunctab uint64
-	gofunc      uint64
+	// words holds the moduledata words after etext. Their layout changes
+	// between releases (Go 1.27 added fields before gofunc), so gofunc is
+	// picked from them by validation, not by a fixed index.
+	words []uint64
 }
 
 // findModuledata finds the runtime's moduledata for this pclntab: the data
 // word that points at the pcHeader, followed by a funcnametab slice that
-// points at the function names. It records gofunc if that is still unknown.
+// points at the function names.
 func (f *File) findModuledata() *moduledata {
+	if f.md != nil {
+		return f.md
+	}
 	if f.Magic == Go12Magic {
 		return nil // moduledata starts differently; not needed before Go 1.16
 	}
@@ -183,18 +188,72 @@ func (f *File) findModuledata() *moduledata {
 				continue
 			}
 			m := &moduledata{addr: s.addr + at, findfunctab: word(md, 19), text: word(md, 22)}
-			// gofunc's slot depends on the release: Go 1.18/1.19 lack the
-			// coverage counters that Go 1.20 added before it.
-			if f.Magic == Go118Magic {
-				m.gofunc = word(md, 38)
-			} else if f.Magic == Go120Magic {
-				m.gofunc = word(md, 40)
+			for i := uint64(24); i < mdWords; i++ {
+				m.words = append(m.words, word(md, i))
 			}
-			if f.GoFuncAddr == 0 && m.gofunc != 0 && f.im.sectionAt(m.gofunc) != nil {
-				f.GoFuncAddr = m.gofunc
-			}
+			f.md = m
 			return m
 		}
 	}
 	return nil
+}
+
+// resolveGoFunc finds the address of go:func.*, which Go 1.18+ funcdata
+// offsets are relative to. It tries the moduledata words that point into the
+// image, then the symbols, and keeps the first address under which the inline
+// trees of a sample of functions decode to real names and parent PCs.
+func (f *File) resolveGoFunc() {
+	if f.Magic != Go118Magic && f.Magic != Go120Magic {
+		return
+	}
+	var cands []uint64
+	if md := f.findModuledata(); md != nil {
+		for _, w := range md.words {
+			if w != 0 && f.im.sectionAt(w) != nil {
+				cands = append(cands, w)
+			}
+		}
+	}
+	for _, name := range []string{"go:func.*", "go.func.*"} {
+		if v, ok := f.im.sym(name); ok {
+			cands = append(cands, v)
+		}
+	}
+	for _, c := range cands {
+		if f.validGoFunc(c) {
+			f.GoFuncAddr = c
+			return
+		}
+	}
+}
+
+// validGoFunc reports whether the first inline tree entries of up to 64
+// functions, read under base, have valid names and parent PCs.
+func (f *File) validGoFunc(base uint64) bool {
+	size := uint64(inlEntrySizeOld)
+	nameAt, pcAt := 12, 16
+	if f.newInlLayout() {
+		size, nameAt, pcAt = inlEntrySize, 4, 8
+	}
+	checked := 0
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		if len(fn.FuncData) <= FuncDataInlTree || fn.FuncData[FuncDataInlTree] == NoFuncData ||
+			len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
+			continue
+		}
+		e, err := f.im.readAddr(base+fn.FuncData[FuncDataInlTree], size)
+		if err != nil {
+			return false
+		}
+		nameOff := uint64(f.ByteOrder.Uint32(e[nameAt:]))
+		parentPC := uint64(f.ByteOrder.Uint32(e[pcAt:]))
+		if nameOff >= uint64(len(f.names)) || (nameOff > 0 && f.names[nameOff-1] != 0) || parentPC >= max(fn.Size, fn.End-fn.Entry) {
+			return false
+		}
+		if checked++; checked == 64 {
+			break
+		}
+	}
+	return checked > 0
 }

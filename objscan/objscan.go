@@ -106,6 +106,7 @@ type File struct {
 	filetab     []byte
 	im          *image
 	closer      io.Closer
+	md          *moduledata    // found by findModuledata, or nil
 	tabIdx      map[uint32]int // table offset -> index in Tabs
 	arrayBudget uint64         // pcdata+funcdata entries still allowed
 }

@@ -179,11 +179,6 @@ func (f *File) parse() error {
 		f.Sizes.PCTab = int64(pclnOff - pctabOff)
 	}
 	if f.Magic == Go118Magic || f.Magic == Go120Magic {
-		if v, ok := f.im.syms["go:func.*"]; ok {
-			f.GoFuncAddr = v
-		} else if v, ok := f.im.syms["go.func.*"]; ok {
-			f.GoFuncAddr = v
-		}
 		if err := f.textBase(hdrText); err != nil {
 			return err
 		}
@@ -194,6 +189,7 @@ func (f *File) parse() error {
 	if err := f.collectTables(); err != nil {
 		return err
 	}
+	f.resolveGoFunc()
 	if err := f.decodeInlTrees(); err != nil {
 		return err
 	}
