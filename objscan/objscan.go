@@ -96,8 +96,6 @@ type File struct {
 	Files int     // number of file names in the file table (header's nfiles)
 	Tabs  []Table // distinct PC-value tables, sorted by offset
 
-	NFuncData [256]int // histogram: number of functions by nfuncdata (debugging aid)
-
 	pcln        []byte // the pclntab bytes
 	pctab       []byte // the pctab: table offsets index this slice
 	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)

@@ -332,7 +332,6 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 		fn.PCData[i] = r.u32(p)
 		p += 4
 	}
-	f.NFuncData[nfuncdata]++
 	fn.FuncData = make([]uint64, nfuncdata)
 	if f.Magic == Go12Magic || f.Magic == Go116Magic {
 		p = (p + ps - 1) &^ (ps - 1) // relative to the ptr-aligned record start
