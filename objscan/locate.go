@@ -127,6 +127,67 @@ type moduledata struct {
 	// between releases (Go 1.27 added fields before gofunc), so gofunc is
 	// picked from them by validation, not by a fixed index.
 	words []uint64
+	// textsects is moduledata.textsectmap when the text is split into
+	// several sections (external linking of very large ARM, PPC64 and
+	// darwin/arm64 programs); nil otherwise.
+	textsects []textsect
+}
+
+// textsect is the runtime's textsect: a text section's pre-link offset
+// range and its final address.
+type textsect struct {
+	vaddr, end, baseaddr uint64
+}
+
+// findTextSects looks among the moduledata words for the textsectmap slice:
+// a (pointer, len, cap) triple whose entries start at offset 0 at the text
+// base and increase. It returns the map only when it has several sections.
+func (f *File) findTextSects(m *moduledata) []textsect {
+	ps := uint64(f.PtrSize)
+	for i := 0; i+2 < len(m.words); i++ {
+		ptr, n, c := m.words[i], m.words[i+1], m.words[i+2]
+		if n < 2 || n > c || c > 256 || f.im.sectionAt(ptr) == nil {
+			continue
+		}
+		raw, err := f.im.readAddr(ptr, n*3*ps)
+		if err != nil {
+			continue
+		}
+		word := func(j uint64) uint64 {
+			if ps == 4 {
+				return uint64(f.ByteOrder.Uint32(raw[j*4:]))
+			}
+			return f.ByteOrder.Uint64(raw[j*8:])
+		}
+		sects := make([]textsect, n)
+		ok := true
+		for j := range sects {
+			s := textsect{word(uint64(j) * 3), word(uint64(j)*3 + 1), word(uint64(j)*3 + 2)}
+			if s.end < s.vaddr || (j > 0 && (s.vaddr < sects[j-1].end || s.baseaddr < sects[j-1].baseaddr)) {
+				ok = false
+				break
+			}
+			sects[j] = s
+		}
+		if ok && sects[0].vaddr == 0 && sects[0].baseaddr == m.text {
+			return sects
+		}
+	}
+	return nil
+}
+
+// textAddr converts a Go 1.18+ entry offset into an address, the way
+// runtime.(*moduledata).textAddr does.
+func (f *File) textAddr(off uint64) uint64 {
+	if f.md != nil && len(f.md.textsects) > 1 {
+		ts := f.md.textsects
+		for i, s := range ts {
+			if off >= s.vaddr && off < s.end || (i == len(ts)-1 && off == s.end) {
+				return s.baseaddr + off - s.vaddr
+			}
+		}
+	}
+	return f.TextStart + off
 }
 
 // findModuledata finds the runtime's moduledata for this pclntab: the data
@@ -191,6 +252,7 @@ func (f *File) findModuledata() *moduledata {
 			for i := uint64(24); i < mdWords; i++ {
 				m.words = append(m.words, word(md, i))
 			}
+			m.textsects = f.findTextSects(m)
 			f.md = m
 			return m
 		}

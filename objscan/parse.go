@@ -224,7 +224,7 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 	entry := func(i uint64) uint64 {
 		v := read(tabOff + 2*i*fieldSize)
 		if !wide {
-			v += f.TextStart
+			v = f.textAddr(v)
 		}
 		return v
 	}
@@ -277,8 +277,8 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 		}
 	default:
 		e = 4
-		if v := uint64(r.u32(off)) + f.TextStart; r.err == nil && v != fn.Entry {
-			return 0, formatErr("_func", int64(off), "entryOff %#x does not match the functab entry %#x", v-f.TextStart, fn.Entry-f.TextStart)
+		if v := f.textAddr(uint64(r.u32(off))); r.err == nil && v != fn.Entry {
+			return 0, formatErr("_func", int64(off), "entryOff %#x does not match the functab entry %#x", r.u32(off), fn.Entry)
 		}
 	}
 	nameOff := r.u32(off + e)

@@ -422,3 +422,24 @@ type order interface {
 	binary.ByteOrder
 	binary.AppendByteOrder
 }
+
+func TestTextAddr(t *testing.T) {
+	// Two text sections: offsets [0,0x1000) at 0x10000 and [0x1000,0x3000)
+	// moved up by a trampoline gap to 0x12000.
+	f := &File{TextStart: 0x10000, md: &moduledata{textsects: []textsect{
+		{vaddr: 0, end: 0x1000, baseaddr: 0x10000},
+		{vaddr: 0x1000, end: 0x3000, baseaddr: 0x12000},
+	}}}
+	for _, tc := range []struct{ off, want uint64 }{
+		{0, 0x10000}, {0xfff, 0x10fff}, {0x1000, 0x12000}, {0x2fff, 0x13fff},
+		{0x3000, 0x14000}, // the last section includes its end (the functab's end entry)
+	} {
+		if got := f.textAddr(tc.off); got != tc.want {
+			t.Errorf("textAddr(%#x) = %#x, want %#x", tc.off, got, tc.want)
+		}
+	}
+	f.md.textsects = f.md.textsects[:1]
+	if got := f.textAddr(0x1000); got != 0x11000 {
+		t.Errorf("one section: textAddr(0x1000) = %#x, want 0x11000", got)
+	}
+}
