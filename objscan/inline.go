@@ -34,6 +34,8 @@ func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
 // decodeInlTrees decodes each function's inline tree.
 func (f *File) decodeInlTrees() error {
 	slot := f.inlTreeSlot()
+	// Inlined functions recur in many trees: share their name strings.
+	names := map[uint32]string{}
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		if len(fn.FuncData) <= slot || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
@@ -94,9 +96,13 @@ func (f *File) decodeInlTrees() error {
 					c.File = name
 				}
 			}
-			name, err := cstring(f.names, uint64(nameOff), f.namesWhere())
-			if err != nil {
-				return fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
+			name, ok := names[nameOff]
+			if !ok {
+				var err error
+				if name, err = cstring(f.names, uint64(nameOff), f.namesWhere()); err != nil {
+					return fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
+				}
+				names[nameOff] = name
 			}
 			c.Name = name
 		}

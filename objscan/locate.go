@@ -276,14 +276,16 @@ func (f *File) resolveGoFunc() {
 			}
 		}
 	}
-	for _, name := range []string{"go:func.*", "go.func.*"} {
-		if v, ok := f.im.sym(name); ok {
-			cands = append(cands, v)
-		}
-	}
 	for _, c := range cands {
 		if f.validGoFunc(c) {
 			f.GoFuncAddr = c
+			return
+		}
+	}
+	// Only now pay for loading the symbol table.
+	for _, name := range []string{"go:func.*", "go.func.*"} {
+		if v, ok := f.im.sym(name); ok && f.validGoFunc(v) {
+			f.GoFuncAddr = v
 			return
 		}
 	}

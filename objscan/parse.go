@@ -3,7 +3,6 @@ package objscan
 import (
 	"bytes"
 	"encoding/binary"
-	"sort"
 )
 
 // parseHeader reads the pcHeader at the start of f.pcln: magic, byte order,
@@ -19,6 +18,7 @@ func (f *File) parseHeader() error {
 		f.ByteOrder, f.Magic = binary.LittleEndian, le
 	case be == Go12Magic || be == Go116Magic || be == Go118Magic || be == Go120Magic:
 		f.ByteOrder, f.Magic = binary.BigEndian, be
+	case f.linearMagic(le, be): // rewrite-binary replace mode: Go 1.20 layout (linear.go)
 	default:
 		return formatErr("pclntab", 0, "unknown pcHeader magic % x (not a Go 1.2+ pclntab)", d[:4])
 	}
@@ -311,7 +311,7 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 		fn.FuncID = r.u8(off + e + 36)
 		fn.Flag = r.u8(off + e + 37)
 		nfuncdata = uint64(r.u8(off + e + 39))
-		fixed = e + 40
+		fixed = e + 40 + f.linearRecordExtra() // rewrite-binary replace mode (linear.go)
 	}
 	if r.err != nil {
 		return 0, r.err
@@ -379,14 +379,5 @@ func (f *File) computeSizes(funcTabOff uint64) {
 		if end > start {
 			f.Sizes.FuncData = int64(end - start)
 		}
-	}
-}
-
-// sortTabs keeps Tabs sorted by offset and rebuilds the index.
-func (f *File) sortTabs() {
-	sort.Slice(f.Tabs, func(i, j int) bool { return f.Tabs[i].Offset < f.Tabs[j].Offset })
-	f.tabIdx = make(map[uint32]int, len(f.Tabs))
-	for i := range f.Tabs {
-		f.tabIdx[f.Tabs[i].Offset] = i
 	}
 }

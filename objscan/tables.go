@@ -1,6 +1,9 @@
 package objscan
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // walkTable finds the extent of the varint table at off in pctab: the number
 // of bytes it occupies (terminator included), the PC-quantum units it covers,
@@ -62,52 +65,62 @@ func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, er
 
 // collectTables builds the set of distinct tables, keyed by pctab offset.
 func (f *File) collectTables() error {
-	f.tabIdx = make(map[uint32]int)
-	add := func(fi int, kind TableKind, off uint32) error {
-		if off == 0 {
-			return nil
-		}
-		i, ok := f.tabIdx[off]
-		if !ok {
-			n, length, maxVal, err := walkTable(f.pctab, off)
-			if err != nil {
-				return fmt.Errorf("%s table of %s: %w", kind, f.Funcs[fi].Name, err)
-			}
-			i = len(f.Tabs)
-			f.tabIdx[off] = i
-			f.Tabs = append(f.Tabs, Table{Offset: off, Data: f.pctab[off : int(off)+n : int(off)+n], Len: length, MaxVal: maxVal})
-		}
-		t := &f.Tabs[i]
-		t.Refs = append(t.Refs, Ref{Func: fi, Kind: kind})
-		if size := uint64(t.Len) * uint64(f.PCQuantum); size > f.Funcs[fi].Size {
-			f.Funcs[fi].Size = size
-		}
-		return nil
+	if f.Linear != nil { // rewrite-binary replace mode: linear tables (linear.go)
+		return f.collectLinear()
 	}
+	// Gather every reference, sort by offset (keeping functab order within
+	// an offset), then cut Tabs and their Refs out of two flat arrays. This
+	// allocates a handful of slices instead of one per table.
+	type rec struct {
+		off  uint32
+		fn   int32
+		kind TableKind
+	}
+	var recs []rec
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
-		if err := add(fi, KindPCSP, fn.PCSP); err != nil {
-			return err
-		}
-		if err := add(fi, KindPCFile, fn.PCFile); err != nil {
-			return err
-		}
-		if err := add(fi, KindPCLn, fn.PCLn); err != nil {
-			return err
-		}
-		for id, off := range fn.PCData {
-			if err := add(fi, KindPCData+TableKind(min(id, 250)), off); err != nil {
-				return err
+		for k := KindPCSP; k < KindPCData+TableKind(len(fn.PCData)); k++ {
+			if off := fn.TableOffset(k); off != 0 {
+				recs = append(recs, rec{off, int32(fi), k})
+			}
+			if k == 255 {
+				break
 			}
 		}
 	}
-	f.sortTabs()
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].off < recs[j].off })
+	refs := make([]Ref, len(recs))
+	ntabs := 0
+	for i := range recs {
+		refs[i] = Ref{Func: recs[i].fn, Kind: recs[i].kind}
+		if i == 0 || recs[i].off != recs[i-1].off {
+			ntabs++
+		}
+	}
+	f.Tabs = make([]Table, 0, ntabs)
+	for i := 0; i < len(recs); {
+		j := i + 1
+		for j < len(recs) && recs[j].off == recs[i].off {
+			j++
+		}
+		off := recs[i].off
+		n, length, maxVal, err := walkTable(f.pctab, off)
+		if err != nil {
+			return fmt.Errorf("%s table of %s: %w", recs[i].kind, f.Funcs[recs[i].fn].Name, err)
+		}
+		f.Tabs = append(f.Tabs, Table{Offset: off, Data: f.pctab[off : int(off)+n : int(off)+n], Len: length, MaxVal: maxVal, Refs: refs[i:j:j]})
+		for _, r := range refs[i:j] {
+			fn := &f.Funcs[r.Func]
+			fn.Size = max(fn.Size, uint64(length)*uint64(f.PCQuantum))
+		}
+		i = j
+	}
 	return nil
 }
 
 // Table returns the distinct table at pctab offset off, or nil.
 func (f *File) Table(off uint32) *Table {
-	if i, ok := f.tabIdx[off]; ok {
+	if i, ok := f.TableIndex(off); ok {
 		return &f.Tabs[i]
 	}
 	return nil
@@ -135,3 +148,12 @@ func (f *File) PCTab() []byte { return f.pctab }
 
 // Pclntab returns the raw pclntab bytes, from the pcHeader on.
 func (f *File) Pclntab() []byte { return f.pcln }
+
+// TableIndex returns the index in Tabs of the table at pctab offset off.
+func (f *File) TableIndex(off uint32) (int, bool) {
+	i := sort.Search(len(f.Tabs), func(i int) bool { return f.Tabs[i].Offset >= off })
+	if off == 0 || i == len(f.Tabs) || f.Tabs[i].Offset != off {
+		return 0, false
+	}
+	return i, true
+}

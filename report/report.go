@@ -18,7 +18,9 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"sort"
 	"sync"
@@ -136,11 +138,23 @@ type Options struct {
 	Workers  int  // goroutines for encoding; 0 means GOMAXPROCS
 }
 
-// decoded is one distinct varint table, decoded.
-type decoded struct {
-	tab  *objscan.Table
-	t    pcvalue.Table
-	spec []byte
+// tabInfo is what Compute keeps of one distinct table. Decoded runs and
+// encodings are not kept: they are rebuilt from the varint bytes when needed,
+// which costs little time and keeps memory proportional to the input.
+type tabInfo struct {
+	tab       *objscan.Table
+	specLen   uint32
+	specHash  uint64
+	first     int32  // index of the first table with the same spec encoding
+	constDup  uint32 // chunks that reuse an earlier constant chunk of this table
+	constSave uint32 // bytes those chunks would take
+}
+
+// shapeAcc accumulates shape statistics; one per worker, merged at the end.
+type shapeAcc struct {
+	chunks, changes, runs []int64
+	widths                [3]int64
+	single, zeroLen       int
 }
 
 // Compute builds the report for f.
@@ -155,8 +169,29 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if f.ByteOrder.String() == "BigEndian" {
 		r.ByteOrder = "big"
 	}
-	dec, err := decodeAll(f, opt.Workers)
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	seed := maphash.MakeSeed()
+	info := make([]tabInfo, len(f.Tabs))
+	accs := make([]shapeAcc, workers)
+	err := parallel(len(f.Tabs), workers, func(w, i int, buf []byte) ([]byte, error) {
+		tab := &f.Tabs[i]
+		t, _, err := varintpc.Decode(tab.Data)
+		if err != nil {
+			return buf, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+		}
+		buf = linearpc.AppendEncode(buf[:0], t)
+		info[i] = tabInfo{tab: tab, specLen: uint32(len(buf)), specHash: maphash.Bytes(seed, buf)}
+		info[i].constDup, info[i].constSave = constDedup(&t)
+		accs[w].add(&t)
+		return buf, nil
+	})
 	if err != nil {
+		return nil, err
+	}
+	if err := contentFirsts(info); err != nil {
 		return nil, err
 	}
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
@@ -172,17 +207,10 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	for k := objscan.KindPCSP; k < objscan.NumNamedKinds; k++ {
 		kindRow(k)
 	}
-	seenOff := map[uint32]bool{}
-	seenContent := map[string]bool{}
-	type kindTab struct {
-		k   objscan.TableKind
-		off uint32
-	}
-	seenKindTab := map[kindTab]bool{}
-	byOff := make(map[uint32]*decoded, len(dec))
-	for i := range dec {
-		byOff[dec[i].tab.Offset] = &dec[i]
-	}
+	seenOff := make([]bool, len(info))
+	seenContent := make([]bool, len(info))
+	kindMask := make([]uint32, len(info)) // kinds < 32 that reference each table
+	seenKindTab := map[[2]uint32]bool{}   // the rest
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
@@ -190,29 +218,40 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			if off == 0 {
 				continue
 			}
+			ti, ok := f.TableIndex(off)
+			if !ok {
+				return nil, fmt.Errorf("%s: %v table at %#x is not among the distinct tables", fn.Name, k, off)
+			}
 			row := kindRow(k)
 			row.References++
 			r.Tables.References++
-			if !seenKindTab[kindTab{k, off}] {
-				seenKindTab[kindTab{k, off}] = true
+			if k < 32 {
+				if kindMask[ti]&(1<<k) == 0 {
+					kindMask[ti] |= 1 << k
+					row.Distinct++
+				}
+			} else if key := [2]uint32{uint32(k), off}; !seenKindTab[key] {
+				seenKindTab[key] = true
 				row.Distinct++
 			}
-			d := byOff[off]
-			if !seenOff[off] {
-				seenOff[off] = true
-				row.VarintBytes += int64(len(d.tab.Data))
-				r.Tables.VarintBytes += int64(len(d.tab.Data))
-				r.Tables.LinearNoDedup += int64(len(d.spec))
+			in := &info[ti]
+			if !seenOff[ti] {
+				seenOff[ti] = true
+				row.VarintBytes += int64(len(in.tab.Data))
+				r.Tables.VarintBytes += int64(len(in.tab.Data))
+				r.Tables.LinearNoDedup += int64(in.specLen)
 			}
-			if !seenContent[string(d.spec)] {
-				seenContent[string(d.spec)] = true
-				row.LinearBytes += int64(len(d.spec))
-				r.Tables.LinearBytes += int64(len(d.spec))
+			if c := in.first; !seenContent[c] {
+				seenContent[c] = true
+				row.LinearBytes += int64(in.specLen)
+				r.Tables.LinearBytes += int64(in.specLen)
+				r.Tables.LinearDistinct++
+				r.Tables.ConstChunks += int(in.constDup)
+				r.Tables.ConstDedupSave += int64(in.constSave)
 			}
 		}
 	}
-	r.Tables.Distinct = len(dec)
-	r.Tables.LinearDistinct = len(seenContent)
+	r.Tables.Distinct = len(info)
 	r.Tables.DeltaBytes = r.Tables.LinearBytes - r.Tables.VarintBytes
 	r.Tables.DeltaPercent = pct(r.Tables.DeltaBytes, r.Tables.VarintBytes)
 	r.TablesFileDeltaPercent = pct(r.Tables.DeltaBytes, r.FileBytes)
@@ -223,69 +262,103 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			r.Kinds = append(r.Kinds, *row)
 		}
 	}
-	r.Tables.ConstChunks, r.Tables.ConstDedupSave = constDedup(dec)
-	r.Shape = shape(f, dec)
+	r.Shape = shape(f, accs, len(info))
 	if opt.Variants {
-		r.variants(f, dec)
+		if err := r.variants(f, workers); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
-// decodeAll decodes and spec-encodes every distinct table, in parallel.
-func decodeAll(f *objscan.File, workers int) ([]decoded, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	dec := make([]decoded, len(f.Tabs))
+// parallel calls fn(worker, i, buf) for every i in [0, n) on workers
+// goroutines; buf is a per-worker scratch buffer that fn may grow.
+func parallel(n, workers int, fn func(w, i int, buf []byte) ([]byte, error)) error {
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for i := w; i < len(dec); i += workers {
-				tab := &f.Tabs[i]
-				t, _, err := varintpc.Decode(tab.Data)
-				if err != nil {
-					errs[w] = fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+			var buf []byte
+			for i := w; i < n; i += workers {
+				var err error
+				if buf, err = fn(w, i, buf); err != nil {
+					errs[w] = err
 					return
 				}
-				dec[i] = decoded{tab: tab, t: t, spec: linearpc.Encode(t)}
 			}
 		}(w)
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return dec, nil
+	return nil
 }
 
-// constDedup counts the chunks that constant-chunk dedup shares, and the
-// bytes they would take if each were encoded: n (1 byte), one vlen byte and
-// the value.
-func constDedup(dec []decoded) (chunks int, saved int64) {
-	seen := map[string]bool{}
-	for i := range dec {
-		if seen[string(dec[i].spec)] {
-			continue // content dedup stores this encoding once
+// contentFirsts sets, for each table, the index of the first table whose
+// spec encoding has the same content. Equal hashes are confirmed by
+// re-encoding both tables and comparing the bytes, so the figures are exact.
+func contentFirsts(info []tabInfo) error {
+	byHash := make(map[uint64][]int32, len(info))
+	var a, b []byte
+	for i := range info {
+		in := &info[i]
+		in.first = int32(i)
+		cands := byHash[in.specHash]
+		for _, j := range cands {
+			if info[j].specLen != in.specLen {
+				continue
+			}
+			var err error
+			if a, err = respec(a, info[j].tab); err != nil {
+				return err
+			}
+			if b, err = respec(b, in.tab); err != nil {
+				return err
+			}
+			if bytes.Equal(a, b) {
+				in.first = j
+				break
+			}
 		}
-		seen[string(dec[i].spec)] = true
-		t := &dec[i].t
-		consts := map[int32]bool{}
-		forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
-			if len(inner) != 0 {
-				return
-			}
-			if consts[start] {
-				chunks++
-				saved += 2 + int64(width(start))
-			}
-			consts[start] = true
-		})
+		if in.first == int32(i) {
+			byHash[in.specHash] = append(cands, int32(i))
+		}
 	}
+	return nil
+}
+
+// respec re-encodes a varint table in the spec linear format.
+func respec(buf []byte, tab *objscan.Table) ([]byte, error) {
+	t, _, err := varintpc.Decode(tab.Data)
+	if err != nil {
+		return buf, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+	}
+	return linearpc.AppendEncode(buf[:0], t), nil
+}
+
+// constDedup counts the chunks of t that constant-chunk dedup shares with an
+// earlier constant chunk of the same value, and the bytes they would take if
+// each were encoded: n (1 byte), one vlen byte and the value.
+func constDedup(t *pcvalue.Table) (chunks, saved uint32) {
+	var consts map[int32]bool
+	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
+		if len(inner) != 0 {
+			return
+		}
+		if consts[start] {
+			chunks++
+			saved += 2 + uint32(width(start))
+		}
+		if consts == nil {
+			consts = map[int32]bool{}
+		}
+		consts[start] = true
+	})
 	return chunks, saved
 }
 
@@ -319,35 +392,43 @@ func width(v int32) int {
 	return 4
 }
 
-func shape(f *objscan.File, dec []decoded) Shape {
+func (a *shapeAcc) add(t *pcvalue.Table) {
+	if t.Len == 0 {
+		a.zeroLen++
+	}
+	n := int64((t.Len + linearpc.ChunkUnits - 1) / linearpc.ChunkUnits)
+	a.chunks = append(a.chunks, n)
+	a.runs = append(a.runs, int64(len(t.Runs)))
+	if n <= 1 {
+		a.single++
+	}
+	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
+		a.changes = append(a.changes, int64(len(inner)))
+		a.widths[widthIndex(start)]++
+		// Values after the first are stored relative to the chunk start.
+		for _, r := range inner {
+			a.widths[widthIndex(r.Value-start)]++
+		}
+	})
+}
+
+func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 	var s Shape
-	var fsz, chunks, changes, runs []int64
-	for i := range f.Funcs {
-		fsz = append(fsz, int64(f.Funcs[i].Size))
-	}
-	single := 0
-	for i := range dec {
-		t := &dec[i].t
-		if t.Len == 0 {
-			s.ZeroLengthTables++
+	var all shapeAcc
+	for _, a := range accs {
+		all.chunks = append(all.chunks, a.chunks...)
+		all.changes = append(all.changes, a.changes...)
+		all.runs = append(all.runs, a.runs...)
+		for i := range all.widths {
+			all.widths[i] += a.widths[i]
 		}
-		n := int64((t.Len + linearpc.ChunkUnits - 1) / linearpc.ChunkUnits)
-		chunks = append(chunks, n)
-		runs = append(runs, int64(len(t.Runs)))
-		if n <= 1 {
-			single++
-		}
-		forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
-			changes = append(changes, int64(len(inner)))
-			s.ValueWidths[widthIndex(start)]++
-			// Values after the first are stored relative to the chunk start.
-			for _, r := range inner {
-				s.ValueWidths[widthIndex(r.Value-start)]++
-			}
-		})
+		all.single += a.single
+		all.zeroLen += a.zeroLen
 	}
+	var fsz []int64
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
+		fsz = append(fsz, int64(fn.Size))
 		var l uint32
 		mismatch := false
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
@@ -363,11 +444,13 @@ func shape(f *objscan.File, dec []decoded) Shape {
 		}
 	}
 	s.FuncBytes = dist(fsz)
-	s.ChunksPerTable = dist(chunks)
-	s.ChangesPerChunk = dist(changes)
-	s.RunsPerTable = dist(runs)
-	if len(dec) > 0 {
-		s.SingleChunkShare = float64(single) / float64(len(dec))
+	s.ChunksPerTable = dist(all.chunks)
+	s.ChangesPerChunk = dist(all.changes)
+	s.RunsPerTable = dist(all.runs)
+	s.ValueWidths = all.widths
+	s.ZeroLengthTables = all.zeroLen
+	if ntabs > 0 {
+		s.SingleChunkShare = float64(all.single) / float64(ntabs)
 	}
 	return s
 }
@@ -395,55 +478,80 @@ func hotKind(k objscan.TableKind) bool {
 // HybridDoc describes the hybrid encoding.
 const HybridDoc = "spec linear for pcsp, StackMapIndex, InlTreeIndex and UnsafePoint; varint for pcfile, pcln, ArgLiveIndex and PanicBounds (a table used both ways is stored both ways)"
 
-func (r *Report) variants(f *objscan.File, dec []decoded) {
-	varint := r.Tables.VarintBytes
-	best := ""
-	var bestBytes int64 = -1
-	for _, v := range linearpc.Variants() {
-		set := linearpc.NewSet(v)
-		for i := range dec {
-			set.Add(dec[i].t)
+// setSize stores every table selected by keep in a Set of variant v and
+// returns the set's size.
+func setSize(f *objscan.File, v linearpc.Variant, keep func(i int) bool) (int64, error) {
+	set := linearpc.NewSet(v)
+	for i := range f.Tabs {
+		if keep != nil && !keep(i) {
+			continue
 		}
-		row := VariantRow{Name: v.Name, Doc: v.Doc, Bytes: int64(set.Size())}
+		t, _, err := varintpc.Decode(f.Tabs[i].Data)
+		if err != nil {
+			return 0, fmt.Errorf("table at pctab offset %#x: %w", f.Tabs[i].Offset, err)
+		}
+		set.Add(t)
+	}
+	return int64(set.Size()), nil
+}
+
+func (r *Report) variants(f *objscan.File, workers int) error {
+	varint := r.Tables.VarintBytes
+	vs := linearpc.Variants()
+	rows := make([]VariantRow, len(vs))
+	err := parallel(len(vs), workers, func(_, i int, buf []byte) ([]byte, error) {
+		v := vs[i]
+		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
+		if v.IsSpec() {
+			// The spec row is the totals by definition.
+			return buf, nil
+		}
+		n, err := setSize(f, v, nil)
+		rows[i].Bytes = n
+		return buf, err
+	})
+	if err != nil {
+		return err
+	}
+	var bestBytes int64 = -1
+	for _, row := range rows {
 		row.DeltaPercent = pct(row.Bytes-varint, varint)
 		row.FileDeltaPercent = pct(row.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 		r.Variants = append(r.Variants, row)
 		if bestBytes < 0 || row.Bytes < bestBytes {
-			best, bestBytes = v.Name, row.Bytes
+			r.Best, bestBytes = row.Name, row.Bytes
 		}
 	}
-	r.Best = best
 	// Hybrid: which distinct tables are referenced by a hot kind, which by a cold one.
-	hot := map[uint32]bool{}
-	cold := map[uint32]bool{}
+	hot := make([]bool, len(f.Tabs))
+	cold := make([]bool, len(f.Tabs))
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
-			if off := fn.TableOffset(k); off != 0 {
+			if i, ok := f.TableIndex(fn.TableOffset(k)); ok {
 				if hotKind(k) {
-					hot[off] = true
+					hot[i] = true
 				} else {
-					cold[off] = true
+					cold[i] = true
 				}
 			}
 		}
 	}
 	h := VariantRow{Name: "hybrid", Doc: HybridDoc}
-	set := linearpc.NewSet(linearpc.Spec())
-	for i := range dec {
-		off := dec[i].tab.Offset
-		if cold[off] {
-			h.Bytes += int64(len(dec[i].tab.Data))
-		}
-		if hot[off] {
-			set.Add(dec[i].t)
+	for i := range f.Tabs {
+		if cold[i] {
+			h.Bytes += int64(len(f.Tabs[i].Data))
 		}
 	}
-	h.Bytes += int64(set.Size())
+	n, err := setSize(f, linearpc.Spec(), func(i int) bool { return hot[i] })
+	if err != nil {
+		return err
+	}
+	h.Bytes += n
 	h.DeltaPercent = pct(h.Bytes-varint, varint)
-	// Only functions with a hot linear table need their size out of band.
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
+	return nil
 }
 
 func pct(delta, base int64) float64 {
