@@ -96,6 +96,8 @@ type File struct {
 	Files int     // number of file names in the file table (header's nfiles)
 	Tabs  []Table // distinct PC-value tables, sorted by offset
 
+	Linear *Linear // linear tables of a binary rewritten by cmd/rewrite-binary (linear.go); nil otherwise
+
 	pcln        []byte // the pclntab bytes
 	pctab       []byte // the pctab: table offsets index this slice
 	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
@@ -105,7 +107,7 @@ type File struct {
 	im          *image
 	closer      io.Closer
 	md          *moduledata    // found by findModuledata, or nil
-	tabIdx      map[uint32]int // table offset -> index in Tabs
+	tabIdx      map[uint32]int // unused; set by linear.go (to be removed)
 	arrayBudget uint64         // pcdata+funcdata entries still allowed
 }
 
@@ -195,7 +197,7 @@ func (k TableKind) String() string {
 
 // Ref is one reference to a table: which function, in which role.
 type Ref struct {
-	Func int // index into File.Funcs
+	Func int32 // index into File.Funcs
 	Kind TableKind
 }
 
@@ -272,6 +274,9 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, err
 	}
 	if err := f.parse(); err != nil {
+		return nil, err
+	}
+	if err := f.finishLinear(r, size); err != nil { // rewritten binaries (linear.go)
 		return nil, err
 	}
 	return f, nil

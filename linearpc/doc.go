@@ -1,0 +1,104 @@
+// Package linearpc implements the "linear index" PC-value table format
+// proposed in golang/go#61984, exactly as specified, plus experimental
+// variants of it.
+//
+// All PCs and lengths are in PC-quantum units. A table does not record its
+// length: the caller passes it (textLen) to every lookup and decoder.
+//
+// # The spec format
+//
+// A table of length L is cut into ceil(L/256) chunks of 256 units. The
+// encoding is a chunk index followed by the chunks.
+//
+// The index holds, for chunks 1..n-1, the offset of the chunk's encoding
+// relative to the end of the index (chunk 0 is at offset 0 and is not
+// listed; a one-chunk table has an empty index). It is a list of bytes if
+// every offset is at most 0xff and the first is below 0xfe; otherwise the
+// byte 0xfe followed by little-endian uint16s if every offset is at most
+// 0xffff; otherwise 0xff followed by little-endian uint32s.
+//
+// A chunk is
+//
+//	n    uint8          number of value changes inside the chunk
+//	pcs  [n]byte        pc&0xff of each change, ascending; a change at the
+//	                    chunk's first PC is not listed
+//	vlen [n+1]uint2     width codes, LSB first, padded with 0 bits to a
+//	                    byte: 01 = 1 byte, 10 = 2, 11 = 4
+//	vals [n+1]          little-endian int8/int16/int32: vals[0] is the
+//	                    value at the chunk's first PC, vals[i] the value
+//	                    after pcs[i-1] minus vals[0] (int32 arithmetic)
+//
+// Each value uses the smallest width that holds it. A chunk without
+// changes whose start value equals that of an earlier such chunk of the
+// same table is not stored again: its index entry repeats the earlier
+// offset. [Encode] writes this format; its sizes reproduce the reference
+// implementation's (2,243,978 bytes of distinct encodings for the Go 1.26.8
+// linux/amd64 go command, whose distinct varint tables take 1,823,043).
+//
+// # Lookups
+//
+// [Lookup] is the hot path for trusted encodings: it reads the index
+// entry, counts the listed PCs at or below the target eight at a time
+// (SWAR), and finds the value's offset by summing width codes (three
+// population counts over a masked word for the first 32 values, a table of
+// per-byte sums beyond). It never reads outside its slice. [Set.Lookup]
+// does the same over a [Set], whose trailing padding lets it load whole
+// words unconditionally; it is the fastest path. [Decode] and
+// [LookupChecked] are checked versions for untrusted input.
+//
+// # Variants
+//
+// [Variants] lists the spec and the experimental formats. Each is exact:
+// it answers every lookup like the spec encoding (the tests check this on
+// generated tables and at every PC of the local go command). Sizes below
+// are the distinct encodings of all tables (pcsp, pcfile, pcln and every
+// PCDATA slot) of the Go 1.26.8 linux/amd64 go command (15,434,687 bytes;
+// varint 1,823,043), as TestRealSizes measures them:
+//
+//	spec       2,243,978  +23.09% of varint  +2.727% of the file
+//	spec-128   2,656,693  +45.73%            +5.401%
+//	spec-512   2,205,335  +20.97%            +2.477%
+//	spec-pool  2,236,573  +22.68%            +2.679%
+//	compact    1,887,871   +3.56%            +0.420%
+//
+// spec-128 and spec-512 keep the spec's chunk layout with other chunk
+// sizes. In spec-512 the count is a uint16 followed by a byte counting the
+// PCs in the first 256 units, and each PC is stored as its low byte; the
+// lookup counts within the half that holds the target.
+//
+// spec-pool stores, within a [Set], each distinct chunk encoding once:
+// the index entries of a table may point to a chunk of any earlier table,
+// as a signed offset from the end of the index (so its 2- and 4-byte index
+// forms are signed, and chunk 0 is always the table's own). The encoder
+// tries storing every chunk, referring to every pooled duplicate, and
+// referring only to duplicates within reach of a 2-byte index, and keeps
+// the shortest. It saves only 0.3%: outside constant chunks, chunks rarely
+// repeat across tables, and far references widen the index.
+//
+// compact changes the chunk layout to remove the spec's per-chunk
+// overheads (the vlen array, the count byte, wide start values):
+//
+//	h      uint8    header, decoded by a 256-entry table into the number of
+//	                changes (1..14 inline), the start value's width code
+//	                (0, 1, 2, 4 bytes) and the delta mode
+//	[n]    uint8    the count, for escaped headers (more than 14 changes,
+//	                or mixed mode)
+//	start  0-4 B    start value minus a reference: -1 for chunk 0, chunk
+//	                0's start value for the others (width 0: equal)
+//	pcs    [n]byte  as in the spec
+//	[vlen]          mixed mode only: n 2-bit codes, as in the spec
+//	deltas          value after each change minus the start value: all in
+//	                signed nibbles (two per byte, low first), all in 1, 2
+//	                or 4 bytes, or (mixed) each in its own width
+//
+// The encoder picks the smaller of the uniform and mixed forms per chunk.
+// The index is the spec's, and so is constant-chunk sharing except that
+// chunk 0 (whose start value has a different reference) is not shared.
+// Uniform widths make the value's offset a multiplication, so a lookup
+// does no code summing; a lookup in chunk 1 or later also reads chunk 0's
+// header and start value.
+package linearpc
+
+// ChunkUnits is the number of PC-quantum units one chunk of the spec
+// format covers.
+const ChunkUnits = 256

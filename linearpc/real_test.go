@@ -1,0 +1,157 @@
+package linearpc
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
+	"github.com/pctab/pctab/varintpc"
+)
+
+// goBinary returns the path of the local toolchain's go command.
+func goBinary() string {
+	root := ""
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		root = strings.TrimSpace(string(out))
+	}
+	if root == "" {
+		root = runtime.GOROOT()
+	}
+	return filepath.Join(root, "bin", "go")
+}
+
+// realTab is a distinct table of a real binary, decoded.
+type realTab struct {
+	off uint32 // pctab offset
+	raw []byte // varint encoding, terminator included
+	t   pcvalue.Table
+}
+
+var real struct {
+	sync.Once
+	f    *objscan.File
+	tabs []realTab
+	err  error
+}
+
+// realTables opens and decodes the local go binary once, or skips.
+func realTables(tb testing.TB) (*objscan.File, []realTab) {
+	tb.Helper()
+	real.Do(func() {
+		path := goBinary()
+		if _, real.err = os.Stat(path); real.err != nil {
+			return
+		}
+		real.f, real.err = objscan.Open(path)
+		if real.err != nil {
+			return
+		}
+		for _, tab := range real.f.Tabs {
+			t, _, err := varintpc.Decode(tab.Data)
+			if err != nil {
+				real.err = err
+				return
+			}
+			real.tabs = append(real.tabs, realTab{tab.Offset, tab.Data, t})
+		}
+	})
+	if real.err != nil {
+		tb.Skipf("no real go binary: %v", real.err)
+	}
+	return real.f, real.tabs
+}
+
+// The reference sizes for the go command of Go 1.26.8 linux/amd64.
+const (
+	refFileSize    = 15434687
+	refVarintBytes = 1823043
+	refLinearBytes = 2243978
+)
+
+// TestRealSizes measures every variant on the local go binary and, when it
+// is the reference binary, checks the reference totals exactly.
+func TestRealSizes(t *testing.T) {
+	f, tabs := realTables(t)
+	varint := 0
+	for _, rt := range tabs {
+		varint += len(rt.raw)
+	}
+	ref := f.FileSize == refFileSize && f.GoVersion == "go1.26.8" && f.GOOS == "linux" && f.GOARCH == "amd64"
+	t.Logf("%s %s/%s, %d bytes, %d distinct tables, varint bytes %d", f.GoVersion, f.GOOS, f.GOARCH, f.FileSize, len(tabs), varint)
+	if ref && varint != refVarintBytes {
+		t.Errorf("varint bytes = %d, want %d", varint, refVarintBytes)
+	}
+	for _, v := range Variants() {
+		s := NewSet(v)
+		for _, rt := range tabs {
+			s.Add(rt.t)
+		}
+		t.Logf("%-12s %9d bytes (%+.2f%% of varint, %+.3f%% of the file), %d distinct", v.Name, s.Size(),
+			100*float64(s.Size()-varint)/float64(varint), 100*float64(s.Size()-varint)/float64(f.FileSize), s.Len())
+		if ref && v.IsSpec() && s.Size() != refLinearBytes {
+			t.Errorf("spec linear bytes = %d, want %d", s.Size(), refLinearBytes)
+		}
+	}
+}
+
+// TestRealLookup checks the variants against the varint tables of the local
+// go binary: the spec and compact formats at every PC of every table, the
+// others at every 5th PC, and all of them at a sample under -short. It also
+// checks that the spec encoding of every table decodes to the table.
+func TestRealLookup(t *testing.T) {
+	_, tabs := realTables(t)
+	for _, v := range Variants() {
+		// Every PC for the spec and compact formats; to keep the test
+		// fast, every 5th PC for the other variants (still every table
+		// and every chunk), and a sample under -short.
+		step := uint32(1)
+		if !v.IsSpec() && v.kind != kindCompact {
+			step = 5
+		}
+		if testing.Short() {
+			step = 61
+		}
+		s := NewSet(v)
+		offs := make([]uint32, len(tabs))
+		for i, rt := range tabs {
+			offs[i] = s.Add(rt.t)
+		}
+		for i, rt := range tabs {
+			enc := v.Encode(rt.t)
+			run := 0
+			for pc := uint32(i) % step; pc < rt.t.Len; pc += step {
+				for run+1 < len(rt.t.Runs) && rt.t.Runs[run+1].PC <= pc {
+					run++
+				}
+				want := rt.t.Runs[run].Value
+				if got := s.Lookup(offs[i], rt.t.Len, pc); got != want {
+					t.Fatalf("%s: table %#x pc %d: Set.Lookup = %d, want %d", v.Name, rt.off, pc, got, want)
+				}
+				if got := v.Lookup(enc, rt.t.Len, pc); got != want {
+					t.Fatalf("%s: table %#x pc %d: Lookup = %d, want %d", v.Name, rt.off, pc, got, want)
+				}
+			}
+			if v.IsSpec() {
+				dec, err := Decode(enc, rt.t.Len)
+				if err != nil {
+					t.Fatalf("table %#x: Decode: %v", rt.off, err)
+				}
+				want := Canonical(rt.t)
+				if len(dec.Runs) != len(want.Runs) {
+					t.Fatalf("table %#x: Decode gives %d runs, want %d", rt.off, len(dec.Runs), len(want.Runs))
+				}
+				for k := range dec.Runs {
+					if dec.Runs[k] != want.Runs[k] {
+						t.Fatalf("table %#x: run %d = %v, want %v", rt.off, k, dec.Runs[k], want.Runs[k])
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,332 @@
+package objscan
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// Binaries rewritten by cmd/rewrite-binary (package rewrite) carry their
+// PC-value tables in the linear-index format of golang/go#61984 as well as,
+// or instead of, Go's varint format. objscan reads both kinds; File.Linear
+// describes the linear tables. objscan does not decode linear tables (package
+// linearpc does, and it depends on objscan's tests); it exposes their bytes,
+// offsets and lengths.
+//
+// # Replace mode
+//
+// The pclntab itself is rewritten. Its pcHeader has magic [LinearMagic] and
+// the Go 1.20 layout, followed by a 16-byte NUL-padded variant name:
+//
+//	magic uint32 = LinearMagic; pad1, pad2 = 0; minLC; ptrSize
+//	nfunc, nfiles, 0, funcnameOffset, cuOffset, filetabOffset, pctabOffset, pclnOffset  (uintptr each)
+//	variant [16]byte
+//
+// The pctab holds the linear encodings: byte 0 is a pad byte (so that no
+// table has offset 0, which means "no table"), the encodings follow, then
+// [LinearPad] zero bytes that let word-at-a-time lookups stay in bounds.
+// Every _func record has the Go 1.20 layout with one extra uint32 after
+// nfuncdata, at offset 44: the number of PC-quantum units every table of the
+// function covers, which the linear format needs out of band. The pcdata
+// offsets follow it. pcsp, pcfile, pcln and pcdata are offsets into the
+// linear pctab.
+//
+// # Append mode
+//
+// The varint pclntab is untouched and a non-allocated ELF section named
+// [LinearSection] holds the linear tables. Its integers are in the target's
+// byte order:
+//
+//	0   [8]byte  "GOLINPC\x00"
+//	8   uint32   format version, 1
+//	12  uint8    PC quantum
+//	13  uint8    pointer size
+//	14  uint16   0
+//	16  [16]byte variant name, NUL-padded
+//	32  uint32   nfunc (must equal the pclntab's)
+//	36  uint32   nindex
+//	40  uint32   offset of funclen: nfunc uint32s, in functab order, PC-quantum units
+//	44  uint32   offset of index: nindex {varintOff, len, linearOff uint32}, sorted by (varintOff, len)
+//	48  uint32   offset of data: a pad byte, the encodings, LinearPad zero bytes
+//	52  uint32   size of data
+//	56  uint64   address of the varint pclntab the section was built from
+//	64  uint64   size of that pclntab
+//
+// A function's table of some kind is found by its varint pctab offset and the
+// function's length in the index; linearOff is an offset into data.
+
+// LinearMagic is the pcHeader magic of a pclntab whose PC-value tables are in
+// the linear-index format (cmd/rewrite-binary replace mode). No Go runtime
+// accepts it, and read in the other byte order it is no Go magic either.
+const LinearMagic uint32 = 0xffffffe1
+
+// LinearSection is the name of the ELF section that holds the linear tables
+// of an append-mode binary.
+const LinearSection = ".gopclntab.linear"
+
+// LinearSectionMagic starts a LinearSection.
+const LinearSectionMagic = "GOLINPC\x00"
+
+// Layout constants of the linear formats.
+const (
+	LinearVariantLen     = 16 // bytes of the NUL-padded variant name
+	LinearPad            = 8  // zero bytes after the last encoding
+	LinearSectionHdrSize = 72 // bytes of the append-mode section header
+	LinearSectionVersion = 1
+	LinearFuncLenOffset  = 44 // offset of the function length in a replace-mode _func record
+)
+
+// Linear describes the linear-format tables of a rewritten binary.
+type Linear struct {
+	Mode    string // "replace" or "append"
+	Variant string // linearpc variant name, e.g. "spec"
+	Source  string // where the tables are: "pclntab pctab" or "section .gopclntab.linear"
+
+	// Data holds the encodings; table offsets index into it. Data[0] is a
+	// pad byte and the last LinearPad bytes are zero.
+	Data []byte
+
+	// Funcs parallels File.Funcs: each function's length and the offsets
+	// of its tables in Data (0 = no table).
+	Funcs []LinearFunc
+
+	// SectionSize is the size of the LinearSection (append mode), 0 in
+	// replace mode.
+	SectionSize int64
+	// IndexEntries is the number of (varint offset, length) entries of the
+	// append-mode index, 0 in replace mode.
+	IndexEntries int
+}
+
+// LinearFunc gives the linear tables of one function.
+type LinearFunc struct {
+	Len    uint32   // PC-quantum units every table of the function covers
+	PCSP   uint32   // offset in Linear.Data, 0 = none
+	PCFile uint32   //
+	PCLn   uint32   //
+	PCData []uint32 // indexed by PCDATA id
+}
+
+// TableOffset returns the offset in Linear.Data of the function's table of
+// the given kind, or 0 if it has none.
+func (lf *LinearFunc) TableOffset(kind TableKind) uint32 {
+	switch kind {
+	case KindPCSP:
+		return lf.PCSP
+	case KindPCFile:
+		return lf.PCFile
+	case KindPCLn:
+		return lf.PCLn
+	}
+	if id := int(kind - KindPCData); kind >= KindPCData && id < len(lf.PCData) {
+		return lf.PCData[id]
+	}
+	return 0
+}
+
+// Offsets returns the function's table offsets in Data: pcsp, pcfile, pcln, then
+// the PCDATA tables by id.
+func (lf *LinearFunc) Offsets() []uint32 {
+	return append([]uint32{lf.PCSP, lf.PCFile, lf.PCLn}, lf.PCData...)
+}
+
+// linearMagic is the parseHeader hook: it recognizes a replace-mode pcHeader,
+// which is then parsed as the Go 1.20 layout (finishLinear restores Magic).
+func (f *File) linearMagic(le, be uint32) bool {
+	switch LinearMagic {
+	case le:
+		f.ByteOrder = binary.LittleEndian
+	case be:
+		f.ByteOrder = binary.BigEndian
+	default:
+		return false
+	}
+	f.Magic = Go120Magic
+	f.Linear = &Linear{Mode: "replace", Source: "pclntab pctab"}
+	return true
+}
+
+// linearRecordExtra is the parseFunc hook: the size of the extra field a
+// replace-mode _func record has before its pcdata array.
+func (f *File) linearRecordExtra() uint64 {
+	if f.Linear != nil && f.Linear.Mode == "replace" {
+		return 4
+	}
+	return 0
+}
+
+// collectLinear is the collectTables hook for a replace-mode pclntab: the
+// table offsets index the linear pctab, so there are no varint tables to
+// walk. It fills f.Linear and each function's Size.
+func (f *File) collectLinear() error {
+	f.tabIdx = map[uint32]int{}
+	l := f.Linear
+	ps := uint64(f.PtrSize)
+	hdrEnd := 8 + 8*ps
+	if uint64(len(f.pcln)) < hdrEnd+LinearVariantLen {
+		return formatErr("pcHeader", int64(hdrEnd), "no room for the linear variant name")
+	}
+	name := f.pcln[hdrEnd : hdrEnd+LinearVariantLen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	if len(name) == 0 {
+		return formatErr("pcHeader", int64(hdrEnd), "empty linear variant name")
+	}
+	l.Variant = string(name)
+	l.Data = f.pctab
+	if len(l.Data) < 1+LinearPad {
+		return formatErr("pctab", 0, "linear pctab of %d bytes is too short for its padding", len(l.Data))
+	}
+	// pclnOffset: the functab, which Func.Offset is relative to.
+	r := &rd{f: f, where: "pcHeader", d: f.pcln}
+	tabOff := r.uptr(8 + 7*ps)
+	if r.err != nil {
+		return r.err
+	}
+	rr := &rd{f: f, where: "_func", d: f.pcln}
+	l.Funcs = make([]LinearFunc, len(f.Funcs))
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		lf := &l.Funcs[i]
+		lf.Len = rr.u32(tabOff + uint64(fn.Offset) + LinearFuncLenOffset)
+		if rr.err != nil {
+			return rr.err
+		}
+		lf.PCSP, lf.PCFile, lf.PCLn = fn.PCSP, fn.PCFile, fn.PCLn
+		lf.PCData = fn.PCData
+		for j, off := range lf.Offsets() {
+			if off != 0 && uint64(off) >= uint64(len(l.Data))-LinearPad {
+				return formatErr("_func", int64(tabOff+uint64(fn.Offset)), "%s: table %d offset %#x is past the %d-byte linear pctab", fn.Name, j, off, len(l.Data))
+			}
+		}
+		fn.Size = uint64(lf.Len) * uint64(f.PCQuantum)
+	}
+	return nil
+}
+
+// finishLinear runs after parse: it completes a replace-mode File and looks
+// for the LinearSection of an append-mode binary.
+func (f *File) finishLinear(r io.ReaderAt, fileSize int64) error {
+	if f.Linear != nil && f.Linear.Mode == "replace" {
+		f.Magic = LinearMagic
+		f.Version = "go1.20-linear"
+		f.Sizes.Header += LinearVariantLen
+		return nil
+	}
+	if f.im.format != "elf" {
+		return nil
+	}
+	ef, err := safely("ELF", func() (*elf.File, error) { return elf.NewFile(r) })
+	if err != nil {
+		return nil // openELF already accepted the file; nothing more to find
+	}
+	s := ef.Section(LinearSection)
+	if s == nil {
+		return nil
+	}
+	if s.Type == elf.SHT_NOBITS || s.Size > uint64(fileSize) || s.Offset > uint64(fileSize)-s.Size {
+		return formatErr(LinearSection, -1, "section of %d bytes at file offset %#x lies outside the %d-byte file", s.Size, s.Offset, fileSize)
+	}
+	data := make([]byte, s.Size)
+	if _, err := r.ReadAt(data, int64(s.Offset)); err != nil {
+		return fmt.Errorf("objscan: reading section %s: %w", LinearSection, err)
+	}
+	l, err := f.parseLinearSection(data)
+	if err != nil {
+		return err
+	}
+	f.Linear = l
+	return nil
+}
+
+// parseLinearSection parses the contents of a LinearSection against the
+// varint pclntab already parsed into f.
+func (f *File) parseLinearSection(d []byte) (*Linear, error) {
+	const where = LinearSection
+	if len(d) < LinearSectionHdrSize || string(d[:8]) != LinearSectionMagic {
+		return nil, formatErr(where, 0, "not a linear table section (bad magic or shorter than its %d-byte header)", LinearSectionHdrSize)
+	}
+	r := &rd{f: f, where: where, d: d}
+	if v := r.u32(8); v != LinearSectionVersion {
+		return nil, formatErr(where, 8, "format version %d, want %d", v, LinearSectionVersion)
+	}
+	if q := int(d[12]); q != f.PCQuantum {
+		return nil, formatErr(where, 12, "PC quantum %d, but the pclntab's is %d", q, f.PCQuantum)
+	}
+	name := d[16 : 16+LinearVariantLen]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	if len(name) == 0 {
+		return nil, formatErr(where, 16, "empty variant name")
+	}
+	nfunc := uint64(r.u32(32))
+	nindex := uint64(r.u32(36))
+	lenOff := uint64(r.u32(40))
+	idxOff := uint64(r.u32(44))
+	dataOff := uint64(r.u32(48))
+	dataSize := uint64(r.u32(52))
+	addr, size := f.ByteOrder.Uint64(d[56:]), f.ByteOrder.Uint64(d[64:])
+	n := uint64(len(d))
+	switch {
+	case nfunc != uint64(len(f.Funcs)):
+		return nil, formatErr(where, 32, "%d functions, but the pclntab has %d (stale section?)", nfunc, len(f.Funcs))
+	case addr != f.PclntabAddr || size != uint64(len(f.pcln)):
+		return nil, formatErr(where, 56, "built for a pclntab of %d bytes at %#x, but this one has %d bytes at %#x (stale section?)", size, addr, len(f.pcln), f.PclntabAddr)
+	case lenOff > n || n-lenOff < 4*nfunc:
+		return nil, formatErr(where, 40, "function lengths (%d) at %#x run past the %d-byte section", nfunc, lenOff, n)
+	case idxOff > n || (n-idxOff)/12 < nindex:
+		return nil, formatErr(where, 44, "index (%d entries) at %#x runs past the %d-byte section", nindex, idxOff, n)
+	case dataOff > n || n-dataOff < dataSize || dataSize < 1+LinearPad:
+		return nil, formatErr(where, 48, "data (%d bytes) at %#x does not fit the %d-byte section, or is too short for its padding", dataSize, dataOff, n)
+	}
+	l := &Linear{Mode: "append", Variant: string(name), Source: "section " + LinearSection,
+		Data: d[dataOff : dataOff+dataSize : dataOff+dataSize], SectionSize: int64(n), IndexEntries: int(nindex)}
+	type key struct{ off, len uint32 }
+	index := make(map[key]uint32, nindex)
+	var prev key
+	for i := uint64(0); i < nindex; i++ {
+		p := idxOff + 12*i
+		k := key{r.u32(p), r.u32(p + 4)}
+		lin := r.u32(p + 8)
+		if i > 0 && (k.off < prev.off || k.off == prev.off && k.len <= prev.len) {
+			return nil, formatErr(where, int64(p), "index entry %d is out of order", i)
+		}
+		if lin == 0 || uint64(lin) >= dataSize-LinearPad {
+			return nil, formatErr(where, int64(p+8), "index entry %d: linear offset %#x is outside the %d-byte data", i, lin, dataSize)
+		}
+		prev = k
+		index[k] = lin
+	}
+	l.Funcs = make([]LinearFunc, len(f.Funcs))
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		lf := &l.Funcs[i]
+		lf.Len = r.u32(lenOff + 4*uint64(i))
+		if uint64(lf.Len)*uint64(f.PCQuantum) != fn.Size {
+			return nil, formatErr(where, int64(lenOff+4*uint64(i)), "%s: length %d units, but its varint tables cover %d bytes", fn.Name, lf.Len, fn.Size)
+		}
+		lf.PCData = make([]uint32, len(fn.PCData))
+		varint := append([]uint32{fn.PCSP, fn.PCFile, fn.PCLn}, fn.PCData...)
+		lin := make([]uint32, len(varint))
+		for j, off := range varint {
+			if off == 0 || lf.Len == 0 {
+				continue
+			}
+			o, ok := index[key{off, lf.Len}]
+			if !ok {
+				return nil, formatErr(where, -1, "%s: no index entry for its table %d (varint offset %#x, length %d)", fn.Name, j, off, lf.Len)
+			}
+			lin[j] = o
+		}
+		lf.PCSP, lf.PCFile, lf.PCLn = lin[0], lin[1], lin[2]
+		copy(lf.PCData, lin[3:])
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return l, nil
+}
