@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/runtimeshim"
+	"github.com/pctab/pctab/stackcompress"
+	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackcompress/stackreport"
+)
+
+// runStacks implements "pctab-stats stacks": the traceback memory report
+// of stackcompress on the stacks of an execution trace or a pprof profile.
+func runStacks(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stacks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tracePath := fs.String("trace", "", "read the stacks of this Go execution `file`")
+	pprofPath := fs.String("pprof", "", "read the stacks of this pprof profile `file`")
+	jsonOut := fs.Bool("json", false, "print the report as one JSON object")
+	pageNodes := fs.Int("page-nodes", stackcompress.DefaultPageNodes, "nodes per DAG `page` (a power of two)")
+	cacheKey := fs.String("cache-key", stackreport.KeyGoroutine, "coherency cache key: goroutine, thread, single or off")
+	maxThreads := fs.Int("max-threads", stackcompress.DefaultMaxThreads, "threads the coherency cache remembers at most")
+	textBase := fs.Uint64("text-base", 0, "text base for text frames (default: the BINARY's, else the lowest PC seen)")
+	layouts := fs.String("variants", "", "comma-separated `frames/layout` variants to measure, e.g. pc/seed,text/delta32,pc/packed (default: all)")
+	outPath := fs.String("o", "", "also write the DAG of the -file-variant to this `file` and read every stack back from it")
+	fileVariant := fs.String("file-variant", "pc/packed", "the `frames/layout` variant that -o writes")
+	budget := fs.Int64("budget", 0, "memory budget in `bytes` for reading the -o file back (0: none)")
+	noMmap := fs.Bool("no-mmap", false, "read the -o file with ReadAt instead of mapping it")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: pctab-stats stacks (-trace FILE | -pprof FILE) [flags] [BINARY]\n\n"+
+			"Builds the stackcompress DAG of every stack in the input, in several variants,\n"+
+			"checks that every stack round-trips, and reports its memory against the Go\n"+
+			"tracer's full-stack dedup. BINARY, the program that produced the input, gives\n"+
+			"the text base for text-offset frames and, for a trace, the physical frames the\n"+
+			"tracer really stores (through runtimeshim).\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if (*tracePath == "") == (*pprofPath == "") {
+		fs.Usage()
+		return errors.New("stacks: give exactly one of -trace and -pprof")
+	}
+	if fs.NArg() > 1 {
+		return fmt.Errorf("stacks: at most one BINARY, got %d arguments", fs.NArg())
+	}
+	opts := stackreport.Options{PageNodes: *pageNodes, CacheKey: *cacheKey, TextBase: *textBase, MaxThreads: *maxThreads}
+	if *layouts != "" {
+		for _, s := range strings.Split(*layouts, ",") {
+			v, err := parseVariant(s)
+			if err != nil {
+				return err
+			}
+			opts.Variants = append(opts.Variants, v)
+		}
+	}
+	corpus, err := readCorpus(*tracePath, *pprofPath)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() == 1 {
+		if err := fromBinary(fs.Arg(0), corpus, &opts, *tracePath != "", stderr); err != nil {
+			return err
+		}
+	}
+	rep, err := stackreport.Measure(corpus, opts)
+	if err != nil {
+		return err
+	}
+	var fileRep *stackreport.FileReport
+	if *outPath != "" {
+		v, err := parseVariant(*fileVariant)
+		if err != nil {
+			return err
+		}
+		if fileRep, err = stackreport.WriteFile(corpus, v, opts, *outPath, *budget, *noMmap); err != nil {
+			return err
+		}
+	}
+	if *jsonOut {
+		out := struct {
+			*stackreport.Report
+			File *stackreport.FileReport `json:",omitempty"`
+		}{rep, fileRep}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	if err := stackreport.WriteText(stdout, rep); err != nil {
+		return err
+	}
+	if fileRep != nil {
+		return stackreport.WriteFileText(stdout, fileRep)
+	}
+	return nil
+}
+
+// fromBinary takes the text base from the binary and, for a trace, the
+// physical frames of every sample, which runtimeshim derives from the
+// binary's inline trees, so that the report costs the tracer's table with
+// the PCs the runtime stores.
+func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, isTrace bool, stderr io.Writer) error {
+	f, err := objscan.Open(path)
+	if err != nil {
+		return fmt.Errorf("stacks: %w", err)
+	}
+	defer f.Close()
+	if opts.TextBase == 0 {
+		opts.TextBase = f.TextStart
+	}
+	if !isTrace {
+		return nil
+	}
+	md, err := runtimeshim.NewModule(f)
+	if err != nil {
+		return fmt.Errorf("stacks: %w", err)
+	}
+	enc, _ := runtimeshim.EncodingByName("varint")
+	shim, err := md.NewShim(enc)
+	if err != nil {
+		return fmt.Errorf("stacks: %w", err)
+	}
+	slide, err := shim.FindSlide(c.Locations)
+	if err != nil {
+		fmt.Fprintf(stderr, "pctab-stats stacks: no physical frames: %v\n", err)
+		return nil
+	}
+	if slide != 0 {
+		opts.TextBase += slide
+	}
+	stacks, _ := shim.StacksFromCorpus(c, slide)
+	opts.Physical = make([][]uint64, len(stacks))
+	for i, s := range stacks {
+		opts.Physical[i] = s.PCs
+	}
+	return nil
+}
+
+// parseVariant parses "frames/layout", such as "text/delta32".
+func parseVariant(s string) (stackreport.Variant, error) {
+	frames, layout, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q is not frames/layout", s)
+	}
+	switch frames {
+	case stackreport.FramesPC, stackreport.FramesText, stackreport.FramesLine:
+	default:
+		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q: frames must be pc, text or line", s)
+	}
+	l, err := stackcompress.ParseLayout(layout)
+	if err != nil {
+		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q: %w", s, err)
+	}
+	return stackreport.Variant{Frames: frames, Layout: l}, nil
+}
+
+func readCorpus(tracePath, pprofPath string) (*stackinput.Corpus, error) {
+	path, read := tracePath, stackinput.ReadTrace
+	if pprofPath != "" {
+		path, read = pprofPath, stackinput.ReadPprof
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("stacks: %w", err)
+	}
+	defer f.Close()
+	c, err := read(f)
+	if err != nil {
+		return nil, fmt.Errorf("stacks: %s: %w", path, err)
+	}
+	c.Source = filepath.Base(path) + " (" + c.Source + ")"
+	return c, nil
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+//go:noinline
+func stacksDescend(n int, ch chan int) int {
+	if n == 0 {
+		return <-ch
+	}
+	return stacksDescend(n-1, ch) + 1
+}
+
+//go:noinline
+func stacksSpin(i int) int { return i * i % 7 }
+
+// stacksInputs writes an execution trace and a CPU profile of this test
+// process to dir.
+func stacksInputs(t *testing.T, dir string) (tracePath, pprofPath string) {
+	t.Helper()
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	var tr, pr bytes.Buffer
+	if err := trace.Start(&tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(&pr); err != nil {
+		t.Skip("CPU profiling unavailable:", err)
+	}
+	var wg sync.WaitGroup
+	for g := range 12 {
+		ch := make(chan int)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				stacksDescend(g%5, ch)
+			}
+		}()
+		for range 25 {
+			ch <- g
+		}
+	}
+	wg.Wait()
+	x := 0
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+		for i := range 1000 {
+			x += stacksSpin(i)
+		}
+	}
+	trace.Stop()
+	pprof.StopCPUProfile()
+	tracePath, pprofPath = filepath.Join(dir, "t.out"), filepath.Join(dir, "c.pprof")
+	if err := os.WriteFile(tracePath, tr.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pprofPath, pr.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return tracePath, pprofPath
+}
+
+func TestRunStacks(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, pprofPath := stacksInputs(t, dir)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the text output
+	}{
+		{"trace", []string{"-trace", tracePath}, []string{"stacks:", "full-stack dedup:", "pc/f64-absolute", "text/f32-delta", "pc/fpack-chain-dict", "line/fpack-chain", "anchors:"}},
+		{"trace-binary", []string{"-trace", tracePath, self}, []string{"text base:", "text/f32-absolute", "physical PCs:", "tracer dedup:"}},
+		{"pprof-binary", []string{"-pprof", pprofPath, self}, []string{"pprof profile"}},
+		{"pprof", []string{"-pprof", pprofPath, "-cache-key", "off"}, []string{"pprof profile", "cache key:            off"}},
+		{"variants", []string{"-trace", tracePath, "-variants", "pc/seed,text/f32-chain,line/packed"}, []string{"pc/f64-absolute", "text/f32-chain", "line/fpack-chain-dict"}},
+		{"file", []string{"-trace", tracePath, "-page-nodes", "16", "-o", filepath.Join(dir, "dag"), "-budget", "20000", "-no-mmap"}, []string{"read by ReadAt with budget 20000 B", "stacks verified"}},
+		{"file-mmap", []string{"-trace", tracePath, "-o", filepath.Join(dir, "dag2"), "-file-variant", "text/delta32"}, []string{"(text/f32-delta)", "budget none"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := runStacks(tt.args, &stdout, &stderr); err != nil {
+				t.Fatalf("runStacks(%q): %v\n%s", tt.args, err, stderr.String())
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout.String())
+				}
+			}
+		})
+	}
+}
+
+func TestRunStacksJSON(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, _ := stacksInputs(t, dir)
+	var stdout, stderr bytes.Buffer
+	if err := runStacks([]string{"-json", "-trace", tracePath, "-o", filepath.Join(dir, "dag")}, &stdout, &stderr); err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	var out struct {
+		Stacks, Frames, RawBytes, DedupBytes uint64
+		Variants                             []struct {
+			Name                  string
+			Nodes, DAGBytes       uint64
+			BytesPerNode          float64
+			MeanProbe, CacheSaved float64
+			FramesPerSecond       float64
+			Verified              uint64
+		}
+		File struct{ Verified uint64 }
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if out.Stacks == 0 || out.RawBytes != 8*out.Frames || len(out.Variants) == 0 || out.File.Verified != out.Stacks {
+		t.Fatalf("JSON report %+v", out)
+	}
+	for _, v := range out.Variants {
+		if v.Verified != out.Stacks || v.Nodes == 0 || v.BytesPerNode <= 0 || v.MeanProbe < 1 {
+			t.Errorf("variant %+v", v)
+		}
+	}
+}
+
+func TestRunStacksErrors(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, pprofPath := stacksInputs(t, dir)
+	for _, args := range [][]string{
+		{},
+		{"-trace", tracePath, "-pprof", pprofPath},
+		{"-trace", filepath.Join(dir, "missing")},
+		{"-trace", pprofPath},
+		{"-pprof", tracePath},
+		{"-trace", tracePath, "a", "b"},
+		{"-trace", tracePath, "-variants", "pc"},
+		{"-trace", tracePath, "-variants", "bogus/seed"},
+		{"-trace", tracePath, "-variants", "pc/bogus"},
+		{"-trace", tracePath, "-cache-key", "bogus"},
+		{"-trace", tracePath, "-page-nodes", "3"},
+		{"-trace", tracePath, "-o", filepath.Join(dir, "x"), "-budget", "1"},
+		{"-trace", tracePath, filepath.Join(dir, "missing-binary")},
+		{"-bogus-flag"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := runStacks(args, &stdout, &stderr); err == nil {
+			t.Errorf("runStacks(%q) succeeded", args)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if err := runStacks([]string{"-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(stderr.String(), "usage: pctab-stats stacks") {
+		t.Errorf("-h printed %q", stderr.String())
+	}
+}

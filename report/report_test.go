@@ -1,0 +1,116 @@
+package report
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/objscan"
+)
+
+// The reference figures of golang/go#61984's size comparison, for the Go
+// 1.26.8 linux/amd64 go binary.
+const (
+	refGoSize     = 15434687
+	refVarint     = 1823043
+	refLinear     = 2243978
+	refGoVersion  = "go1.26.8"
+	refGoPlatform = "linux/amd64"
+)
+
+func goBinary(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
+}
+
+// TestReferenceTotals reproduces the two reference totals exactly. They are
+// defined for one binary; elsewhere the test says so and skips.
+func TestReferenceTotals(t *testing.T) {
+	path := goBinary(t)
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := objscan.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st.Size() != refGoSize || f.GoVersion != refGoVersion || f.GOOS+"/"+f.GOARCH != refGoPlatform {
+		t.Skipf("%s is %s %s/%s of %d bytes; the reference figures are for the %s %s go binary of %d bytes",
+			path, f.GoVersion, f.GOOS, f.GOARCH, st.Size(), refGoVersion, refGoPlatform, refGoSize)
+	}
+	r, err := Compute(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Tables.VarintBytes != refVarint || r.Tables.LinearBytes != refLinear {
+		t.Errorf("varint %d, linear %d bytes; want %d and %d", r.Tables.VarintBytes, r.Tables.LinearBytes, refVarint, refLinear)
+	}
+	checkConsistent(t, r)
+}
+
+// checkConsistent checks the relations between a report's figures.
+func checkConsistent(t *testing.T, r *Report) {
+	t.Helper()
+	var refs int
+	var vb, lb int64
+	for _, k := range r.Kinds {
+		refs += k.References
+		vb += k.VarintBytes
+		lb += k.LinearBytes
+	}
+	if refs != r.Tables.References || vb != r.Tables.VarintBytes || lb != r.Tables.LinearBytes {
+		t.Errorf("kind rows sum to %d refs, %d varint, %d linear bytes; totals are %d, %d, %d",
+			refs, vb, lb, r.Tables.References, r.Tables.VarintBytes, r.Tables.LinearBytes)
+	}
+	if r.Tables.LinearBytes > r.Tables.LinearNoDedup {
+		t.Errorf("content dedup grew the tables: %d > %d", r.Tables.LinearBytes, r.Tables.LinearNoDedup)
+	}
+	if r.Tables.VarintBytes > r.Parts.PCTab {
+		t.Errorf("varint tables (%d bytes) exceed the pctab (%d bytes)", r.Tables.VarintBytes, r.Parts.PCTab)
+	}
+	if r.OutOfBandBytes != 4*int64(r.Functions) {
+		t.Errorf("out-of-band bytes %d for %d functions", r.OutOfBandBytes, r.Functions)
+	}
+}
+
+// TestVariantsAndHybrid checks the variant rows on a real binary: the spec
+// row equals the totals, and the hybrid lies between varint and spec.
+func TestVariantsAndHybrid(t *testing.T) {
+	path := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	f, err := objscan.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Compute(f, Options{Variants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkConsistent(t, r)
+	if len(r.Variants) == 0 || r.Variants[0].Name != "spec" || r.Variants[0].Bytes != r.Tables.LinearBytes {
+		t.Fatalf("first variant row %+v, want spec with %d bytes", r.Variants[0], r.Tables.LinearBytes)
+	}
+	if r.Hybrid == nil || r.Hybrid.Bytes <= r.Tables.VarintBytes/2 || r.Hybrid.Bytes >= r.Tables.LinearBytes+r.Tables.VarintBytes {
+		t.Errorf("hybrid %+v out of range", r.Hybrid)
+	}
+	found := false
+	for _, v := range r.Variants {
+		if v.Name == r.Best {
+			found = true
+		}
+		if v.Bytes <= 0 {
+			t.Errorf("variant %s: %d bytes", v.Name, v.Bytes)
+		}
+	}
+	if !found {
+		t.Errorf("best variant %q is not among the rows", r.Best)
+	}
+}

@@ -1,0 +1,196 @@
+package stackcompress
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+	"testing"
+)
+
+// smallFile returns a DAG file of a few pages and the stacks it holds.
+func smallFile(t testing.TB, l Layout) ([]byte, []inserted) {
+	b, in := build(t, Options{Layout: l, PageNodes: 8}, 3, 60, 12)
+	var buf bytes.Buffer
+	if _, err := b.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), in
+}
+
+// readAll opens data and reads every stack in want. It returns the first
+// error, or nil if every stack matched.
+func readAll(data []byte, want []inserted) (err error, wrong bool) {
+	r, err := NewReader(bytes.NewReader(data), int64(len(data)), ReaderOptions{})
+	if err != nil {
+		return err, false
+	}
+	for _, x := range want {
+		got, err := r.Stack(x.id, nil)
+		if err != nil {
+			return err, false
+		}
+		if !slices.Equal(got, x.stack) {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+// TestEveryByteFlipDetected flips each byte of small files. Every byte is
+// covered by a checksum, so every flip must give an error: never a panic,
+// never a wrong stack, never silence.
+func TestEveryByteFlipDetected(t *testing.T) {
+	for _, l := range testLayouts {
+		data, in := smallFile(t, l)
+		if err, wrong := readAll(data, in); err != nil || wrong {
+			t.Fatalf("%v: intact file: err %v, wrong %v", l, err, wrong)
+		}
+		for i := range data {
+			for _, x := range []byte{0x01, 0x80, 0xff} {
+				d := slices.Clone(data)
+				d[i] ^= x
+				err, wrong := readAll(d, in)
+				if wrong {
+					t.Fatalf("%v: byte %d ^ %#x: wrong stack without an error", l, i, x)
+				}
+				if err == nil {
+					t.Fatalf("%v: byte %d ^ %#x: no error", l, i, x)
+				}
+			}
+		}
+		// Truncation.
+		for n := range len(data) {
+			if err, _ := readAll(data[:n], in); err == nil {
+				t.Fatalf("%v: truncated to %d bytes: no error", l, n)
+			}
+		}
+	}
+}
+
+// reseal recomputes every checksum of a possibly corrupt file that it can
+// locate, so that fuzzing reaches the structural checks behind them.
+func reseal(d []byte) {
+	if len(d) < fileHeaderSize {
+		return
+	}
+	le := binary.LittleEndian
+	npages := uint64(le.Uint32(d[24:]))
+	dirEnd := fileHeaderSize + npages*dirEntrySize
+	if dirEnd <= uint64(len(d)) {
+		for i := uint64(0); i < npages; i++ {
+			e := d[fileHeaderSize+i*dirEntrySize:]
+			off, n := le.Uint64(e), uint64(le.Uint32(e[8:]))
+			if off <= uint64(len(d)) && n <= uint64(len(d))-off {
+				le.PutUint32(e[12:], crc32.Checksum(d[off:off+n], castagnoli))
+			}
+		}
+		le.PutUint32(d[28:], crc32.Checksum(d[fileHeaderSize:dirEnd], castagnoli))
+	}
+	dictOff, dictN := le.Uint64(d[40:]), le.Uint64(d[32:])
+	w := uint64(d[13]) / 8
+	if dictN <= uint64(len(d)) {
+		n := (dictN*w + 7) / 8 * 8
+		if dictOff <= uint64(len(d)) && n <= uint64(len(d))-dictOff {
+			le.PutUint32(d[48:], crc32.Checksum(d[dictOff:dictOff+n], castagnoli))
+		}
+	}
+	le.PutUint32(d[60:], crc32.Checksum(d[:60], castagnoli))
+}
+
+// exercise opens data and reads a few stacks. It must not panic or hang.
+func exercise(t *testing.T, data []byte) {
+	r, err := NewReader(bytes.NewReader(data), int64(len(data)), ReaderOptions{MemoryBudget: int64(len(data))})
+	if err != nil {
+		return
+	}
+	n := r.Nodes()
+	for _, id := range []uint64{0, 1, n / 3, n / 2, n - 1, n} {
+		s, err := r.Stack(id, nil)
+		if err == nil && uint64(len(s)) > n {
+			t.Fatalf("stack %d has %d frames in a DAG of %d nodes", id, len(s), n)
+		}
+	}
+	if st := r.Stats(); st.PeakResident > int64(len(data)) {
+		t.Fatalf("resident %d bytes for a %d-byte file", st.PeakResident, len(data))
+	}
+}
+
+func fuzzSeeds(f *testing.F) {
+	for _, l := range testLayouts {
+		data, _ := smallFile(f, l)
+		f.Add(data)
+	}
+	b, _ := NewBuilder(Options{})
+	var buf bytes.Buffer
+	b.WriteTo(&buf)
+	f.Add(buf.Bytes())
+}
+
+func FuzzOpen(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		exercise(t, data)
+	})
+}
+
+// FuzzOpenResealed is FuzzOpen with the checksums repaired after mutation,
+// so that the structural validation of headers and pages is what rejects
+// bad input.
+func FuzzOpenResealed(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reseal(data)
+		exercise(t, data)
+	})
+}
+
+// FuzzRoundTrip inserts stacks decoded from the input into every test
+// layout and checks that each comes back intact, from the builder and from
+// its file.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 0, 1, 2, 4, 0, 9, 9, 9, 9}, uint8(3))
+	f.Add([]byte{0, 0, 0, 0, 255, 255, 0, 1}, uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, pageLog uint8) {
+		// Byte 0 ends a stack; other bytes are frames, spread over 64 bits.
+		var stacks [][]uint64
+		var cur []uint64
+		for _, c := range data {
+			if c == 0 {
+				stacks = append(stacks, cur)
+				cur = nil
+				continue
+			}
+			cur = append(cur, uint64(c)*0x0101010101)
+		}
+		stacks = append(stacks, cur)
+		for _, l := range testLayouts {
+			b, err := NewBuilder(Options{Layout: l, PageNodes: 1 << (pageLog % 6)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var in []inserted
+			for i, s := range stacks {
+				if l.FrameBits == 8 || l.FrameBits == 16 {
+					continue
+				}
+				id, err := b.Insert(uint64(i%3), s)
+				if err != nil {
+					if l.FrameBits == 32 {
+						continue
+					}
+					t.Fatal(err)
+				}
+				in = append(in, inserted{id, s})
+			}
+			checkStacks(t, "builder", b, in)
+			var buf bytes.Buffer
+			b.WriteTo(&buf)
+			r, err := NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()), ReaderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStacks(t, "reader", r, in)
+		}
+	})
+}
