@@ -8,6 +8,29 @@ import (
 	"io"
 )
 
+// LinearMagic is the pcHeader magic of a pclntab whose PC-value tables are in
+// the linear-index format (cmd/rewrite-binary replace mode). No Go runtime
+// accepts it, and read in the other byte order it is no Go magic either.
+const LinearMagic uint32 = 0xffffffe1
+
+// LinearSection is the name of the ELF section that holds the linear tables
+// of an append-mode binary.
+const LinearSection = ".gopclntab.linear"
+
+// LinearSectionMagic starts a LinearSection.
+const LinearSectionMagic = "GOLINPC\x00"
+
+// Layout constants of the linear formats.
+const (
+	LinearVariantLen     = 16 // bytes of the NUL-padded variant name
+	LinearPad            = 8  // zero bytes after the last encoding
+	LinearSectionHdrSize = 72 // bytes of the append-mode section header
+	LinearSectionVersion = 1
+	LinearFuncLenOffset  = 44 // offset of the function length in a replace-mode _func record
+)
+
+// Linear describes the linear-format tables of a rewritten binary.
+//
 // Binaries rewritten by cmd/rewrite-binary (package rewrite) carry their
 // PC-value tables in the linear-index format of golang/go#61984 as well as,
 // or instead of, Go's varint format. objscan reads both kinds; File.Linear
@@ -33,6 +56,12 @@ import (
 // offsets follow it. pcsp, pcfile, pcln and pcdata are offsets into the
 // linear pctab.
 //
+// For a replace-mode binary File.Tabs is empty (there are no varint tables)
+// and Func.InlTree is nil: an inline tree's size is the largest value of the
+// function's InlTreeIndex table, which only a linear decoder can find. The
+// function names, file tables and funcdata are read as usual, and Func.Size
+// is the stored function length.
+//
 // # Append mode
 //
 // The varint pclntab is untouched and a non-allocated ELF section named
@@ -56,36 +85,14 @@ import (
 //
 // A function's table of some kind is found by its varint pctab offset and the
 // function's length in the index; linearOff is an offset into data.
-
-// LinearMagic is the pcHeader magic of a pclntab whose PC-value tables are in
-// the linear-index format (cmd/rewrite-binary replace mode). No Go runtime
-// accepts it, and read in the other byte order it is no Go magic either.
-const LinearMagic uint32 = 0xffffffe1
-
-// LinearSection is the name of the ELF section that holds the linear tables
-// of an append-mode binary.
-const LinearSection = ".gopclntab.linear"
-
-// LinearSectionMagic starts a LinearSection.
-const LinearSectionMagic = "GOLINPC\x00"
-
-// Layout constants of the linear formats.
-const (
-	LinearVariantLen     = 16 // bytes of the NUL-padded variant name
-	LinearPad            = 8  // zero bytes after the last encoding
-	LinearSectionHdrSize = 72 // bytes of the append-mode section header
-	LinearSectionVersion = 1
-	LinearFuncLenOffset  = 44 // offset of the function length in a replace-mode _func record
-)
-
-// Linear describes the linear-format tables of a rewritten binary.
 type Linear struct {
 	Mode    string // "replace" or "append"
 	Variant string // linearpc variant name, e.g. "spec"
 	Source  string // where the tables are: "pclntab pctab" or "section .gopclntab.linear"
 
 	// Data holds the encodings; table offsets index into it. Data[0] is a
-	// pad byte and the last LinearPad bytes are zero.
+	// pad byte, and at least the last LinearPad bytes are zero (replace
+	// mode also rounds the pctab up to the pointer size).
 	Data []byte
 
 	// Funcs parallels File.Funcs: each function's length and the offsets
@@ -161,7 +168,6 @@ func (f *File) linearRecordExtra() uint64 {
 // table offsets index the linear pctab, so there are no varint tables to
 // walk. It fills f.Linear and each function's Size.
 func (f *File) collectLinear() error {
-	f.tabIdx = map[uint32]int{}
 	l := f.Linear
 	ps := uint64(f.PtrSize)
 	hdrEnd := 8 + 8*ps

@@ -106,9 +106,8 @@ type File struct {
 	filetab     []byte
 	im          *image
 	closer      io.Closer
-	md          *moduledata    // found by findModuledata, or nil
-	tabIdx      map[uint32]int // unused; set by linear.go (to be removed)
-	arrayBudget uint64         // pcdata+funcdata entries still allowed
+	md          *moduledata // found by findModuledata, or nil
+	arrayBudget uint64      // pcdata+funcdata entries still allowed
 }
 
 // Func is one function of the pclntab: the fields of the runtime's _func.

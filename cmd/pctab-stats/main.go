@@ -6,6 +6,7 @@
 //	pctab-stats [flags] [BINARY...]      size report (default: $(go env GOROOT)/bin/go)
 //	pctab-stats verify BINARY...         check every codec at every PC of every table
 //	pctab-stats stacks [flags] [BINARY]  traceback memory of real stacks
+//	pctab-stats replay [flags] BINARY    replay real stacks through the runtime's lookups
 //
 // Run "pctab-stats -h" or "pctab-stats verify -h" for the flags.
 package main
@@ -34,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = runVerify(args[1:], stdout, stderr)
 		case "stacks":
 			err = runStacks(args[1:], stdout, stderr)
+		case "replay":
+			err = runReplay(args[1:], stdout, stderr)
 		default:
 			err = runReport(args, stdout, stderr)
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/rewrite"
 	"github.com/pctab/pctab/verify"
 )
 
@@ -13,11 +14,14 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
+	origPath := fs.String("orig", "", "for a binary rewritten by rewrite-binary in replace mode: the original binary to check its linear tables against")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pctab-stats verify [-j N] BINARY...\n\n"+
 			"Checks every distinct PC-value table of every function at every PC:\n"+
 			"varint lookup, spec linear lookup, every variant and the decoded runs agree,\n"+
-			"and Encode(Decode(t)) reproduces the linker's bytes. Exits 1 on any mismatch.\n\n")
+			"and Encode(Decode(t)) reproduces the linker's bytes. For a binary written by\n"+
+			"rewrite-binary it checks every lookup in its linear tables against the varint\n"+
+			"tables (append mode: the same file; replace mode: -orig). Exits 1 on any mismatch.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -35,7 +39,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			failed++
 			continue
 		}
-		res, err := verify.File(f, *workers)
+		res, err := verifyOne(f, *origPath, *workers)
 		f.Close()
 		if err != nil {
 			fmt.Fprintf(stdout, "%s: ERROR %v\n", p, err)
@@ -57,4 +61,38 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("verify failed on %d of %d binaries", failed, len(paths))
 	}
 	return nil
+}
+
+// verifyOne verifies one binary: its varint tables through every codec, and
+// for a rewritten binary its linear tables against the original varint ones.
+func verifyOne(f *objscan.File, origPath string, workers int) (*verify.Result, error) {
+	if f.Linear == nil {
+		return verify.File(f, workers)
+	}
+	var orig *objscan.File
+	if origPath != "" {
+		o, err := objscan.Open(origPath)
+		if err != nil {
+			return nil, err
+		}
+		defer o.Close()
+		orig = o
+	} else if f.Linear.Mode == "replace" {
+		return nil, fmt.Errorf("rewritten in replace mode: its varint tables are gone; give the original binary with -orig")
+	}
+	res, err := rewrite.Check(f, orig, workers)
+	if err != nil || f.Linear.Mode == "replace" {
+		return res, err
+	}
+	// Append mode keeps the varint tables: check those through every codec too.
+	vres, err := verify.File(f, workers)
+	if err != nil {
+		return nil, err
+	}
+	res.Tables += vres.Tables
+	res.PCs += vres.PCs
+	res.Lookups += vres.Lookups
+	res.Mismatches += vres.Mismatches
+	res.Examples = append(res.Examples, vres.Examples...)
+	return res, nil
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/testbuild"
+)
+
+func TestRun(t *testing.T) {
+	in := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64"})
+	dir := t.TempDir()
+	replaced := filepath.Join(dir, "features.replace")
+	appended := filepath.Join(dir, "features.append")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string // substrings of stdout
+		wantErr  string   // substring of stderr
+		wantFile string   // file that must exist afterwards
+	}{
+		{name: "replace", args: []string{"-o", replaced, in}, wantFile: replaced,
+			wantOut: []string{"mode       replace, variant spec", "file size", "estimate", "gap", "verify     ok"}},
+		{name: "append", args: []string{"-mode", "append", "-estimate=false", "-o", appended, in}, wantFile: appended,
+			wantOut: []string{"mode       append", "verify     ok"}},
+		{name: "verify append", args: []string{"verify", appended}, wantOut: []string{"append mode, variant spec", " 0 mismatches"}},
+		{name: "verify append with orig", args: []string{"verify", "-orig", in, appended}, wantOut: []string{" 0 mismatches"}},
+		{name: "verify replace", args: []string{"verify", "-orig", in, replaced}, wantOut: []string{"replace mode, variant spec", " 0 mismatches"}},
+		{name: "verify replace without orig", args: []string{"verify", replaced}, wantCode: 1,
+			wantOut: []string{"FAIL", "binary it was made from"}},
+		{name: "verify an original", args: []string{"verify", in}, wantCode: 1, wantOut: []string{"not a rewritten binary"}},
+		{name: "no output", args: []string{in}, wantCode: 1, wantErr: "-o OUT"},
+		{name: "bad variant", args: []string{"-variant", "nope", "-o", filepath.Join(dir, "bad"), in}, wantCode: 1, wantErr: `unknown variant "nope"`},
+		{name: "bad input", args: []string{"-o", filepath.Join(dir, "bad"), filepath.Join(dir, "missing")}, wantCode: 1, wantErr: "no such file"},
+		{name: "help", args: []string{"-h"}, wantErr: "usage: rewrite-binary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.wantCode {
+				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, stderr.String())
+			}
+			if tt.wantFile != "" {
+				if _, err := os.Stat(tt.wantFile); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad")); !os.IsNotExist(err) {
+		t.Errorf("a failed run left an output file: %v", err)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	in := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64"})
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "out")
+	if code := run([]string{"-json", "-variant", "compact", "-o", out, in}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var v struct {
+		Result struct {
+			Variant    string `json:"variant"`
+			DeltaBytes int64  `json:"delta_bytes"`
+			Verify     struct {
+				Mismatches int64
+				Tables     int
+			} `json:"verify"`
+		} `json:"result"`
+		Estimate struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"estimate"`
+		Gap []struct {
+			Bytes int64 `json:"bytes"`
+		} `json:"gap"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	var gap int64
+	for _, g := range v.Gap {
+		gap += g.Bytes
+	}
+	if v.Result.Variant != "compact" || v.Result.Verify.Tables == 0 || v.Result.Verify.Mismatches != 0 || gap != v.Result.DeltaBytes-v.Estimate.Bytes {
+		t.Errorf("unexpected result: %+v", v)
+	}
+}

@@ -1,0 +1,339 @@
+package rewrite
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+
+	"github.com/pctab/pctab/linearpc"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/varintpc"
+	"github.com/pctab/pctab/verify"
+)
+
+const maxExamples = 20
+
+// Check verifies a rewritten binary. For every distinct (linear table,
+// function length) pair it compares, at every PC of the function, the
+// linear lookup with the runtime-style varint lookup of the original table
+// (strict where the varint table covers the PC, non-strict past its end,
+// which gives -1), and checks that the checked spec lookup rejects the first
+// PC past the end. It also checks that every function's other _func fields,
+// its table presence and its length survived, and that the stored encodings
+// are byte for byte what the encoder produces from the original tables.
+//
+// For an append-mode binary the original tables are in the same file and
+// orig may be nil; if given, Check also requires the two pclntabs to be
+// identical. A replace-mode binary needs orig, the binary it was made from;
+// Check then also compares the parts of the pclntab that were copied (names,
+// CU and file tables, funcdata, findfunctab) and what objscan derives from
+// the moduledata (text start, go:func.* address, funcdata size).
+//
+// Mismatches are counted in the result; an error means the check could not
+// run. workers <= 0 means GOMAXPROCS.
+func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
+	l := rewritten.Linear
+	if l == nil {
+		return nil, errors.New("check: not a rewritten binary (no linear tables)")
+	}
+	v, err := VariantByName(l.Variant)
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	src := orig
+	if l.Mode == "append" && src == nil {
+		src = rewritten
+	}
+	if src == nil {
+		return nil, errors.New("check: a replace-mode binary can only be checked against the binary it was made from")
+	}
+	if src.Linear != nil && src.Linear.Mode == "replace" {
+		return nil, errors.New("check: the original binary is itself in the linear format")
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	res := &verify.Result{}
+	fail := func(format string, args ...any) {
+		res.Mismatches++
+		if len(res.Examples) < maxExamples {
+			res.Examples = append(res.Examples, fmt.Sprintf(format, args...))
+		}
+	}
+	if len(rewritten.Funcs) != len(src.Funcs) || len(l.Funcs) != len(src.Funcs) {
+		return nil, fmt.Errorf("check: %d functions (%d with linear tables), the original has %d", len(rewritten.Funcs), len(l.Funcs), len(src.Funcs))
+	}
+	if rewritten.PCQuantum != src.PCQuantum {
+		return nil, fmt.Errorf("check: PC quantum %d, the original's is %d", rewritten.PCQuantum, src.PCQuantum)
+	}
+	// The encodings must be exactly what the encoder makes of the original.
+	want, err := buildTables(src, v)
+	if err != nil {
+		return nil, fmt.Errorf("check: encoding the original tables: %w", err)
+	}
+	// Replace mode rounds the pctab up to the pointer size: the stored
+	// data may end with more zero bytes than the encoder's.
+	stored := l.Data[:min(len(l.Data), len(want.data))]
+	sameData := bytes.Equal(want.data, stored) && len(bytes.Trim(l.Data[len(stored):], "\x00")) == 0
+	if !sameData {
+		fail("stored linear tables (%d bytes) differ from the encoding of the original tables (%d bytes)", len(l.Data), len(want.data))
+	}
+	checkFuncs(rewritten, src, want, fail)
+	if orig != nil {
+		checkPclntab(rewritten, orig, fail)
+	}
+
+	// The distinct (linear offset, length, varint table) triples.
+	type triple struct {
+		lin, n, varint uint32
+		fn             int
+		slot           int
+	}
+	seen := map[[3]uint32]bool{}
+	var work []triple
+	for i := range src.Funcs {
+		varint := funcOffsets(&src.Funcs[i])
+		lin := l.Funcs[i].Offsets()
+		for j := range min(len(varint), len(lin)) {
+			k := [3]uint32{lin[j], l.Funcs[i].Len, varint[j]}
+			if lin[j] == 0 || varint[j] == 0 || seen[k] {
+				continue
+			}
+			seen[k] = true
+			work = append(work, triple{lin[j], l.Funcs[i].Len, varint[j], i, j})
+		}
+	}
+	res.Tables = len(work)
+	q := uint32(src.PCQuantum)
+	// Pooled variants address tables relative to other tables of their set,
+	// which linearpc exposes only through Set.Lookup: use the set rebuilt
+	// above, which matched the stored bytes.
+	lookup := func(off, n, pc uint32) int32 {
+		if v.Pooled() {
+			return want.set.Lookup(off-1, n, pc)
+		}
+		return v.Lookup(l.Data[off:], n, pc)
+	}
+	pooledOK := !v.Pooled() || sameData
+	results := make([]verify.Result, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &results[w]
+			wfail := func(format string, args ...any) {
+				r.Mismatches++
+				if len(r.Examples) < maxExamples {
+					r.Examples = append(r.Examples, fmt.Sprintf(format, args...))
+				}
+			}
+			for i := w; i < len(work); i += workers {
+				t := work[i]
+				fn := &src.Funcs[t.fn]
+				name := fmt.Sprintf("%s table %d of %s (varint %#x, linear %#x, %d units)", slotName(t.slot), t.slot, fn.Name, t.varint, t.lin, t.n)
+				tab := src.Table(t.varint)
+				if tab == nil {
+					wfail("%s: no varint table at that offset", name)
+					continue
+				}
+				if uint64(t.lin) >= uint64(len(l.Data))-objscan.LinearPad || !pooledOK {
+					wfail("%s: linear offset outside the tables, or pooled tables that cannot be looked up", name)
+					continue
+				}
+				for pc := uint32(0); pc < t.n; pc++ {
+					r.PCs++
+					want, _, err := varintpc.Lookup(tab.Data, uintptr(pc*q), q, pc < tab.Len)
+					if err != nil {
+						wfail("%s pc %#x: varint lookup: %v", name, pc*q, err)
+						continue
+					}
+					got := lookup(t.lin, t.n, pc)
+					r.Lookups += 2
+					if got != want {
+						wfail("%s pc %#x: linear %d, varint %d", name, pc*q, got, want)
+					}
+					if v.IsSpec() {
+						got, err := linearpc.LookupChecked(l.Data[t.lin:], t.n, pc)
+						r.Lookups++
+						if err != nil || got != want {
+							wfail("%s pc %#x: checked linear lookup %d (%v), varint %d", name, pc*q, got, err, want)
+						}
+					}
+				}
+				if v.IsSpec() {
+					r.Lookups++
+					if _, err := linearpc.LookupChecked(l.Data[t.lin:], t.n, t.n); !errors.Is(err, linearpc.ErrRange) {
+						wfail("%s: checked lookup past the end gave %v, want ErrRange", name, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range results {
+		res.PCs += r.PCs
+		res.Lookups += r.Lookups
+		res.Mismatches += r.Mismatches
+		for _, e := range r.Examples {
+			if len(res.Examples) < maxExamples {
+				res.Examples = append(res.Examples, e)
+			}
+		}
+	}
+	return res, nil
+}
+
+// slotName names table slot j of a function: pcsp, pcfile, pcln, PCDATA.
+func slotName(j int) string {
+	if j < 3 {
+		return objscan.TableKind(j).String()
+	}
+	return "PCDATA"
+}
+
+// checkFuncs compares the functions of the rewritten binary with the
+// original's: every field but the table offsets, the presence of every
+// table, and each function's length.
+func checkFuncs(rw, src *objscan.File, want *linearTables, fail func(string, ...any)) {
+	l := rw.Linear
+	for i := range src.Funcs {
+		a, b := &rw.Funcs[i], &src.Funcs[i]
+		if a.Name != b.Name || a.Entry != b.Entry || a.End != b.End || a.Args != b.Args || a.Deferreturn != b.Deferreturn ||
+			a.FuncID != b.FuncID || a.Flag != b.Flag || a.StartLine != b.StartLine || a.CUOffset != b.CUOffset ||
+			!reflect.DeepEqual(a.FuncData, b.FuncData) || len(a.PCData) != len(b.PCData) {
+			fail("function %d (%s): _func fields differ from the original's (%s)", i, a.Name, b.Name)
+			continue
+		}
+		if a.Size != b.Size || l.Funcs[i].Len != want.funcLen[i] {
+			fail("function %s: length %d units (%d bytes), want %d (%d bytes)", a.Name, l.Funcs[i].Len, a.Size, want.funcLen[i], b.Size)
+		}
+		lin, varint := l.Funcs[i].Offsets(), funcOffsets(b)
+		for j := range varint {
+			if (lin[j] == 0) != (varint[j] == 0 || want.funcLen[i] == 0) || lin[j] != want.offs[i][j] {
+				fail("function %s: table %d at linear offset %#x, want %#x (varint %#x)", a.Name, j, lin[j], want.offs[i][j], varint[j])
+			}
+		}
+		if rw.Linear.Mode == "append" && (!reflect.DeepEqual(a.InlTree, b.InlTree) || a.PCSP != b.PCSP || a.PCLn != b.PCLn) {
+			fail("function %s: inline tree or varint tables differ from the original's", a.Name)
+		}
+	}
+}
+
+// checkPclntab compares what the rewrite copied or relocated with the
+// original.
+func checkPclntab(rw, orig *objscan.File, fail func(string, ...any)) {
+	if rw.Linear.Mode == "append" {
+		if !bytes.Equal(rw.Pclntab(), orig.Pclntab()) || rw.PclntabAddr != orig.PclntabAddr {
+			fail("the varint pclntab differs from the original's")
+		}
+		return
+	}
+	if rw.TextStart != orig.TextStart || rw.TextSource != orig.TextSource {
+		fail("text start %#x (from %s), the original's is %#x (from %s): moduledata not found or not updated", rw.TextStart, rw.TextSource, orig.TextStart, orig.TextSource)
+	}
+	if rw.Sizes.FuncNameTab != orig.Sizes.FuncNameTab || rw.Sizes.CUTab != orig.Sizes.CUTab || rw.Sizes.FileTab != orig.Sizes.FileTab ||
+		rw.Sizes.FuncData != orig.Sizes.FuncData || rw.Files != orig.Files {
+		fail("pclntab part sizes differ: rewritten %+v, original %+v", rw.Sizes, orig.Sizes)
+	}
+	// Names, CU and file tables: copied right after the header.
+	rh, oh := pclnHeaderOf(rw), pclnHeaderOf(orig)
+	rp, op := rw.Pclntab(), orig.Pclntab()
+	if rh.pctabOff-rh.funcnameOff != oh.pctabOff-oh.funcnameOff || !bytes.Equal(rp[rh.funcnameOff:rh.pctabOff], op[oh.funcnameOff:oh.pctabOff]) {
+		fail("function names, CU or file tables differ from the original's")
+	}
+	// go:func.* and findfunctab: the end of both tables, at the same
+	// distance from go:func.*.
+	oldTail := oh.pclnOff + uint64(orig.Sizes.FuncTab)
+	n := uint64(len(op)) - oldTail
+	if uint64(len(rp)) < n || !bytes.Equal(rp[uint64(len(rp))-n:], op[oldTail:]) {
+		fail("funcdata and findfunctab differ from the original's")
+	} else if orig.GoFuncAddr < orig.PclntabAddr || orig.GoFuncAddr >= orig.PclntabAddr+uint64(len(op)) {
+		// Before Go 1.26 go:func.* lies outside the pclntab, and stays.
+		if rw.GoFuncAddr != orig.GoFuncAddr {
+			fail("go:func.* at %#x, the original's is at %#x outside the pclntab", rw.GoFuncAddr, orig.GoFuncAddr)
+		}
+	} else if rw.GoFuncAddr-(rw.PclntabAddr+uint64(len(rp))-n) != orig.GoFuncAddr-(orig.PclntabAddr+oldTail) {
+		fail("go:func.* at %#x does not follow the moved funcdata (moduledata.gofunc not updated?)", rw.GoFuncAddr)
+	}
+}
+
+// SameLoadedImage reports, as an error, any difference between what the
+// loader maps from two ELF files: their program headers and the file bytes
+// of their PT_LOAD segments. Append mode promises none.
+func SameLoadedImage(a, b []byte) error {
+	ea, err := parseELF(a)
+	if err != nil {
+		return fmt.Errorf("first file: %w", err)
+	}
+	eb, err := parseELF(b)
+	if err != nil {
+		return fmt.Errorf("second file: %w", err)
+	}
+	if !reflect.DeepEqual(ea.progs, eb.progs) {
+		return errors.New("the program headers differ")
+	}
+	if !bytes.Equal(a[:24+ea.ptrSize()], b[:24+eb.ptrSize()]) {
+		return errors.New("the ELF identification, type, machine or entry point differs")
+	}
+	for i, p := range ea.progs {
+		if p.Type != uint32(elf.PT_LOAD) || p.Filesz == 0 {
+			continue
+		}
+		if uint64(len(a)) < p.Off+p.Filesz || uint64(len(b)) < p.Off+p.Filesz {
+			return fmt.Errorf("segment %d runs past the end of a file", i)
+		}
+		sa, sb := a[p.Off:p.Off+p.Filesz], b[p.Off:p.Off+p.Filesz]
+		if !bytes.Equal(sa, sb) {
+			// The section header table may sit in the first segment's
+			// padding; it is not used at run time.
+			if diff := firstDiff(sa, sb); !inShdrs(ea, eb, p.Off+uint64(diff)) || !equalOutside(sa, sb, p.Off, ea, eb) {
+				return fmt.Errorf("segment %d (%#x bytes at %#x) differs at file offset %#x", i, p.Filesz, p.Off, p.Off+uint64(diff))
+			}
+		}
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return len(a)
+}
+
+// inShdrs reports whether file offset off lies in either file's section
+// header table, or is one of the ELF header's section table fields
+// (e_shoff, e_shentsize, e_shnum, e_shstrndx), which the loader ignores.
+func inShdrs(ea, eb *elfFile, off uint64) bool {
+	shoffAt, shoffLen, restAt := uint64(40), uint64(8), uint64(58)
+	if !ea.is64 {
+		shoffAt, shoffLen, restAt = 32, 4, 46
+	}
+	if off >= shoffAt && off < shoffAt+shoffLen || off >= restAt && off < restAt+6 {
+		return true
+	}
+	for _, e := range []*elfFile{ea, eb} {
+		if off >= e.shoff && off < e.shoff+uint64(len(e.sects))*e.shentsize {
+			return true
+		}
+	}
+	return false
+}
+
+// equalOutside reports whether a and b (file bytes from offset base) are
+// equal outside the two files' section header tables.
+func equalOutside(a, b []byte, base uint64, ea, eb *elfFile) bool {
+	for i := range a {
+		if a[i] != b[i] && !inShdrs(ea, eb, base+uint64(i)) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,70 @@
+// Package rewrite rewrites Go ELF binaries so that their PC-value tables are
+// in the linear-index format of golang/go#61984 (package linearpc), to
+// measure what the format really costs in a binary and to give tools a
+// binary to work on. Command rewrite-binary is its command-line front end.
+//
+// # Modes
+//
+// [Replace] rebuilds the pclntab: the pcHeader gets the magic
+// objscan.LinearMagic (no Go runtime accepts it: a stock runtime stops with
+// "invalid function symbol table") and a 16-byte variant name; the pctab
+// holds the linear encodings, deduplicated by content (tables shared in the
+// varint pctab stay shared, and the encoder shares constant chunks within a
+// table); every _func record gets the function's length in PC-quantum units,
+// which the linear format needs out of band, as a uint32 after nfuncdata,
+// and its table offsets point into the new pctab. Function names, the CU
+// and file tables, the funcdata (go:func.*) and findfunctab are copied
+// unchanged. The format is specified in objscan's linear.go, which reads it.
+//
+// Because the new pclntab is larger and code addresses must not change, the
+// new .gopclntab, with the sections that followed it in its segment (in Go
+// 1.26 .typelink and .itablink), moves to a new read-only PT_LOAD segment
+// above every other segment in memory. In the file it stays right after
+// .rodata, where the linker puts it, and everything after it moves by the
+// growth rounded up to the page alignment; the old pclntab's bytes are gone.
+// The moduledata's pointers to the moved sections (pcHeader, funcnametab,
+// cutab, filetab, pctab, pclntable, ftab, findfunctab, gofunc, epclntab,
+// typelinks, itablinks) and the lengths of its pctab and pclntable slices
+// are updated, and so are the symbols defined in the moved sections.
+// DWARF is not updated (it does not describe the pclntab). Replace mode
+// needs the Go 1.20+ pclntab layout and a non-PIE ELF executable whose
+// .gopclntab is followed in its segment only by PROGBITS sections (the
+// internal linker's layout); other layouts get a clear error.
+//
+// [Append] leaves every loaded byte alone and adds a non-allocated section,
+// objscan.LinearSection, holding a header, every function's length, an
+// index from (varint table offset, function length) to linear offset, and
+// the linear tables. The binary runs as before.
+//
+// # Function lengths
+//
+// A linear table needs its function's length. Replace mode stores one
+// uint32 per function, in its _func record; records stay aligned to the
+// pointer size as the linker aligns them, so on 64-bit targets the field
+// costs 8 bytes for a record that had no padding and 0 for one that had 4.
+// The size account reports the real cost. A table shorter than its
+// function's longest table (which the linker emits for a few assembly
+// functions on some architectures) is extended to the function's length
+// with the value -1, what the runtime's non-strict lookup returns past a
+// varint table's end; Result.PaddedTables counts them.
+//
+// # Size account
+//
+// A [Result] gives the input and output sizes and splits the difference into
+// [Part]s that add up to it exactly. [EstimateFor] computes pctab-stats'
+// estimate (package report: linear minus varint table bytes, plus 4 bytes
+// per function) and [Gap] explains the difference between the real change
+// and the estimate item by item: padding in the pctab, record alignment, the
+// header's variant name, the funcdata's realignment, and the rounding of
+// later segments to the page alignment, which makes the real file size move
+// in whole pages (4 KiB on linux/amd64, 64 KiB on linux/arm64).
+//
+// # Verification
+//
+// [Check] compares a rewritten binary with the binary it was made from: at
+// every PC of every function, every linear table's lookup must equal the
+// original varint lookup, the stored encodings must be exactly what the
+// encoder produces, and every other _func field, name table, funcdata byte
+// and moduledata-derived address must be preserved. [SameLoadedImage]
+// checks that append mode changed no loaded byte.
+package rewrite

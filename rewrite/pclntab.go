@@ -1,0 +1,230 @@
+package rewrite
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/pctab/pctab/objscan"
+)
+
+// span maps a range of old addresses (or offsets) to new ones. With
+// interior set, every address in [oldStart, oldEnd] moves by the same amount;
+// otherwise only the range's start and end can be mapped, because the bytes
+// inside were re-encoded.
+type span struct {
+	name             string
+	oldStart, oldEnd uint64
+	newStart, newEnd uint64
+	interior         bool
+}
+
+// remap maps old addresses to new ones through a list of spans.
+type remap []span
+
+// addr returns the new address of old address v, and whether v lies in one
+// of the spans. It fails (ok but err != nil) for an address inside a span
+// whose bytes were re-encoded.
+func (m remap) addr(v uint64) (nv uint64, in bool, err error) {
+	for _, s := range m {
+		if v >= s.oldStart && v < s.oldEnd {
+			if v == s.oldStart {
+				return s.newStart, true, nil
+			}
+			if !s.interior {
+				return 0, true, fmt.Errorf("address %#x lies inside the re-encoded %s (%#x..%#x)", v, s.name, s.oldStart, s.oldEnd)
+			}
+			return s.newStart + (v - s.oldStart), true, nil
+		}
+	}
+	for _, s := range m {
+		if v == s.oldEnd && s.oldEnd > s.oldStart {
+			return s.newEnd, true, nil
+		}
+	}
+	return v, false, nil
+}
+
+// shift returns m with every span's old and new addresses moved by the
+// given bases (offsets within a pclntab to addresses).
+func (m remap) shift(oldBase, newBase uint64) remap {
+	out := make(remap, len(m))
+	for i, s := range m {
+		s.oldStart += oldBase
+		s.oldEnd += oldBase
+		s.newStart += newBase
+		s.newEnd += newBase
+		out[i] = s
+	}
+	return out
+}
+
+// pclnHeader holds the Go 1.20 pcHeader fields.
+type pclnHeader struct {
+	nfunc, nfiles, textStart                          uint64
+	funcnameOff, cuOff, filetabOff, pctabOff, pclnOff uint64
+}
+
+// newPclntab is a replace-mode pclntab and the account of its parts.
+type newPclntab struct {
+	data  []byte
+	remap remap // offsets in the old pclntab -> offsets in the new one
+
+	// Sizes of the parts that change, old and new. Spans run from a part's
+	// start to the next part's start, alignment padding included.
+	oldHeader, newHeader   int64
+	oldPCTab, newPCTab     int64
+	oldFuncTab, newFuncTab int64
+	newTailPad             int64 // padding added after the functab to keep the funcdata's alignment
+	oldTail                int64 // go:func.* and findfunctab (and the old padding before them): copied unchanged
+}
+
+// buildPclntab builds the replace-mode pclntab of f (see objscan's
+// linear.go for the format): the pcHeader gets objscan.LinearMagic and the
+// variant name, the pctab holds the linear tables, and every _func record
+// gets its function's length in PC units after nfuncdata. Function names,
+// the CU and file tables, the funcdata (go:func.*) and findfunctab are copied
+// unchanged. tailAlign is the alignment the part after the functab (the
+// funcdata) keeps: its offset in the new table is congruent to the old one
+// modulo tailAlign.
+func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPclntab, error) {
+	if f.Magic != objscan.Go120Magic {
+		return nil, fmt.Errorf("replace mode needs the Go 1.20+ pclntab layout (magic %#x); this binary's is %s (magic %#x)", objscan.Go120Magic, f.Version, f.Magic)
+	}
+	old := f.Pclntab()
+	o := f.ByteOrder
+	ps := uint64(f.PtrSize)
+	word := func(b []byte, off uint64) uint64 {
+		if ps == 4 {
+			return uint64(o.Uint32(b[off:]))
+		}
+		return o.Uint64(b[off:])
+	}
+	putWord := func(b []byte, off, v uint64) {
+		if ps == 4 {
+			o.PutUint32(b[off:], uint32(v))
+		} else {
+			o.PutUint64(b[off:], v)
+		}
+	}
+	hdrEnd := 8 + 8*ps
+	if uint64(len(old)) < hdrEnd {
+		return nil, fmt.Errorf("pclntab of %d bytes is shorter than its header", len(old))
+	}
+	var h pclnHeader
+	fields := []*uint64{&h.nfunc, &h.nfiles, &h.textStart, &h.funcnameOff, &h.cuOff, &h.filetabOff, &h.pctabOff, &h.pclnOff}
+	for i, p := range fields {
+		*p = word(old, 8+uint64(i)*ps)
+	}
+	n := uint64(len(old))
+	if h.nfunc != uint64(len(f.Funcs)) || !(hdrEnd <= h.funcnameOff && h.funcnameOff <= h.cuOff && h.cuOff <= h.filetabOff &&
+		h.filetabOff <= h.pctabOff && h.pctabOff <= h.pclnOff && h.pclnOff <= n) {
+		return nil, fmt.Errorf("pcHeader fields are inconsistent (nfunc %d for %d functions, offsets %#x %#x %#x %#x %#x in %d bytes)",
+			h.nfunc, len(f.Funcs), h.funcnameOff, h.cuOff, h.filetabOff, h.pctabOff, h.pclnOff, n)
+	}
+	if h.funcnameOff%ps != 0 || h.pctabOff%ps != 0 || h.pclnOff%ps != 0 {
+		return nil, fmt.Errorf("pclntab parts are not %d-byte aligned", ps)
+	}
+	oldTail := h.pclnOff + uint64(f.Sizes.FuncTab)
+	if oldTail > n {
+		return nil, fmt.Errorf("functab ends at %#x, past the %d-byte pclntab", oldTail, n)
+	}
+
+	np := &newPclntab{}
+	out := make([]byte, 0, n+uint64(len(lt.data))-(h.pclnOff-h.pctabOff)+8*uint64(len(f.Funcs))+tailAlign+64)
+	// pcHeader, then the variant name.
+	out = append(out, old[:hdrEnd]...)
+	o.PutUint32(out, objscan.LinearMagic)
+	var name [objscan.LinearVariantLen]byte
+	copy(name[:], lt.variant.Name)
+	out = append(out, name[:]...)
+	newHdrEnd := uint64(len(out))
+	// Function names, CU table and file table, unchanged.
+	shift := newHdrEnd - h.funcnameOff
+	out = append(out, old[h.funcnameOff:h.pctabOff]...)
+	// The linear pctab.
+	newPctab := uint64(len(out))
+	out = append(out, lt.data...)
+	out = appendZeros(out, alignUp(uint64(len(out)), ps))
+	newPcln := uint64(len(out))
+	// The functab: ftab, then the _func records, each aligned to the
+	// pointer size as cmd/link's calculateFunctabSize does.
+	nfunc := uint64(len(f.Funcs))
+	if oldTail-h.pclnOff < nfunc*8+4 {
+		return nil, fmt.Errorf("ftab of %d functions runs past the functab", nfunc)
+	}
+	ft := make([]byte, nfunc*8+4, oldTail-h.pclnOff+8*nfunc)
+	copy(ft, old[h.pclnOff:]) // entryoffs, and the end offset after them
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		recOff := h.pclnOff + uint64(fn.Offset)
+		const fixed = 44 // the Go 1.20 _func, up to nfuncdata
+		npc, nfd := uint64(len(fn.PCData)), uint64(len(fn.FuncData))
+		recLen := fixed + 4*npc + 4*nfd
+		if recOff > n || n-recOff < recLen {
+			return nil, fmt.Errorf("function %s: _func record at %#x runs past the pclntab", fn.Name, recOff)
+		}
+		rec := old[recOff : recOff+recLen]
+		if got := uint64(o.Uint32(rec[28:])); got != npc {
+			return nil, fmt.Errorf("function %s: npcdata %d, objscan read %d", fn.Name, got, npc)
+		}
+		ft = appendZeros(ft, alignUp(uint64(len(ft)), ps))
+		if uint64(len(ft)) > 1<<32-1 {
+			return nil, fmt.Errorf("the new functab is too large for 32-bit record offsets")
+		}
+		o.PutUint32(ft[8*i+4:], uint32(len(ft)))
+		r := len(ft)
+		ft = append(ft, rec[:fixed]...)
+		offs := lt.offs[i]
+		o.PutUint32(ft[r+16:], offs[0])
+		o.PutUint32(ft[r+20:], offs[1])
+		o.PutUint32(ft[r+24:], offs[2])
+		ft = appendU32(ft, o, lt.funcLen[i]) // at objscan.LinearFuncLenOffset
+		for _, off := range offs[3:] {
+			ft = appendU32(ft, o, off)
+		}
+		ft = append(ft, rec[fixed+4*npc:]...) // funcdata offsets
+	}
+	out = append(out, ft...)
+	newRecsEnd := uint64(len(out))
+	// go:func.* and findfunctab, at the same offset modulo tailAlign.
+	newTail := newRecsEnd + (oldTail%tailAlign+tailAlign-newRecsEnd%tailAlign)%tailAlign
+	out = appendZeros(out, newTail)
+	out = append(out, old[oldTail:]...)
+
+	// Header offsets.
+	putWord(out, 8+3*ps, newHdrEnd)
+	putWord(out, 8+4*ps, h.cuOff+shift)
+	putWord(out, 8+5*ps, h.filetabOff+shift)
+	putWord(out, 8+6*ps, newPctab)
+	putWord(out, 8+7*ps, newPcln)
+
+	np.data = out
+	np.remap = remap{
+		{name: "pcHeader", oldStart: 0, oldEnd: hdrEnd, newStart: 0, newEnd: newHdrEnd},
+		{name: "funcnametab, cutab and filetab", oldStart: h.funcnameOff, oldEnd: h.pctabOff, newStart: newHdrEnd, newEnd: newPctab, interior: true},
+		{name: "pctab", oldStart: h.pctabOff, oldEnd: h.pclnOff, newStart: newPctab, newEnd: newPcln},
+		{name: "functab", oldStart: h.pclnOff, oldEnd: oldTail, newStart: newPcln, newEnd: newRecsEnd},
+		{name: "funcdata and findfunctab", oldStart: oldTail, oldEnd: n, newStart: newTail, newEnd: uint64(len(out)), interior: true},
+	}
+	np.oldHeader, np.newHeader = int64(h.funcnameOff), int64(newHdrEnd)
+	np.oldPCTab, np.newPCTab = int64(h.pclnOff-h.pctabOff), int64(newPcln-newPctab)
+	np.oldFuncTab, np.newFuncTab = int64(oldTail-h.pclnOff), int64(newRecsEnd-newPcln)
+	np.oldTail = int64(n - oldTail)
+	np.newTailPad = int64(newTail - newRecsEnd)
+	return np, nil
+}
+
+// appendU32 appends v in byte order o.
+func appendU32(b []byte, o binary.ByteOrder, v uint32) []byte {
+	var w [4]byte
+	o.PutUint32(w[:], v)
+	return append(b, w[:]...)
+}
+
+// appendZeros appends zero bytes to b until it is n bytes long.
+func appendZeros(b []byte, n uint64) []byte {
+	for uint64(len(b)) < n {
+		b = append(b, 0)
+	}
+	return b
+}

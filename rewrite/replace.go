@@ -1,0 +1,444 @@
+package rewrite
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+
+	"github.com/pctab/pctab/objscan"
+)
+
+// replaceMode rebuilds the pclntab in the linear format and lays out the
+// ELF file around it.
+//
+// The new pclntab is larger than the old one, and everything the code
+// addresses must keep its address, so the new .gopclntab gets a new
+// address: the sections from .gopclntab to the end of its PT_LOAD segment
+// (in Go 1.26: .gopclntab, .typelink, .itablink; the "group") move to a new
+// read-only PT_LOAD segment placed above every other segment in memory. In
+// the file the group stays where it was, right after .rodata, so the file is
+// laid out as the linker would lay it out with a bigger pclntab: the old
+// segment keeps .rodata, the group follows it, and everything after the
+// group moves by the growth rounded up to the page alignment (which keeps
+// every later segment's offset congruent to its address). No byte of the
+// old pclntab remains.
+//
+// Pointers to the moved sections are updated in the moduledata (pcHeader,
+// funcnametab, cutab, filetab, pctab and pclntable slices, ftab, findfunctab,
+// gofunc, epclntab, typelinks, itablinks) and in the symbol table. Code
+// that refers to them directly is not updated (Go code reaches them through
+// the moduledata), and neither is DWARF.
+func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
+	if e.typ != elf.ET_EXEC {
+		return nil, fmt.Errorf("only non-PIE executables (ELF type ET_EXEC) are supported, this is %v; append mode works on it", e.typ)
+	}
+	pi := e.section(".gopclntab")
+	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
+		return nil, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s)", f.PclntabSource)
+	}
+	P := e.sects[pi]
+	// The PT_LOAD segment holding the pclntab.
+	li := -1
+	for i := range e.progs {
+		p := &e.progs[i]
+		if p.Type == uint32(elf.PT_LOAD) && p.Vaddr <= P.Addr && P.Addr+P.Size <= p.Vaddr+p.Filesz {
+			li = i
+		}
+	}
+	if li < 0 {
+		return nil, fmt.Errorf(".gopclntab at %#x is not in a PT_LOAD segment's file bytes", P.Addr)
+	}
+	L := e.progs[li]
+	if L.Memsz != L.Filesz || P.Off-L.Off != P.Addr-L.Vaddr || P.Addr == L.Vaddr {
+		return nil, fmt.Errorf("unsupported layout: .gopclntab's segment (%#x+%#x) has zero-fill bytes, is not mapped linearly, or starts with .gopclntab", L.Vaddr, L.Memsz)
+	}
+	segEnd := L.Vaddr + L.Memsz
+	oldGroupEnd := L.Off + L.Filesz
+	// The group: .gopclntab and the allocated sections after it in its segment.
+	group := []int{pi}
+	for i := range e.sects {
+		s := &e.sects[i]
+		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd {
+			continue
+		}
+		if s.Type != uint32(elf.SHT_PROGBITS) {
+			return nil, fmt.Errorf("unsupported layout: section %s (type %v) follows .gopclntab in its segment", s.Name, elf.SectionType(s.Type))
+		}
+		group = append(group, i)
+	}
+	group = sortedSections(e, group)
+	inGroup := map[int]bool{}
+	for _, i := range group {
+		inGroup[i] = true
+	}
+	for i := range e.sects {
+		s := &e.sects[i]
+		if inGroup[i] || s.nobits() || s.Size == 0 || i == 0 {
+			continue
+		}
+		if s.Off < oldGroupEnd && s.fileEnd() > P.Off {
+			return nil, fmt.Errorf("unsupported layout: section %s overlaps the file bytes of .gopclntab's segment", s.Name)
+		}
+	}
+	for i := range e.progs {
+		p := &e.progs[i]
+		if i == li || p.Filesz == 0 && p.Memsz == 0 {
+			continue
+		}
+		if p.Off < oldGroupEnd && p.Off+p.Filesz > P.Off || p.Vaddr < segEnd && p.Vaddr+p.Memsz > P.Addr {
+			return nil, fmt.Errorf("unsupported layout: segment %d (%v) overlaps .gopclntab's segment", i, elf.ProgType(p.Type))
+		}
+	}
+	var pageAlign uint64 = 1
+	for i := range e.progs {
+		if e.progs[i].Type == uint32(elf.PT_LOAD) {
+			pageAlign = max(pageAlign, e.progs[i].Align)
+		}
+	}
+	tailAlign := max(16, P.Addralign)
+	if pageAlign&(pageAlign-1) != 0 || tailAlign&(tailAlign-1) != 0 || tailAlign > pageAlign {
+		return nil, fmt.Errorf("unsupported alignment: segments %#x, .gopclntab %#x", pageAlign, P.Addralign)
+	}
+	np, err := buildPclntab(f, lt, tailAlign)
+	if err != nil {
+		return nil, err
+	}
+
+	// Lay out the group at the old pclntab's file offset and at an address
+	// above every segment, congruent to that offset modulo the page size.
+	var top uint64
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Type == uint32(elf.PT_LOAD) {
+			top = max(top, p.Vaddr+p.Memsz)
+		}
+	}
+	gOff := P.Off
+	gAddr := alignUp(top, pageAlign) + gOff%pageAlign
+	type moved struct {
+		idx              int
+		oldAddr, oldOff  uint64
+		newAddr, newOff  uint64
+		oldSize, newSize uint64
+		data             []byte
+	}
+	var mv []moved
+	at := gAddr
+	for _, i := range group {
+		s := &e.sects[i]
+		m := moved{idx: i, oldAddr: s.Addr, oldOff: s.Off, oldSize: s.Size, newSize: s.Size, data: e.data[s.Off : s.Off+s.Size]}
+		if i == pi {
+			m.data, m.newSize = np.data, uint64(len(np.data))
+		}
+		at = alignUp(at, max(s.Addralign, 1))
+		m.newAddr, m.newOff = at, gOff+(at-gAddr)
+		at += m.newSize
+		mv = append(mv, m)
+	}
+	gEnd := gOff + (at - gAddr)
+	oldGroupSize := oldGroupEnd - P.Off
+
+	// Everything after the group in the file moves by D, a multiple of the
+	// alignment of whatever follows.
+	X := uint64(len(e.data))
+	for i := range e.sects {
+		s := &e.sects[i]
+		if i == 0 || inGroup[i] || s.nobits() || s.Size == 0 {
+			continue
+		}
+		if s.Off >= oldGroupEnd {
+			X = min(X, s.Off)
+		}
+	}
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Filesz > 0 && p.Off >= oldGroupEnd {
+			X = min(X, p.Off)
+		}
+	}
+	if e.shoff >= oldGroupEnd {
+		X = min(X, e.shoff)
+	}
+	A := uint64(8)
+	for i := range e.sects {
+		if s := &e.sects[i]; !inGroup[i] && s.Off >= X {
+			A = max(A, s.Addralign)
+		}
+	}
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Off >= X && (p.Filesz > 0 || p.Type == uint32(elf.PT_LOAD)) {
+			A = max(A, p.Align)
+		}
+	}
+	if A&(A-1) != 0 {
+		return nil, fmt.Errorf("unsupported alignment %#x after .gopclntab's segment", A)
+	}
+	// D = the smallest multiple of A with X+D >= gEnd.
+	D := int64(gEnd) - int64(X)
+	if D >= 0 {
+		D = int64(alignUp(uint64(D), A))
+	} else {
+		D = -int64(uint64(-D) &^ (A - 1))
+	}
+	newLen := int64(len(e.data)) + D
+	if X == uint64(len(e.data)) {
+		newLen = int64(gEnd)
+		D = newLen - int64(len(e.data))
+	}
+	shiftOff := func(off uint64) uint64 {
+		if off >= X {
+			return uint64(int64(off) + D)
+		}
+		return off
+	}
+	out := make([]byte, newLen)
+	copy(out, e.data[:P.Off])
+	for _, m := range mv {
+		copy(out[m.newOff:], m.data)
+	}
+	copy(out[X+uint64(D):], e.data[X:])
+
+	// Address remapping: the pclntab's parts, and the other moved sections.
+	addrMap := np.remap.shift(P.Addr, gAddr)
+	for _, m := range mv[1:] {
+		addrMap = append(addrMap, span{name: e.sects[m.idx].Name, oldStart: m.oldAddr, oldEnd: m.oldAddr + m.oldSize,
+			newStart: m.newAddr, newEnd: m.newAddr + m.newSize, interior: true})
+	}
+	lenFix := map[uint64]struct{ old, new uint64 }{}
+	ps := e.ptrSize()
+	h := pclnHeaderOf(f)
+	lenFix[P.Addr+h.pctabOff] = struct{ old, new uint64 }{uint64(np.oldPCTab), uint64(np.newPCTab)}
+	lenFix[P.Addr+h.pclnOff] = struct{ old, new uint64 }{alignUp(uint64(np.oldFuncTab), ps), alignUp(uint64(np.newFuncTab), ps)}
+
+	// Section and program headers.
+	for _, m := range mv {
+		s := &e.sects[m.idx]
+		s.Addr, s.Off, s.Size = m.newAddr, m.newOff, m.newSize
+	}
+	for i := range e.sects {
+		if s := &e.sects[i]; !inGroup[i] && i != 0 {
+			s.Off = shiftOff(s.Off)
+		}
+	}
+	for i := range e.progs {
+		if p := &e.progs[i]; i != li {
+			p.Off = shiftOff(p.Off)
+		}
+	}
+	e.progs[li].Filesz = P.Addr - L.Vaddr
+	e.progs[li].Memsz = P.Addr - L.Vaddr
+	newSeg := elfProg{Type: uint32(elf.PT_LOAD), Flags: L.Flags, Off: gOff, Vaddr: gAddr, Paddr: gAddr,
+		Filesz: gEnd - gOff, Memsz: gEnd - gOff, Align: L.Align}
+	loads := e.sortedLoads()
+	ins := loads[len(loads)-1] + 1
+	e.progs = append(e.progs[:ins], append([]elfProg{newSeg}, e.progs[ins:]...)...)
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Type == uint32(elf.PT_PHDR) {
+			p.Filesz = uint64(len(e.progs)) * e.phentsize
+			p.Memsz = p.Filesz
+		}
+	}
+	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
+	shoff, err := e.placeTables(uint64(len(out)))
+	if err != nil {
+		return nil, err
+	}
+	if o := shiftOff(oldShoff); o+oldShsize <= uint64(len(out)) && (oldShoff < P.Off || oldShoff >= X) {
+		clear(out[o : o+oldShsize])
+	}
+	e.shoff = shoff
+	if end := shoff + uint64(len(e.sects))*e.shentsize; end > uint64(len(out)) {
+		out = appendZeros(out, end)
+	}
+	e.writeTables(out)
+
+	// Moduledata and symbols.
+	mdNote, err := fixModuledata(e, f, out, addrMap, lenFix, P.Addr)
+	if err != nil {
+		return nil, err
+	}
+	symNote, err := fixSymbols(e, out, addrMap, inGroup)
+	if err != nil {
+		return nil, err
+	}
+
+	res.NewPclntab = int64(len(np.data))
+	res.Parts = []Part{
+		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", objscan.LinearMagic, objscan.LinearVariantLen)},
+		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
+		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*len(f.Funcs), ps), kind: kindOutOfBand},
+		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
+		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data))},
+		{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
+	}
+	res.Parts = append(res.Parts, headerTablePart(res, int64(len(out))-int64(len(e.data)), oldShoff, shoff, oldShsize, uint64(len(e.sects))*e.shentsize))
+	res.Notes = append(res.Notes,
+		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
+		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),
+		mdNote, symNote)
+	return out, nil
+}
+
+// groupNames lists the names of the sections at idx.
+func groupNames(e *elfFile, idx []int) string {
+	var b bytes.Buffer
+	for i, j := range idx {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(e.sects[j].Name)
+	}
+	return b.String()
+}
+
+// pclnHeaderOf reads the Go 1.20 pcHeader of f; buildPclntab has validated it.
+func pclnHeaderOf(f *objscan.File) pclnHeader {
+	d := f.Pclntab()
+	ps := uint64(f.PtrSize)
+	w := func(i uint64) uint64 {
+		if ps == 4 {
+			return uint64(f.ByteOrder.Uint32(d[8+i*ps:]))
+		}
+		return f.ByteOrder.Uint64(d[8+i*ps:])
+	}
+	return pclnHeader{w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7)}
+}
+
+// fixModuledata finds the moduledata that points at the old pclntab and
+// updates its pointers into the moved sections and the lengths of its pctab
+// and pclntable slices. The first 24 words are Go 1.20+'s stable prefix
+// (pcHeader through etext); later words that point into the moved sections
+// (gofunc, epclntab, typelinks, itablinks) are found by value.
+func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[uint64]struct{ old, new uint64 }, oldPcln uint64) (string, error) {
+	ps := e.ptrSize()
+	o := e.order
+	word := func(b []byte, i uint64) uint64 {
+		if ps == 4 {
+			return uint64(o.Uint32(b[i*ps:]))
+		}
+		return o.Uint64(b[i*ps:])
+	}
+	put := func(b []byte, i, v uint64) {
+		if ps == 4 {
+			o.PutUint32(b[i*ps:], uint32(v))
+		} else {
+			o.PutUint64(b[i*ps:], v)
+		}
+	}
+	h := pclnHeaderOf(f)
+	var pat [8]byte
+	if ps == 4 {
+		o.PutUint32(pat[:], uint32(oldPcln))
+	} else {
+		o.PutUint64(pat[:], oldPcln)
+	}
+	// Candidate sections, .go.module first. Their headers are already the
+	// output's: offsets index out.
+	var cands []int
+	for i := range e.sects {
+		s := &e.sects[i]
+		if s.nobits() || !s.alloc() || s.Flags&uint64(elf.SHF_WRITE) == 0 {
+			continue
+		}
+		if s.Name == ".go.module" {
+			cands = append([]int{i}, cands...)
+		} else {
+			cands = append(cands, i)
+		}
+	}
+	const maxWords = 96
+	for _, ci := range cands {
+		s := &e.sects[ci]
+		d := out[s.Off : s.Off+s.Size]
+		for at := 0; ; {
+			j := bytes.Index(d[at:], pat[:ps])
+			if j < 0 {
+				break
+			}
+			pos := uint64(at + j)
+			at += j + 1
+			if pos%ps != 0 || uint64(len(d))-pos < 24*ps || word(d[pos:], 1) != oldPcln+h.funcnameOff {
+				continue
+			}
+			md := d[pos:]
+			n := min(maxWords, uint64(len(md))/ps)
+			var changed int
+			for i := uint64(0); i < n; i++ {
+				v := word(md, i)
+				if i >= 20 && v == oldPcln {
+					continue // an end pointer of what precedes the pclntab (etypes, say), not the pcHeader
+				}
+				nv, in, err := m.addr(v)
+				if !in {
+					continue
+				}
+				if err != nil {
+					return "", fmt.Errorf("moduledata word %d: %w", i, err)
+				}
+				put(md, i, nv)
+				changed++
+				if fix, ok := lenFix[v]; ok && i+2 < n && word(md, i+1) == fix.old && word(md, i+2) == fix.old {
+					put(md, i+1, fix.new)
+					put(md, i+2, fix.new)
+					changed += 2
+					i += 2
+				}
+			}
+			return fmt.Sprintf("moduledata at %#x (section %s): %d words updated", s.Addr+pos, s.Name, changed), nil
+		}
+	}
+	return "", fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
+}
+
+// fixSymbols updates the symbols defined in the moved sections: their
+// values, and the sizes of those that span re-encoded parts.
+func fixSymbols(e *elfFile, out []byte, m remap, inGroup map[int]bool) (string, error) {
+	o := e.order
+	fixed := 0
+	for si := range e.sects {
+		s := &e.sects[si]
+		if s.Type != uint32(elf.SHT_SYMTAB) && s.Type != uint32(elf.SHT_DYNSYM) {
+			continue
+		}
+		ent := uint64(16)
+		if e.is64 {
+			ent = 24
+		}
+		if s.Entsize != ent {
+			return "", fmt.Errorf("symbol table %s has %d-byte entries, want %d", s.Name, s.Entsize, ent)
+		}
+		d := out[s.Off : s.Off+s.Size]
+		for p := uint64(0); p+ent <= uint64(len(d)); p += ent {
+			b := d[p:]
+			var shndx int
+			var val, size uint64
+			if e.is64 {
+				shndx, val, size = int(o.Uint16(b[6:])), o.Uint64(b[8:]), o.Uint64(b[16:])
+			} else {
+				val, size, shndx = uint64(o.Uint32(b[4:])), uint64(o.Uint32(b[8:])), int(o.Uint16(b[14:]))
+			}
+			if !inGroup[shndx] {
+				continue
+			}
+			nv, in, err := m.addr(val)
+			if err != nil || !in {
+				return "", fmt.Errorf("symbol %d of %s at %#x: cannot move it (%v)", p/ent, s.Name, val, err)
+			}
+			nsize := size
+			if size > 0 {
+				ne, in, err := m.addr(val + size)
+				if err != nil || !in || ne < nv {
+					return "", fmt.Errorf("symbol %d of %s at %#x, %d bytes: cannot move its end (%v)", p/ent, s.Name, val, size, err)
+				}
+				nsize = ne - nv
+			}
+			if e.is64 {
+				o.PutUint64(b[8:], nv)
+				o.PutUint64(b[16:], nsize)
+			} else {
+				o.PutUint32(b[4:], uint32(nv))
+				o.PutUint32(b[8:], uint32(nsize))
+			}
+			fixed++
+		}
+	}
+	return fmt.Sprintf("%d symbols in the moved sections updated", fixed), nil
+}

@@ -1,0 +1,341 @@
+package rewrite
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/verify"
+)
+
+// Mode selects how Rewrite stores the linear tables.
+type Mode string
+
+// The rewrite modes.
+const (
+	// Replace rebuilds the pclntab with every table in the linear format.
+	// The result is not runnable by a stock runtime; its size is what the
+	// linear format costs.
+	Replace Mode = "replace"
+	// Append keeps the pclntab and adds the linear tables in a new,
+	// non-loaded section. The result runs unchanged.
+	Append Mode = "append"
+)
+
+// Options control Rewrite.
+type Options struct {
+	Mode    Mode   // Replace or Append; "" means Replace
+	Variant string // linearpc variant name; "" means "spec"
+	// Verify runs Check on the output before returning it (and, in append
+	// mode, SameLoadedImage): a rewrite whose output fails it fails.
+	Verify  bool
+	Workers int // goroutines for Verify; 0 means GOMAXPROCS
+}
+
+// Part is one contribution to the size difference between the input and
+// the output. The parts of a Result add up to its DeltaBytes.
+type Part struct {
+	Name string `json:"name"`
+	Old  int64  `json:"old_bytes"`
+	New  int64  `json:"new_bytes"`
+	Note string `json:"note,omitempty"`
+
+	kind string // kindTables, kindOutOfBand or ""
+}
+
+// Delta is the part's contribution to the size difference.
+func (p Part) Delta() int64 { return p.New - p.Old }
+
+// Result describes a rewrite: what was written and where the size
+// difference comes from.
+type Result struct {
+	Mode      Mode   `json:"mode"`
+	Variant   string `json:"variant"`
+	GOOS      string `json:"goos"`
+	GOARCH    string `json:"goarch"`
+	GoVersion string `json:"go_version"`
+
+	InBytes      int64   `json:"in_bytes"`
+	OutBytes     int64   `json:"out_bytes"`
+	DeltaBytes   int64   `json:"delta_bytes"`   // OutBytes - InBytes
+	DeltaPercent float64 `json:"delta_percent"` // of InBytes
+
+	Funcs         int    `json:"funcs"`
+	VarintBytes   int64  `json:"varint_table_bytes"`    // distinct varint tables, terminators included
+	LinearBytes   int64  `json:"linear_table_bytes"`    // distinct linear encodings (the set, without padding)
+	LinearTables  int    `json:"linear_tables"`         // distinct linear encodings
+	IndexEntries  int    `json:"index_entries"`         // distinct (varint table, function length) pairs
+	PaddedTables  int    `json:"padded_tables"`         // encodings of tables extended to their function's length
+	EmptyFuncRefs int    `json:"empty_func_table_refs"` // table references of functions covering no PCs (stored as "no table")
+	OldPclntab    int64  `json:"old_pclntab_bytes"`
+	NewPclntab    int64  `json:"new_pclntab_bytes"`    // replace mode
+	SectionBytes  int64  `json:"linear_section_bytes"` // append mode
+	Parts         []Part `json:"parts"`
+
+	// Notes describe what the rewrite changed besides the parts, such as
+	// the moduledata words and symbols it updated.
+	Notes []string `json:"notes,omitempty"`
+
+	// Verify is the result of Check, when Options.Verify is set.
+	Verify *verify.Result `json:"verify,omitempty"`
+}
+
+// Rewrite rewrites the Go binary whose bytes are data and returns the new
+// file's bytes. Only ELF binaries are supported. Replace mode needs the Go
+// 1.20+ pclntab layout and a non-PIE executable (ET_EXEC); append mode works
+// on any ELF Go binary objscan reads.
+func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
+	if opt.Mode == "" {
+		opt.Mode = Replace
+	}
+	if opt.Mode != Replace && opt.Mode != Append {
+		return nil, nil, fmt.Errorf("rewrite: unknown mode %q (want %q or %q)", opt.Mode, Replace, Append)
+	}
+	v, err := VariantByName(opt.Variant)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewrite: %w", err)
+	}
+	f, err := objscan.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewrite: reading the binary: %w", err)
+	}
+	if f.Format != "elf" {
+		return nil, nil, fmt.Errorf("rewrite: %s binaries are not supported, only ELF", f.Format)
+	}
+	if f.Linear != nil {
+		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
+	}
+	e, err := parseELF(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewrite: %w", err)
+	}
+	lt, err := buildTables(f, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewrite: %w", err)
+	}
+	res := &Result{
+		Mode: opt.Mode, Variant: v.Name, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
+		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
+		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
+		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(len(f.Pclntab())),
+	}
+	var out []byte
+	if opt.Mode == Append {
+		out, err = appendMode(e, f, lt, res)
+	} else {
+		out, err = replaceMode(e, f, lt, res)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("rewrite: %s mode: %w", opt.Mode, err)
+	}
+	if _, err := safeELF(out); err != nil {
+		return nil, nil, fmt.Errorf("rewrite: internal error: the output is not valid ELF: %w", err)
+	}
+	res.OutBytes = int64(len(out))
+	res.DeltaBytes = res.OutBytes - res.InBytes
+	res.DeltaPercent = 100 * float64(res.DeltaBytes) / float64(res.InBytes)
+	var sum int64
+	for _, p := range res.Parts {
+		sum += p.Delta()
+	}
+	if sum != res.DeltaBytes {
+		return nil, nil, fmt.Errorf("rewrite: internal error: size parts add up to %d bytes, the file grew by %d", sum, res.DeltaBytes)
+	}
+	if opt.Verify {
+		if err := verifyOutput(f, data, out, res, opt.Workers); err != nil {
+			return nil, nil, fmt.Errorf("rewrite: %s mode: %w", opt.Mode, err)
+		}
+	}
+	return out, res, nil
+}
+
+// verifyOutput checks out, the rewrite of data (parsed as orig), and
+// records the result in res.
+func verifyOutput(orig *objscan.File, data, out []byte, res *Result, workers int) error {
+	rf, err := objscan.NewFile(bytes.NewReader(out))
+	if err != nil {
+		return fmt.Errorf("verify: objscan cannot read the output: %w", err)
+	}
+	if rf.Linear == nil || rf.Linear.Mode != string(res.Mode) {
+		return fmt.Errorf("verify: objscan does not see %s-mode linear tables in the output", res.Mode)
+	}
+	vr, err := Check(rf, orig, workers)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	res.Verify = vr
+	if !vr.OK() {
+		return fmt.Errorf("verify: %d mismatches, first: %s", vr.Mismatches, vr.Examples[0])
+	}
+	if res.Mode == Append {
+		if err := SameLoadedImage(data, out); err != nil {
+			return fmt.Errorf("verify: the loaded image changed: %w", err)
+		}
+	}
+	return nil
+}
+
+// RewriteFile rewrites the binary in, writing the result to out. The output
+// is written to a temporary file in out's directory and renamed into place,
+// so a failed run leaves no partial output. It keeps in's permission bits.
+func RewriteFile(in, out string, opt Options) (*Result, error) {
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite: %w", err)
+	}
+	st, err := os.Stat(in)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite: %w", err)
+	}
+	b, res, err := Rewrite(data, opt)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", in, err)
+	}
+	if err := writeFileAtomic(out, b, st.Mode().Perm()); err != nil {
+		return nil, fmt.Errorf("rewrite: %w", err)
+	}
+	return res, nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// directory, renamed into place once complete.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// appendMode adds the linear tables to e as a non-allocated section. No
+// loaded byte changes: the section's data, the grown section name table
+// and, if it no longer fits where it was, the section header table go after
+// the original contents.
+func appendMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
+	if e.section(objscan.LinearSection) >= 0 {
+		return nil, fmt.Errorf("the binary already has a %s section", objscan.LinearSection)
+	}
+	sec, err := buildSection(f, lt)
+	if err != nil {
+		return nil, err
+	}
+	res.SectionBytes = int64(len(sec))
+	data := e.data
+	oldSize := uint64(len(data))
+	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
+	// Drop the section header table and the section name table if they end
+	// the file: they are written again below.
+	cut := oldSize
+	if oldShoff+oldShsize == cut && e.lastData(oldShoff) {
+		cut = oldShoff
+	}
+	strs := &e.sects[e.shstrndx]
+	strsOld := strs.Size
+	strsCut := strs.Off+strs.Size == cut && e.lastData(strs.Off)
+	if strsCut {
+		cut = strs.Off
+	}
+	out := append([]byte(nil), data[:cut]...)
+	names := append(append([]byte(nil), data[strs.Off:strs.Off+strs.Size]...), objscan.LinearSection...)
+	names = append(names, 0)
+	nameOff := uint32(strs.Size)
+	strs.Off, strs.Size = uint64(len(out)), uint64(len(names))
+	out = append(out, names...)
+	secAt := alignUp(uint64(len(out)), 8)
+	padBefore := secAt - uint64(len(out))
+	out = appendZeros(out, secAt)
+	out = append(out, sec...)
+	e.sects = append(e.sects, elfSect{Name: objscan.LinearSection, NameOff: nameOff, Type: uint32(elf.SHT_PROGBITS),
+		Off: secAt, Size: uint64(len(sec)), Addralign: 8})
+	shoff, err := e.placeTables(uint64(len(out)))
+	if err != nil {
+		return nil, err
+	}
+	if oldShoff+oldShsize <= cut {
+		clear(out[oldShoff : oldShoff+oldShsize])
+	}
+	e.shoff = shoff
+	out = appendZeros(out, shoff+uint64(len(e.sects))*e.shentsize)
+	e.writeTables(out)
+
+	strsPart := Part{Name: ".shstrtab", Old: int64(strsOld), New: int64(len(names)), Note: "rewritten in place with the new name"}
+	if !strsCut {
+		strsPart = Part{Name: ".shstrtab", New: int64(len(names)), Note: "a grown copy; the old table stays in the file, unused"}
+	}
+	res.Parts = []Part{
+		{Name: objscan.LinearSection + " header", New: objscan.LinearSectionHdrSize},
+		{Name: "function lengths (out of band)", New: 4 * int64(len(f.Funcs)), Note: "one uint32 per function", kind: kindOutOfBand},
+		{Name: "index: (varint offset, length) -> linear offset", New: 12 * int64(len(lt.index)), Note: "append mode only: maps the untouched _func offsets to the linear tables"},
+		{Name: "linear tables", New: int64(len(lt.data)), Note: fmt.Sprintf("%d bytes of encodings, a pad byte before them and %d after", lt.set.Size(), objscan.LinearPad), kind: kindTables},
+		{Name: "alignment before the section", New: int64(padBefore)},
+		strsPart,
+	}
+	res.Parts = append(res.Parts, headerTablePart(res, int64(len(out))-int64(oldSize), oldShoff, shoff, oldShsize, uint64(len(e.sects))*e.shentsize))
+	res.Notes = append(res.Notes, "no loaded byte and no program header changed")
+	return out, nil
+}
+
+// headerTablePart is the last part of a size account: what the section
+// header table's move and growth cost, computed as what the other parts do
+// not explain (so that the parts always add up).
+func headerTablePart(res *Result, delta int64, oldOff, newOff, oldSize, newSize uint64) Part {
+	var sum int64
+	for _, p := range res.Parts {
+		sum += p.Delta()
+	}
+	p := Part{Name: "section header table", Old: int64(oldSize), New: int64(oldSize) + delta - sum}
+	p.Note = fmt.Sprintf("%d bytes at %#x, were %d bytes at %#x; ", newSize, newOff, oldSize, oldOff)
+	if newOff+newSize <= uint64(res.InBytes) && p.Delta() == 0 {
+		p.Note += "both in the padding after the program headers, so it costs no file bytes"
+	} else {
+		p.Note += "alignment padding included"
+	}
+	return p
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// lastData reports whether no section's bytes start after off.
+func (e *elfFile) lastData(off uint64) bool {
+	for i := range e.sects {
+		s := &e.sects[i]
+		if !s.nobits() && s.Size > 0 && s.Off > off {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedSections returns the indexes of the sections sorted by address.
+func sortedSections(e *elfFile, idx []int) []int {
+	sort.Slice(idx, func(a, b int) bool { return e.sects[idx[a]].Addr < e.sects[idx[b]].Addr })
+	return idx
+}

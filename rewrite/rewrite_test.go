@@ -1,0 +1,422 @@
+package rewrite
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/objscan"
+)
+
+// targets are the builds of testdata/features.txtar the tests rewrite:
+// both byte orders, both pointer sizes, and PC quanta 1, 2 and 4.
+var targets = []struct {
+	name string
+	cfg  testbuild.Config
+}{
+	{"linux-amd64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64"}},
+	{"linux-arm64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64"}},
+	{"linux-386", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386"}},
+	{"linux-s390x", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "s390x"}},
+}
+
+// runBinary runs bin, built for cfg, and returns its output and error;
+// ok is false when binaries of the target cannot run here.
+func runBinary(t *testing.T, cfg testbuild.Config, bin string, args ...string) (out []byte, err error, ok bool) {
+	t.Helper()
+	if _, err := testbuild.Runner(cfg); err != nil {
+		return nil, err, false
+	}
+	out, err = testbuild.Exec(context.Background(), cfg, bin, args...)
+	return out, err, true
+}
+
+// readelfClean runs readelf -a -W on path, if readelf is installed, and
+// fails the test on any warning or error it prints.
+func readelfClean(t *testing.T, path string) {
+	t.Helper()
+	re, err := exec.LookPath("readelf")
+	if err != nil {
+		return
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(re, "-a", "-W", path)
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil || stderr.Len() > 0 {
+		t.Errorf("readelf -a %s: %v\n%s", path, err, stderr.String())
+	}
+}
+
+func TestRewriteTargets(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			t.Parallel()
+			in := testbuild.Build(t, tg.cfg)
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOut, runErr, canRun := runBinary(t, tg.cfg, in)
+			if canRun && runErr != nil {
+				t.Fatalf("the original binary fails: %v", runErr)
+			}
+			dir := t.TempDir()
+			for _, mode := range []Mode{Replace, Append} {
+				t.Run(string(mode), func(t *testing.T) {
+					out := filepath.Join(dir, "features."+string(mode))
+					res, err := RewriteFile(in, out, Options{Mode: mode, Verify: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Verify == nil || !res.Verify.OK() || res.Verify.Tables == 0 {
+						t.Fatalf("verification: %+v", res.Verify)
+					}
+					st, err := os.Stat(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if st.Size() != res.OutBytes || res.InBytes != int64(len(data)) {
+						t.Errorf("sizes: result says %d -> %d, files are %d -> %d", res.InBytes, res.OutBytes, len(data), st.Size())
+					}
+					ef, err := elf.Open(out)
+					if err != nil {
+						t.Fatalf("debug/elf: %v", err)
+					}
+					ef.Close()
+					readelfClean(t, out)
+
+					// objscan reads it, and Check agrees with the verification.
+					f, err := objscan.Open(out)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer f.Close()
+					if f.Linear == nil || f.Linear.Mode != string(mode) || f.Linear.Variant != "spec" {
+						t.Fatalf("objscan: linear tables %+v", f.Linear)
+					}
+					checkSizes(t, res, orig)
+
+					switch mode {
+					case Append:
+						if f.Magic != orig.Magic || !bytes.Equal(f.Pclntab(), orig.Pclntab()) {
+							t.Errorf("append mode changed the pclntab")
+						}
+						outData, _ := os.ReadFile(out)
+						if err := SameLoadedImage(data, outData); err != nil {
+							t.Errorf("append mode changed the loaded image: %v", err)
+						}
+						if canRun {
+							got, err, _ := runBinary(t, tg.cfg, out)
+							if err != nil || !bytes.Equal(got, wantOut) {
+								t.Errorf("the append-mode binary prints %q (%v), the original %q", got, err, wantOut)
+							}
+						}
+					case Replace:
+						if f.Magic != objscan.LinearMagic || f.Tabs != nil {
+							t.Errorf("replace mode: magic %#x, %d varint tables", f.Magic, len(f.Tabs))
+						}
+						if res.NewPclntab != int64(len(f.Pclntab())) {
+							t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
+						}
+						// A stock runtime must refuse the table.
+						if canRun {
+							got, err, _ := runBinary(t, tg.cfg, out)
+							if err == nil || !strings.Contains(err.Error(), "magic= 0xffffffe1") {
+								t.Errorf("the replace-mode binary ran: %q, %v", got, err)
+							}
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// checkSizes checks the size account of res.
+func checkSizes(t *testing.T, res *Result, orig *objscan.File) {
+	t.Helper()
+	var sum int64
+	for _, p := range res.Parts {
+		sum += p.Delta()
+	}
+	if sum != res.DeltaBytes || res.OutBytes-res.InBytes != res.DeltaBytes {
+		t.Errorf("parts add up to %d, delta %d, sizes %d -> %d", sum, res.DeltaBytes, res.InBytes, res.OutBytes)
+	}
+	est, err := EstimateFor(orig, res.Variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gap int64
+	for _, g := range Gap(res, est) {
+		gap += g.Bytes
+	}
+	if gap != res.DeltaBytes-est.Bytes {
+		t.Errorf("gap items add up to %d, want %d", gap, res.DeltaBytes-est.Bytes)
+	}
+	if est.VarintBytes != res.VarintBytes || est.LinearBytes != res.LinearBytes || est.OutOfBandBytes != 4*int64(res.Funcs) {
+		t.Errorf("estimate %+v disagrees with the rewrite's table sizes (varint %d, linear %d)", est, res.VarintBytes, res.LinearBytes)
+	}
+	if err := WriteText(&bytes.Buffer{}, res, est); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestVariants(t *testing.T) {
+	in := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := objscan.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"spec-128", "spec-512", "spec-pool", "compact"} {
+		for _, mode := range []Mode{Replace, Append} {
+			t.Run(v+"/"+string(mode), func(t *testing.T) {
+				out, res, err := Rewrite(data, Options{Mode: mode, Variant: v, Verify: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f, err := objscan.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Linear.Variant != v || res.Variant != v {
+					t.Errorf("variant %q (result %q), want %q", f.Linear.Variant, res.Variant, v)
+				}
+				checkSizes(t, res, orig)
+			})
+		}
+	}
+}
+
+// TestCheckDetects corrupts rewritten binaries and expects Check (or
+// objscan) to notice.
+func TestCheckDetects(t *testing.T) {
+	in := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := objscan.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []Mode{Replace, Append} {
+		out, _, err := Rewrite(data, Options{Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := objscan.NewFile(bytes.NewReader(out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Flip a byte in the middle of the linear tables.
+		l := f.Linear
+		mid := len(l.Data) / 2
+		at := bytes.Index(out, l.Data[mid:mid+64]) // Data aliases a copy: find it in out
+		if at < 0 {
+			t.Fatalf("%s: linear data not found in the output", mode)
+		}
+		bad := bytes.Clone(out)
+		bad[at] ^= 0x5a
+		bf, err := objscan.NewFile(bytes.NewReader(bad))
+		if err != nil {
+			continue // rejected outright: fine
+		}
+		vr, err := Check(bf, orig, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if vr.OK() {
+			t.Errorf("%s: a corrupted linear table passed Check", mode)
+		}
+		// Replace mode cannot be checked without the original.
+		if mode == Replace {
+			if _, err := Check(f, nil, 0); err == nil {
+				t.Errorf("replace-mode Check without the original succeeded")
+			}
+		}
+	}
+}
+
+// TestMalformed feeds bad input to Rewrite and RewriteFile: every case must
+// fail with a clear error and leave no output file.
+func TestMalformed(t *testing.T) {
+	good, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended, _, err := Rewrite(good, Options{Mode: Append})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced, _, err := Rewrite(good, Options{Mode: Replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleSection := bytes.Clone(appended)
+	if i := bytes.Index(staleSection, []byte(objscan.LinearSectionMagic)); i >= 0 {
+		staleSection[i+32]++ // nfunc
+	}
+	truncatedSection := appended[:len(appended)-1]
+	badMagic := bytes.Clone(good)
+	if ef, err := elf.NewFile(bytes.NewReader(good)); err == nil {
+		badMagic[ef.Section(".gopclntab").Offset] ^= 0x40
+	}
+	tests := []struct {
+		name string
+		data []byte
+		opt  Options
+		want string
+	}{
+		{"empty", nil, Options{}, "reading file magic"},
+		{"not a binary", []byte("#!/bin/sh\necho hello\n"), Options{}, "unrecognized file format"},
+		{"truncated ELF", good[:100], Options{}, "ELF"},
+		{"truncated file", good[:len(good)/2], Options{}, "ELF: EOF"},
+		{"bad pclntab magic", badMagic, Options{}, "unknown pcHeader magic"},
+		{"unknown mode", good, Options{Mode: "sideways"}, `unknown mode "sideways"`},
+		{"unknown variant", good, Options{Variant: "fast"}, `unknown variant "fast"`},
+		{"already appended", appended, Options{Mode: Append}, "already rewritten"},
+		{"already replaced", replaced, Options{Mode: Replace}, "already rewritten"},
+		{"stale linear section", staleSection, Options{Mode: Append}, "stale section"},
+		{"truncated linear section", truncatedSection, Options{Mode: Append}, "lies outside the"},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := filepath.Join(dir, "in")
+			if err := os.WriteFile(in, tt.data, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out")
+			_, err := RewriteFile(in, out, tt.opt)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q, want it to contain %q", err, tt.want)
+			}
+			t.Log(err)
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "in" {
+					t.Errorf("a failed run left %s behind", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// TestUnsupported checks the clear errors for binaries replace mode cannot
+// handle.
+func TestUnsupported(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  testbuild.Config
+		mode Mode
+		want string
+	}{
+		{"darwin", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}, Append, "macho binaries are not supported"},
+		{"windows", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}, Replace, "pe binaries are not supported"},
+		{"pie", testbuild.Config{Archive: "features", BuildMode: "pie"}, Replace, "ET_EXEC"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tt.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = Rewrite(data, Options{Mode: tt.mode})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	// Append mode works on the PIE.
+	pie := testbuild.Build(t, testbuild.Config{Archive: "features", BuildMode: "pie"})
+	if _, err := RewriteFile(pie, filepath.Join(t.TempDir(), "pie.append"), Options{Mode: Append, Verify: true}); err != nil {
+		t.Errorf("append mode on a PIE: %v", err)
+	}
+}
+
+// TestGoBinary rewrites the local toolchain's go command both ways and
+// runs `go version` with the append-mode result.
+func TestGoBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rewrites and verifies the whole go binary")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("needs an ELF go binary")
+	}
+	goroot := runtime.GOROOT()
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		goroot = strings.TrimSpace(string(out))
+	}
+	in := filepath.Join(goroot, "bin", "go")
+	if _, err := os.Stat(in); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	for _, mode := range []Mode{Replace, Append} {
+		out := filepath.Join(dir, "go."+string(mode))
+		res, err := RewriteFile(in, out, Options{Mode: mode, Verify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d -> %d bytes (%+d, %+.3f%%), %s", mode, res.InBytes, res.OutBytes, res.DeltaBytes, res.DeltaPercent, res.Verify.Examples)
+		readelfClean(t, out)
+		if mode == Append {
+			cmd := exec.Command(out, "version")
+			cmd.Env = append(os.Environ(), "GOROOT="+goroot)
+			got, err := cmd.CombinedOutput()
+			if err != nil || !strings.HasPrefix(string(got), "go version go1.") {
+				t.Errorf("%s version: %q, %v", out, got, err)
+			}
+		}
+	}
+}
+
+// TestAtomicWrite checks that RewriteFile replaces an existing output only
+// when it succeeds.
+func TestAtomicWrite(t *testing.T) {
+	in := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(out, []byte("previous"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RewriteFile(in, out, Options{Variant: "bogus"}); err == nil {
+		t.Fatal("no error for a bogus variant")
+	}
+	if b, _ := os.ReadFile(out); string(b) != "previous" {
+		t.Errorf("a failed run changed the existing output")
+	}
+	if _, err := RewriteFile(in, out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("output %v, %v: want an executable file", st, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("%d files in the output directory, want 1", len(ents))
+	}
+	if _, err := RewriteFile(filepath.Join(dir, "missing"), out, Options{}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing input: %v, want ErrNotExist", err)
+	}
+}

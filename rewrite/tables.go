@@ -1,0 +1,154 @@
+package rewrite
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pctab/pctab/linearpc"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
+	"github.com/pctab/pctab/varintpc"
+)
+
+// VariantByName returns the linearpc variant with the given name ("" means
+// the spec variant).
+func VariantByName(name string) (linearpc.Variant, error) {
+	if name == "" {
+		return linearpc.Spec(), nil
+	}
+	var names []string
+	for _, v := range linearpc.Variants() {
+		if v.Name == name {
+			if len(v.Name) > objscan.LinearVariantLen {
+				return v, fmt.Errorf("variant name %q is longer than the %d bytes the header holds", name, objscan.LinearVariantLen)
+			}
+			return v, nil
+		}
+		names = append(names, v.Name)
+	}
+	return linearpc.Variant{}, fmt.Errorf("unknown variant %q (have %s)", name, strings.Join(names, ", "))
+}
+
+// tableKey identifies one linear encoding: a varint table, encoded for a
+// function of the given length. Functions whose tables all have the same
+// length (every function of the corpus's amd64 and arm64 binaries) encode
+// each varint table once; a table shorter than its function's longest table
+// is extended to that length with the value -1, which is what the runtime's
+// non-strict lookup returns past a varint table's end.
+type tableKey struct {
+	varintOff uint32
+	len       uint32
+}
+
+// linearTables is the linear encoding of every PC-value table of a binary.
+type linearTables struct {
+	variant linearpc.Variant
+	set     *linearpc.Set
+	funcLen []uint32   // per function: PC-quantum units its tables cover
+	offs    [][]uint32 // per function: pcsp, pcfile, pcln, pcdata... offsets in data; 0 = none
+	index   []indexEntry
+	data    []byte // a pad byte, the set's encodings, objscan.LinearPad zero bytes
+
+	varintBytes int64 // bytes of the distinct varint tables, terminators included
+	padded      int   // encodings of tables extended to their function's length
+	emptyRefs   int   // table references of functions that cover no PCs (stored as 0)
+}
+
+// indexEntry maps a (varint table, function length) pair to its encoding.
+type indexEntry struct {
+	key    tableKey
+	linear uint32
+}
+
+// funcOffsets returns fn's varint table offsets: pcsp, pcfile, pcln, then
+// the PCDATA tables by id.
+func funcOffsets(fn *objscan.Func) []uint32 {
+	return append([]uint32{fn.PCSP, fn.PCFile, fn.PCLn}, fn.PCData...)
+}
+
+// buildTables encodes every table of f in variant v, in functab order and,
+// within a function, in the order pcsp, pcfile, pcln, PCDATA 0, 1, ... .
+// Identical encodings are stored once ([linearpc.Set]), so tables shared in
+// the varint pctab stay shared, and so do distinct varint tables whose
+// linear encodings coincide.
+func buildTables(f *objscan.File, v linearpc.Variant) (*linearTables, error) {
+	if f.Linear != nil && f.Linear.Mode == "replace" {
+		return nil, fmt.Errorf("the pclntab is already in the linear format (variant %s)", f.Linear.Variant)
+	}
+	decoded := make(map[uint32]pcvalue.Table, len(f.Tabs))
+	lt := &linearTables{variant: v, set: linearpc.NewSet(v)}
+	for i := range f.Tabs {
+		tab := &f.Tabs[i]
+		t, n, err := varintpc.Decode(tab.Data)
+		if err != nil {
+			return nil, fmt.Errorf("decoding the varint table at pctab offset %#x: %w", tab.Offset, err)
+		}
+		if n != len(tab.Data) || t.Len != tab.Len {
+			return nil, fmt.Errorf("varint table at pctab offset %#x: decoded %d bytes covering %d units, objscan found %d bytes covering %d", tab.Offset, n, t.Len, len(tab.Data), tab.Len)
+		}
+		decoded[tab.Offset] = t
+		lt.varintBytes += int64(len(tab.Data))
+	}
+	q := uint64(f.PCQuantum)
+	at := map[tableKey]uint32{}
+	lt.funcLen = make([]uint32, len(f.Funcs))
+	lt.offs = make([][]uint32, len(f.Funcs))
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		if fn.Size%q != 0 || fn.Size/q > 1<<32-1 {
+			return nil, fmt.Errorf("function %s: size %d is not a whole number of %d-byte PC units", fn.Name, fn.Size, q)
+		}
+		n := uint32(fn.Size / q)
+		lt.funcLen[i] = n
+		varint := funcOffsets(fn)
+		offs := make([]uint32, len(varint))
+		for j, off := range varint {
+			if off == 0 {
+				continue
+			}
+			if n == 0 {
+				lt.emptyRefs++
+				continue
+			}
+			k := tableKey{off, n}
+			lin, ok := at[k]
+			if !ok {
+				t, ok := decoded[off]
+				if !ok {
+					return nil, fmt.Errorf("function %s: table %d at pctab offset %#x is not in objscan's table set", fn.Name, j, off)
+				}
+				if t.Len < n {
+					t = extend(t, n)
+					lt.padded++
+				}
+				lin = lt.set.Add(t) + 1 // data[0] is a pad byte: offset 0 means "no table"
+				at[k] = lin
+				lt.index = append(lt.index, indexEntry{k, lin})
+			}
+			offs[j] = lin
+		}
+		lt.offs[i] = offs
+	}
+	sort.Slice(lt.index, func(a, b int) bool {
+		x, y := lt.index[a].key, lt.index[b].key
+		return x.varintOff < y.varintOff || x.varintOff == y.varintOff && x.len < y.len
+	})
+	lt.data = make([]byte, 0, 1+lt.set.Size()+objscan.LinearPad)
+	lt.data = append(lt.data, 0)
+	lt.data = append(lt.data, lt.set.Bytes()...)
+	lt.data = append(lt.data, make([]byte, objscan.LinearPad)...)
+	if uint64(len(lt.data)) > 1<<32-1 {
+		return nil, fmt.Errorf("linear tables take %d bytes, more than 32-bit offsets can address", len(lt.data))
+	}
+	return lt, nil
+}
+
+// extend returns t lengthened to n units, the new PCs holding -1.
+func extend(t pcvalue.Table, n uint32) pcvalue.Table {
+	runs := linearpc.Canonical(t).Runs // no runs at or past t.Len
+	if len(runs) == 0 || runs[len(runs)-1].Value != -1 {
+		runs = append(runs, pcvalue.Run{PC: t.Len, Value: -1})
+	}
+	return pcvalue.Table{Runs: runs, Len: n}
+}

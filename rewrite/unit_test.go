@@ -1,0 +1,118 @@
+package rewrite
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pctab/pctab/pcvalue"
+)
+
+func TestRemap(t *testing.T) {
+	m := remap{
+		{name: "header", oldStart: 0, oldEnd: 72, newStart: 0, newEnd: 88},
+		{name: "names", oldStart: 72, oldEnd: 100, newStart: 88, newEnd: 116, interior: true},
+		{name: "pctab", oldStart: 100, oldEnd: 200, newStart: 116, newEnd: 300},
+		{name: "tail", oldStart: 210, oldEnd: 250, newStart: 310, newEnd: 350, interior: true},
+	}
+	tests := []struct {
+		v       uint64
+		want    uint64
+		in      bool
+		wantErr string
+	}{
+		{v: 0, want: 0, in: true},
+		{v: 72, want: 88, in: true},                     // start of names wins over end of header
+		{v: 80, want: 96, in: true},                     // interior of a shifted span
+		{v: 100, want: 116, in: true},                   // start of pctab
+		{v: 150, in: true, wantErr: "re-encoded pctab"}, // inside re-encoded bytes
+		{v: 200, want: 300, in: true},                   // end of pctab, no span starts there
+		{v: 230, want: 330, in: true},
+		{v: 250, want: 350, in: true}, // end of the last span
+		{v: 205, want: 205, in: false},
+		{v: 1000, want: 1000, in: false},
+	}
+	for _, tt := range tests {
+		got, in, err := m.addr(tt.v)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("addr(%d): error %v, want one containing %q", tt.v, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || in != tt.in {
+			t.Errorf("addr(%d) = %d, %v, %v; want %d, %v", tt.v, got, in, err, tt.want, tt.in)
+		}
+	}
+	s := m.shift(1000, 5000)
+	if got, _, _ := s.addr(1080); got != 5096 {
+		t.Errorf("shifted addr(1080) = %d, want 5096", got)
+	}
+}
+
+func TestAlignUp(t *testing.T) {
+	for _, tt := range []struct{ x, a, want uint64 }{
+		{0, 8, 0}, {1, 8, 8}, {8, 8, 8}, {9, 16, 16}, {5, 1, 5}, {5, 0, 5}, {0x1001, 0x1000, 0x2000},
+	} {
+		if got := alignUp(tt.x, tt.a); got != tt.want {
+			t.Errorf("alignUp(%d, %d) = %d, want %d", tt.x, tt.a, got, tt.want)
+		}
+	}
+}
+
+func TestExtend(t *testing.T) {
+	tests := []struct {
+		name string
+		in   pcvalue.Table
+		n    uint32
+		want pcvalue.Table
+	}{
+		{"adds -1", pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 3, Value: 7}}, Len: 6}, 10,
+			pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 3, Value: 7}, {PC: 6, Value: -1}}, Len: 10}},
+		{"already -1", pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 3, Value: -1}}, Len: 6}, 10,
+			pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 3, Value: -1}}, Len: 10}},
+		{"drops runs at the old end", pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 6, Value: 9}}, Len: 6}, 8,
+			pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 6, Value: -1}}, Len: 8}},
+		{"empty", pcvalue.Table{}, 4, pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: -1}}, Len: 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := extend(tt.in, tt.n)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("extend: (-want +got)\n%s", diff)
+			}
+			for pc := uint32(0); pc < tt.n; pc++ {
+				want := int32(-1)
+				if pc < tt.in.Len {
+					want, _ = tt.in.Lookup(pc)
+				}
+				if v, _ := got.Lookup(pc); v != want {
+					t.Errorf("pc %d: %d, want %d", pc, v, want)
+				}
+			}
+		})
+	}
+}
+
+func TestVariantByName(t *testing.T) {
+	for _, tt := range []struct {
+		name, want, err string
+	}{
+		{"", "spec", ""},
+		{"spec", "spec", ""},
+		{"compact", "compact", ""},
+		{"spec-pool", "spec-pool", ""},
+		{"nope", "", `unknown variant "nope"`},
+	} {
+		v, err := VariantByName(tt.name)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("VariantByName(%q): error %v, want %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || v.Name != tt.want {
+			t.Errorf("VariantByName(%q) = %q, %v; want %q", tt.name, v.Name, err, tt.want)
+		}
+	}
+}
