@@ -1,0 +1,104 @@
+package testbuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runTimeout bounds one run of a test program, including emulation.
+const runTimeout = 2 * time.Minute
+
+// ErrCannotRun is returned (wrapped) by Runner when binaries of a target
+// cannot run on this machine.
+var ErrCannotRun = errors.New("cannot run binaries of this target here")
+
+// Runner returns the command prefix that runs binaries built by cfg on this
+// machine: nothing for the machine's own target (and for linux/386 on
+// linux/amd64), or the qemu user-mode emulator for another Linux
+// architecture when it is installed, such as qemu-aarch64 for linux/arm64.
+// It returns an error wrapping ErrCannotRun otherwise.
+func Runner(cfg Config) ([]string, error) {
+	goos, goarch := cfg.target()
+	if goos == runtime.GOOS && goarch == runtime.GOARCH {
+		return nil, nil
+	}
+	if goos != "linux" || runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("testbuild: %w: %s/%s on %s/%s", ErrCannotRun, goos, goarch, runtime.GOOS, runtime.GOARCH)
+	}
+	if goarch == "386" && runtime.GOARCH == "amd64" {
+		return nil, nil
+	}
+	qarch := map[string]string{
+		"386": "i386", "amd64": "x86_64", "arm": "arm", "arm64": "aarch64",
+		"loong64": "loongarch64", "mips": "mips", "mipsle": "mipsel",
+		"mips64": "mips64", "mips64le": "mips64el", "ppc64": "ppc64",
+		"ppc64le": "ppc64le", "riscv64": "riscv64", "s390x": "s390x",
+	}[goarch]
+	if qarch == "" {
+		return nil, fmt.Errorf("testbuild: %w: no emulator known for linux/%s", ErrCannotRun, goarch)
+	}
+	path, err := exec.LookPath("qemu-" + qarch)
+	if err != nil {
+		return nil, fmt.Errorf("testbuild: %w: linux/%s needs qemu-%s (apt-get install qemu-user): %v", ErrCannotRun, goarch, qarch, err)
+	}
+	return []string{path}, nil
+}
+
+// Exec runs the binary bin, built by cfg, with args, through Runner, and
+// returns its standard output. The error of a failed run includes the
+// standard error.
+func Exec(ctx context.Context, cfg Config, bin string, args ...string) ([]byte, error) {
+	prefix, err := Runner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	argv := append(append(prefix, bin), args...)
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("testbuild: running %s: %w\nstderr:\n%s", strings.Join(argv, " "), err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// Run runs bin, a binary built by cfg, and returns its standard output. It
+// skips the test when binaries of cfg's target cannot run here, and fails
+// it when the program fails.
+func Run(t testing.TB, cfg Config, bin string, args ...string) []byte {
+	t.Helper()
+	out, err := Exec(t.Context(), cfg, bin, args...)
+	if errors.Is(err, ErrCannotRun) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RunCallers builds cfg (with Archive "callers" when it is empty), runs the
+// program and parses its output. It skips and fails like Build and Run.
+func RunCallers(t testing.TB, cfg Config) *Callers {
+	t.Helper()
+	if cfg.Archive == "" {
+		cfg.Archive = "callers"
+	}
+	bin := Build(t, cfg)
+	out := Run(t, cfg, bin)
+	c, err := ParseCallers(out)
+	if err != nil {
+		t.Fatalf("testbuild: output of %v: %v", cfg, err)
+	}
+	return c
+}
