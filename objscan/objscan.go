@@ -60,15 +60,15 @@ func formatErr(where string, off int64, format string, args ...any) error {
 
 // Sizes gives the byte size of each part of the pclntab.
 type Sizes struct {
-	Header      int64 // pcHeader (plus, before Go 1.16, the functab that follows it)
-	FuncNameTab int64 // function names
-	CUTab       int64 // per-compilation-unit file index tables (Go 1.16+)
-	FileTab     int64 // file names
-	PCTab       int64 // all PC-value tables
-	FuncTab     int64 // ftab plus every _func record with its pcdata and funcdata arrays
-	FuncData    int64 // go:func.* funcdata blobs, when the layout delimits them; -1 if unknown
-	FindFuncTab int64 // the findfunc bucket table, computed from the text span as the linker sizes it
-	Total       int64 // the whole pclntab as located in the file
+	Header      int64 `json:"header"`      // pcHeader (plus, before Go 1.16, the functab that follows it)
+	FuncNameTab int64 `json:"funcnametab"` // function names
+	CUTab       int64 `json:"cutab"`       // per-compilation-unit file index tables (Go 1.16+)
+	FileTab     int64 `json:"filetab"`     // file names
+	PCTab       int64 `json:"pctab"`       // all PC-value tables
+	FuncTab     int64 `json:"functab"`     // ftab plus every _func record with its pcdata and funcdata arrays
+	FuncData    int64 `json:"funcdata"`    // go:func.* funcdata blobs, when the layout delimits them; -1 if unknown
+	FindFuncTab int64 `json:"findfunctab"` // the findfunc bucket table, computed from the text span as the linker sizes it
+	Total       int64 `json:"total"`       // the whole pclntab as located in the file
 }
 
 // File is a Go binary's pclntab, parsed.
