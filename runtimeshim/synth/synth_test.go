@@ -1,0 +1,241 @@
+package synth
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/runtimeshim"
+)
+
+// open builds the features program for goarch and returns the parsed binary
+// and its call graph.
+func open(t *testing.T, goarch string) (string, *objscan.File, *Graph) {
+	t.Helper()
+	bin := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: goarch})
+	f, err := objscan.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	r, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	g, err := Build(f, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, f, g
+}
+
+// objdumpCall matches a direct call in `go tool objdump` output: address,
+// encoding and target symbol.
+var objdumpCall = regexp.MustCompile(`^\s*\S+\s+0x([0-9a-f]+)\s+([0-9a-f]+)\s+CALL (.+)\(SB\)`)
+
+// TestBuildMatchesObjdump checks the call sites against the Go
+// disassembler: every direct call `go tool objdump` shows, except those the
+// graph leaves out on purpose, is a site with the same return address, and
+// there are no others.
+func TestBuildMatchesObjdump(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			bin, _, g := open(t, goarch)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, "go", "tool", "objdump", bin).Output()
+			if err != nil {
+				t.Fatalf("go tool objdump: %v", err)
+			}
+			want := map[uint64]bool{}
+			sc := bufio.NewScanner(bytes.NewReader(out))
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				m := objdumpCall.FindStringSubmatch(sc.Text())
+				if m == nil {
+					continue
+				}
+				addr, err := strconv.ParseUint(m[1], 16, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				target := regexp.MustCompile(`\+0x[0-9a-f]+$`).ReplaceAllString(m[3], "")
+				if cold(target) {
+					continue
+				}
+				want[addr+uint64(len(m[2])/2)] = true
+			}
+			got := map[uint64]bool{}
+			for i := range g.sites {
+				for _, s := range g.Sites(i) {
+					got[s.Ret] = true
+				}
+			}
+			if len(want) < 100 {
+				t.Fatalf("objdump shows only %d direct calls", len(want))
+			}
+			missing, extra := 0, 0
+			for ret := range want {
+				if !got[ret] {
+					missing++
+					if missing <= 5 {
+						t.Errorf("objdump call returning to %#x is not a site", ret)
+					}
+				}
+			}
+			for ret := range got {
+				if !want[ret] {
+					extra++
+					if extra <= 5 {
+						t.Errorf("site returning to %#x is not a call objdump shows", ret)
+					}
+				}
+			}
+			t.Logf("%d direct calls; %d missing, %d extra; stats %+v", len(want), missing, extra, g.Stats())
+		})
+	}
+}
+
+// TestStacks checks how stacks are drawn: deterministic for a seed, within
+// the depth bound, each frame calling the next inner one, and symbolized by
+// every encoding as debug/gosym does.
+func TestStacks(t *testing.T) {
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			_, f, g := open(t, goarch)
+			opt := Options{Seed: 7, MinDepth: 3, MaxDepth: 30}
+			a, err := g.Stacks(500, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := g.Stacks(500, opt)
+			c, _ := g.Stacks(500, Options{Seed: 8, MinDepth: 3, MaxDepth: 30})
+			same := func(x, y []runtimeshim.Stack) bool {
+				for i := range x {
+					if len(x[i].PCs) != len(y[i].PCs) {
+						return false
+					}
+					for j := range x[i].PCs {
+						if x[i].PCs[j] != y[i].PCs[j] {
+							return false
+						}
+					}
+				}
+				return true
+			}
+			if !same(a, b) {
+				t.Error("the same seed drew different stacks")
+			}
+			if same(a, c) {
+				t.Error("different seeds drew the same stacks")
+			}
+			funcAt := func(pc uint64) int {
+				return sort.Search(len(f.Funcs), func(i int) bool { return f.Funcs[i].Entry > pc }) - 1
+			}
+			total := 0
+			for _, st := range a {
+				if len(st.PCs) == 0 || len(st.PCs) > opt.MaxDepth {
+					t.Fatalf("stack of depth %d, want 1..%d", len(st.PCs), opt.MaxDepth)
+				}
+				total += len(st.PCs)
+				// Outermost first: each frame's site calls the
+				// function of the next frame.
+				for i := len(st.PCs) - 1; i > 0; i-- {
+					caller := funcAt(st.PCs[i] - 1)
+					callee := funcAt(st.PCs[i-1] - 1)
+					found := false
+					for _, s := range g.Sites(caller) {
+						if s.Ret == st.PCs[i] && s.Callee == callee {
+							found = true
+						}
+					}
+					if !found {
+						t.Fatalf("frame %#x (%s) does not call %s", st.PCs[i], f.Funcs[caller].Name, f.Funcs[callee].Name)
+					}
+				}
+			}
+			t.Logf("mean depth %.1f", float64(total)/float64(len(a)))
+			m, err := runtimeshim.NewModule(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range runtimeshim.Encodings() {
+				s, err := m.NewShim(e)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := s.CheckGosym(a, 5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Mismatched > 0 {
+					t.Errorf("%s: %d of %d frames disagree with debug/gosym: %v", e.Name, r.Mismatched, r.Frames, r.Mismatches)
+				}
+			}
+			if _, err := g.Stacks(1, Options{MinDepth: 5, MaxDepth: 4}); err == nil {
+				t.Error("Stacks accepted an empty depth range")
+			}
+		})
+	}
+}
+
+// TestBuildUnsupported checks the error for an architecture the package
+// does not disassemble.
+func TestBuildUnsupported(t *testing.T) {
+	bin := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386"})
+	f, err := objscan.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := os.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := Build(f, r); err == nil {
+		t.Error("Build succeeded on linux/386")
+	}
+}
+
+// FuzzReadText feeds arbitrary files to the text reader, which must fail
+// cleanly rather than panic.
+func FuzzReadText(f *testing.F) {
+	f.Add([]byte("\x7fELF\x02\x01\x01"), "elf", uint64(0x401000))
+	f.Add([]byte("\xcf\xfa\xed\xfe"), "macho", uint64(0x1000))
+	f.Add([]byte("MZ"), "pe", uint64(0x140001000))
+	f.Fuzz(func(t *testing.T, data []byte, format string, lo uint64) {
+		_, text, err := readText(bytes.NewReader(data), format, lo)
+		if err == nil && len(text) > len(data) {
+			t.Fatalf("read %d bytes of text from a %d-byte file", len(text), len(data))
+		}
+	})
+}
+
+// FuzzDecode feeds arbitrary code to both decoders, which must always make
+// progress.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0xe8, 0, 0, 0, 0}, uint64(0x1000))
+	f.Add([]byte{0x00, 0x00, 0x00, 0x94}, uint64(0x1000))
+	f.Fuzz(func(t *testing.T, code []byte, pc uint64) {
+		for _, dec := range []func([]byte, uint64) (int, uint64, bool, bool){decodeAMD64, decodeARM64} {
+			for off := 0; off < len(code); {
+				n, _, _, _ := dec(code[off:], pc+uint64(off))
+				if n <= 0 {
+					t.Fatalf("decoder made no progress at offset %d", off)
+				}
+				off += n
+			}
+		}
+	})
+}

@@ -1,0 +1,219 @@
+package runtimeshim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/stackcompress/stackinput"
+)
+
+// stdWorkload is a real workload: the test binary of a standard-library
+// package, run with an execution trace and a CPU profile.
+type stdWorkload struct {
+	bin, trace, pprof string
+}
+
+// stdTrace builds the compress/flate test binary for goarch with the go
+// command on PATH and runs its short tests in the package directory with
+// -test.trace and -test.cpuprofile. The three files are cached under the
+// testbuild cache directory, keyed by the toolchain and the target, so
+// later runs only read them. It skips when binaries of goarch cannot run
+// here.
+func stdTrace(t testing.TB, goarch string) stdWorkload {
+	t.Helper()
+	cfg := testbuild.Config{GOOS: "linux", GOARCH: goarch}
+	runner, err := testbuild.Runner(cfg)
+	if errors.Is(err, testbuild.ErrCannotRun) {
+		t.Skipf("cannot run linux/%s binaries here: %v", goarch, err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := exec.Command("go", "env", "GOVERSION", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env: %v", err)
+	}
+	fields := strings.Fields(string(ver))
+	if len(fields) != 2 {
+		t.Fatalf("go env GOVERSION GOROOT printed %q", ver)
+	}
+	cache, err := testbuild.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "runtimeshim-std", fmt.Sprintf("%s-linux-%s", fields[0], goarch))
+	w := stdWorkload{
+		bin:   filepath.Join(dir, "flate.test"),
+		trace: filepath.Join(dir, "flate.trace"),
+		pprof: filepath.Join(dir, "flate.pprof"),
+	}
+	if _, err := os.Stat(w.pprof); err == nil {
+		return w
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(dir, "tmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", filepath.Join(tmp, "flate.test"), "compress/flate")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the compress/flate test binary: %v\n%s", err, out)
+	}
+	args := append(append([]string(nil), runner...), filepath.Join(tmp, "flate.test"),
+		"-test.run=.", "-test.short", "-test.trace="+filepath.Join(tmp, "flate.trace"), "-test.cpuprofile="+filepath.Join(tmp, "flate.pprof"))
+	run := exec.CommandContext(ctx, args[0], args[1:]...)
+	run.Dir = filepath.Join(fields[1], "src", "compress", "flate") // its testdata
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("running the compress/flate tests: %v\n%s", err, out)
+	}
+	// Publish the binary last: its trace and profile exist once it does.
+	for _, name := range []string{"flate.trace", "flate.pprof", "flate.test"} {
+		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// readCorpus reads a trace or profile file.
+func readCorpus(t testing.TB, path string, read func(f *os.File) (*stackinput.Corpus, error)) *stackinput.Corpus {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := read(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return c
+}
+
+// TestStdTrace is the cross-check on a real workload: symbolizing the PCs
+// of an execution trace and of a CPU profile of the compress/flate tests
+// through every encoding reproduces every frame the runtime recorded, and
+// every workload replays the trace's stacks alike with every encoding.
+func TestStdTrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the compress/flate tests once (then cached)")
+	}
+	for _, goarch := range []string{"amd64", "arm64"} {
+		t.Run(goarch, func(t *testing.T) {
+			w := stdTrace(t, goarch)
+			f, err := objscan.Open(w.bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			m, err := NewModule(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shims := allShims(t, m)
+			tr := readCorpus(t, w.trace, func(f *os.File) (*stackinput.Corpus, error) { return stackinput.ReadTrace(f) })
+			pp := readCorpus(t, w.pprof, func(f *os.File) (*stackinput.Corpus, error) { return stackinput.ReadPprof(f) })
+			slide, err := shims[0].FindSlide(tr.Locations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range shims {
+				r := s.CheckTrace(tr, slide, 10)
+				for _, m := range r.Mismatches {
+					t.Errorf("%s: trace: %v", s.enc.Name, m)
+				}
+				if r.Frames < 1000 {
+					t.Errorf("%s: only %d trace frames checked", s.enc.Name, r.Frames)
+				}
+				p := s.CheckPprof(pp, slide, 10)
+				for _, m := range p.Mismatches {
+					t.Errorf("%s: pprof: %v", s.enc.Name, m)
+				}
+				if p.Frames < 10 {
+					t.Errorf("%s: only %d profile frames checked", s.enc.Name, p.Frames)
+				}
+				if s == shims[0] {
+					t.Logf("trace: %d stacks, %d frames; profile: %d locations, %d frames; checked with %d encodings", r.Stacks, r.Frames, p.Stacks, p.Frames, len(shims))
+				}
+			}
+			stacks, st := shims[0].StacksFromCorpus(tr, slide)
+			if st.Frames == 0 || st.Ms == 0 {
+				t.Fatalf("no stacks: %+v", st)
+			}
+			distinct := DistinctStacks(stacks)
+			if g, err := shims[0].CheckGosym(distinct, 10); err != nil {
+				t.Fatal(err)
+			} else if g.Mismatched > 0 {
+				t.Errorf("debug/gosym disagrees on %d of %d frames: %v", g.Mismatched, g.Frames, g.Mismatches)
+			}
+			for _, wl := range Workloads() {
+				ref := shims[0].Replay(wl, distinct)
+				for _, s := range shims[1:] {
+					c := s.Replay(wl, distinct)
+					c.Hits, c.Misses = 0, 0
+					if c != ref {
+						t.Errorf("%s: %s gives %+v, varint %+v", wl, s.enc.Name, c, ref)
+					}
+				}
+				if ref.Errors != 0 || ref.Unresolved != 0 {
+					t.Errorf("%s: %d lookup errors, %d unresolved frames", wl, ref.Errors, ref.Unresolved)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReplay replays the distinct stacks of the compress/flate trace
+// (see TestStdTrace) with every workload and encoding. The side-by-side
+// comparison, with its caches modelled per M and its interleaving, is
+// "pctab-stats replay"; this benchmark times one encoding at a time.
+func BenchmarkReplay(b *testing.B) {
+	if testing.Short() {
+		b.Skip("-short: builds and runs the compress/flate tests once (then cached)")
+	}
+	w := stdTrace(b, runtime.GOARCH)
+	f, err := objscan.Open(w.bin)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	m, err := NewModule(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	shims := allShims(b, m)
+	tr := readCorpus(b, w.trace, func(f *os.File) (*stackinput.Corpus, error) { return stackinput.ReadTrace(f) })
+	stacks, _ := shims[0].StacksFromCorpus(tr, 0)
+	stacks = DistinctStacks(stacks)
+	for _, wl := range Workloads() {
+		for _, s := range shims {
+			b.Run(fmt.Sprintf("workload=%s/enc=%s", wl, s.enc.Name), func(b *testing.B) {
+				c := s.Replay(wl, stacks)
+				b.ResetTimer()
+				for range b.N {
+					s.Replay(wl, stacks)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(c.Frames), "ns/frame")
+				b.ReportMetric(float64(c.Lookups)/float64(c.Frames), "lookups/frame")
+				if c.Hits+c.Misses > 0 {
+					b.ReportMetric(100*c.HitRate(), "cache-hit-%")
+				}
+			})
+		}
+	}
+}
