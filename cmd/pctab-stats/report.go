@@ -2,82 +2,356 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"time"
 
+	"github.com/pctab/pctab/lookupbench"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
+	"golang.org/x/perf/benchfmt"
 )
 
+// Output formats of the report.
+const (
+	formatText  = "text"
+	formatJSON  = "json"
+	formatBench = "bench"
+)
+
+// reportConfig is the parsed command line of the report subcommand.
+type reportConfig struct {
+	paths    []string
+	format   string
+	variants bool
+	workers  int
+	// bench selects the lookup benchmarks to run by name
+	// ("set=hot/pcs=random/enc=linear"); nil means no -bench.
+	bench    *regexp.Regexp
+	run      lookupbench.RunOptions
+	bopt     lookupbench.Options
+	progress bool // show progress on stderr
+}
+
+// benchFlag is -bench: a boolean flag ("-bench" alone selects every lookup
+// benchmark) that also accepts a regular expression, as go test -bench does.
+type benchFlag struct {
+	set bool
+	re  *regexp.Regexp
+}
+
+// IsBoolFlag lets -bench stand alone, meaning -bench=true.
+func (b *benchFlag) IsBoolFlag() bool { return true }
+
+// String returns the flag's value: "", "true" or the regular expression.
+func (b *benchFlag) String() string {
+	if b == nil || !b.set {
+		return ""
+	}
+	if b.re == nil {
+		return "true"
+	}
+	return b.re.String()
+}
+
+// Set accepts a boolean or a regular expression.
+func (b *benchFlag) Set(s string) error {
+	if v, err := strconv.ParseBool(s); err == nil {
+		b.set, b.re = v, nil
+		return nil
+	}
+	re, err := regexp.Compile(s)
+	if err != nil {
+		return err
+	}
+	b.set, b.re = true, re
+	return nil
+}
+
+// reportGCPercent is the GC percentage the report runs with, unless the
+// GOGC environment variable sets one. The report allocates about ten times
+// the memory it keeps live (decoded tables, encodings, dedup maps), so the
+// default GOGC=100 lets the heap reach twice its live size. Measured on
+// Go 1.26.8's compile (25.8 MB) on 2 cores: GOGC=100 peaks at 108-120 MB
+// RSS in 0.60-0.66 s (0.8 s CPU); GOGC=30 at 70-75 MB in 0.77 s (1.0 s
+// CPU): a third less memory for about a fifth more CPU time. Unlike a
+// fixed memory limit, a GC percentage scales with the binary and never
+// makes the GC run back to back.
+const reportGCPercent = 30
+
 func runReport(args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseReportFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(reportGCPercent))
+	}
+	return doReport(cfg, stdout, stderr)
+}
+
+func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 	fs := flag.NewFlagSet("pctab-stats", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print one JSON object per binary (schema in README.md)")
+	jsonOut := fs.Bool("json", false, "print one JSON object per binary (same as -format=json)")
 	variants := fs.Bool("variants", true, "also size every linearpc variant and the hybrid encoding")
 	workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
+	var bench benchFlag
+	fs.Var(&bench, "bench", "also time lookups in every encoding; -bench=`regexp` times only the benchmarks\n"+
+		"whose name, such as set=hot/pcs=random/enc=linear, matches")
+	count := fs.Int("count", 1, "run each lookup benchmark `n` times, as go test -count")
+	benchtime := lookupbench.BenchTime{D: time.Second}
+	fs.Var(&benchtime, "benchtime", "run each lookup benchmark for `t`: a duration, or Nx for N lookups, as go test -benchtime (default 1s)")
+	format := fs.String("format", formatText, "output `format`: text, json, or bench (Go benchmark lines only, for benchstat; implies -bench)")
+	sample := fs.String("sample", "refs", "draw lookup samples uniformly over `refs` (references of functions to tables) or tables (distinct tables)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pctab-stats [flags] [BINARY...]\n"+
 			"       pctab-stats verify BINARY...\n"+
 			"       pctab-stats stacks [flags] [BINARY]\n\n"+
 			"Reports the size of each binary's PC-value tables in Go's varint format and\n"+
 			"in the linear-index format of golang/go#61984. Without a BINARY it reads\n"+
-			"$(go env GOROOT)/bin/go.\n\n")
+			"$(go env GOROOT)/bin/go.\n\n"+
+			"With -bench it also times lookups: a hot set of 1,024 and a cold set of\n"+
+			"1,048,576 (table, PC) pairs, at random PCs, PC 0, PC 4096 and return\n"+
+			"addresses, in every encoding (see go doc github.com/pctab/pctab/lookupbench).\n"+
+			"The tables are decoded by host code: to time lookups on arm64, run an arm64\n"+
+			"build under emulation; its numbers are labelled emulated:\n\n"+
+			"\tGOARCH=arm64 go build -o pctab-stats-arm64 ./cmd/pctab-stats\n"+
+			"\tqemu-aarch64 ./pctab-stats-arm64 -bench -format=bench BINARY\n\n"+
+			"With -json, each binary's object holds the fields of report.Report and, with\n"+
+			"-bench, \"speed\": a lookupbench.Result.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return reportConfig{}, err
 	}
-	paths, err := binariesOrDefault(fs.Args())
+	cfg := reportConfig{format: *format, variants: *variants, workers: *workers}
+	switch cfg.format {
+	case formatText, formatJSON, formatBench:
+	default:
+		return cfg, fmt.Errorf("-format=%s: want text, json or bench", cfg.format)
+	}
+	if *jsonOut {
+		if cfg.format == formatBench {
+			return cfg, errors.New("-json and -format=bench conflict")
+		}
+		cfg.format = formatJSON
+	}
+	if bench.set {
+		cfg.bench = bench.re
+		if cfg.bench == nil {
+			cfg.bench = regexp.MustCompile("")
+		}
+	} else if cfg.format == formatBench {
+		cfg.bench = regexp.MustCompile("")
+	}
+	if *count < 1 {
+		return cfg, fmt.Errorf("-count=%d: must be at least 1", *count)
+	}
+	cfg.run = lookupbench.RunOptions{Count: *count, BenchTime: benchtime}
+	s, err := lookupbench.ParseSampling(*sample)
 	if err != nil {
-		return err
+		return cfg, err
 	}
-	var reports []*report.Report
+	cfg.bopt = lookupbench.Options{Sampling: s, Workers: *workers}
+	if cfg.paths, err = binariesOrDefault(fs.Args()); err != nil {
+		return cfg, err
+	}
+	cfg.progress = isTerminal(stderr) && (cfg.bench != nil || len(cfg.paths) > 1)
+	return cfg, nil
+}
+
+// jsonReport is the JSON form of one binary: the size report's fields,
+// unchanged, and with -bench the lookup speed under "speed".
+type jsonReport struct {
+	*report.Report
+	Speed *lookupbench.Result `json:"speed,omitempty"`
+}
+
+// binResult is what the command computed for one binary.
+type binResult struct {
+	name  string // benchmark name of the binary
+	size  *report.Report
+	speed *lookupbench.Result
+}
+
+func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
+	prog := &progress{w: stderr, on: cfg.progress}
+	var bw *benchfmt.Writer
+	if cfg.format == formatBench {
+		bw = benchfmt.NewWriter(stdout)
+	}
+	if cfg.bench != nil {
+		cfg.run.Match = cfg.bench.MatchString
+	}
+	names := benchNames(cfg.paths)
+	var done []binResult
 	failed := 0
-	for _, p := range paths {
-		r, err := reportFile(p, report.Options{Variants: *variants, Workers: *workers})
+	for i, p := range cfg.paths {
+		prefix := ""
+		if len(cfg.paths) > 1 {
+			prefix = fmt.Sprintf("[%d/%d] ", i+1, len(cfg.paths))
+		}
+		res, err := measureFile(p, cfg, prog, prefix)
+		prog.clear()
 		if err != nil {
 			fmt.Fprintf(stderr, "pctab-stats: %v\n", err)
 			failed++
 			continue
 		}
-		reports = append(reports, r)
-		if *jsonOut {
-			b, err := json.Marshal(r)
+		res.name = names[i]
+		done = append(done, res)
+		switch cfg.format {
+		case formatJSON:
+			b, err := json.Marshal(jsonReport{res.size, res.speed})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "%s\n", b)
-			continue
-		}
-		if len(reports) > 1 {
-			fmt.Fprintln(stdout)
-		}
-		if err := report.WriteText(stdout, r); err != nil {
-			return err
+			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+				return err
+			}
+		case formatBench:
+			if err := lookupbench.WriteBench(bw, res.name, res.speed); err != nil {
+				return err
+			}
+		default:
+			if len(done) > 1 {
+				fmt.Fprintln(stdout)
+			}
+			if err := report.WriteText(stdout, res.size); err != nil {
+				return err
+			}
+			if res.speed != nil {
+				fmt.Fprintln(stdout)
+				if err := lookupbench.WriteText(stdout, res.speed); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	if !*jsonOut && len(reports) > 1 {
+	if cfg.format == formatText && len(done) > 1 {
+		var sizes []*report.Report
+		var speedNames []string
+		var speeds []*lookupbench.Result
+		for _, r := range done {
+			sizes = append(sizes, r.size)
+			if r.speed != nil {
+				speedNames = append(speedNames, r.name)
+				speeds = append(speeds, r.speed)
+			}
+		}
 		fmt.Fprintln(stdout)
-		if err := report.WriteComparison(stdout, reports); err != nil {
+		if err := report.WriteComparison(stdout, sizes); err != nil {
 			return err
+		}
+		if len(speeds) > 0 {
+			fmt.Fprintln(stdout)
+			if err := lookupbench.WriteComparison(stdout, speedNames, speeds); err != nil {
+				return err
+			}
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d binaries could not be read", failed, len(paths))
+		return fmt.Errorf("%d of %d binaries could not be read", failed, len(cfg.paths))
 	}
 	return nil
 }
 
-func reportFile(path string, opt report.Options) (*report.Report, error) {
+// measureFile computes the size report (unless only benchmark lines are
+// wanted) and, with -bench, the lookup speed of the binary at path.
+func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (binResult, error) {
+	var res binResult
+	prog.show("%sreading %s", prefix, path)
 	f, err := objscan.Open(path)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	defer f.Close()
-	r, err := report.Compute(f, opt)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if cfg.format != formatBench {
+		prog.show("%ssizing %s", prefix, path)
+		if res.size, err = report.Compute(f, report.Options{Variants: cfg.variants, Workers: cfg.workers}); err != nil {
+			return res, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	return r, nil
+	if cfg.bench == nil {
+		return res, nil
+	}
+	prog.show("%spreparing lookup benchmarks for %s", prefix, path)
+	b, err := lookupbench.New(f, cfg.bopt)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	ro := cfg.run
+	start := time.Now()
+	ro.Progress = func(done, total int, name string) {
+		if name == "" {
+			return
+		}
+		eta := ""
+		if done > 0 {
+			left := time.Duration(float64(time.Since(start)) / float64(done) * float64(total-done))
+			eta = fmt.Sprintf(", about %s left", left.Round(time.Second))
+		}
+		prog.show("%s%s: benchmark %d/%d %s%s", prefix, filepath.Base(path), done+1, total, name, eta)
+	}
+	if res.speed, err = b.Run(ro); err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}
+
+// benchNames returns the name of each binary in benchmark names: its base
+// name, with a suffix when several binaries share it.
+func benchNames(paths []string) []string {
+	names := make([]string, len(paths))
+	seen := map[string]int{}
+	for i, p := range paths {
+		n := lookupbench.NameValue(filepath.Base(p))
+		seen[n]++
+		if k := seen[n]; k > 1 {
+			n += "_" + strconv.Itoa(k)
+		}
+		names[i] = n
+	}
+	return names
+}
+
+// progress writes a one-line status to a terminal, overwriting it each time.
+type progress struct {
+	w     io.Writer
+	on    bool
+	shown bool
+}
+
+func (p *progress) show(format string, args ...any) {
+	if !p.on {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
+	p.shown = true
+}
+
+// clear erases the status line, before other output.
+func (p *progress) clear() {
+	if p.on && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,297 @@
+package lookupbench
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// BenchName returns the benchmark name of encoding enc in group g of the
+// binary called bin, without the "Benchmark" prefix and the GOMAXPROCS
+// suffix: "Lookup/bin=go/set=hot/pcs=random/enc=linear".
+func BenchName(bin string, g *Group, enc string) string {
+	return "Lookup/bin=" + NameValue(bin) + "/" + g.Name(enc)
+}
+
+// NameValue makes s usable as the value of a benchmark name key: no spaces,
+// slashes or '=' signs.
+func NameValue(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case ' ', '\t', '\n', '/', '=':
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// WriteBench writes the runs of r in the Go benchmark format, one line per
+// run, each named as BenchName with go test's "-GOMAXPROCS" suffix. Units are
+// ns/op (wall time, as go test), cpu-ns/op (CPU time of the timing thread,
+// when known) and, for the cache encodings, hits/op (the measured hit rate). The
+// file configuration holds goos, goarch and cpu of the timing machine,
+// pctab-sampling and pctab-timing ("native" or "emulated ...").
+func WriteBench(w *benchfmt.Writer, bin string, r *Result) error {
+	timing := "native"
+	if r.Host.Emulated {
+		timing = "emulated: " + r.Host.Note
+	}
+	cfg := []benchfmt.Config{
+		{Key: "goos", Value: []byte(r.Host.GOOS), File: true},
+		{Key: "goarch", Value: []byte(r.Host.GOARCH), File: true},
+	}
+	if r.Host.CPU != "" {
+		cfg = append(cfg, benchfmt.Config{Key: "cpu", Value: []byte(r.Host.CPU), File: true})
+	}
+	cfg = append(cfg,
+		benchfmt.Config{Key: "pctab-sampling", Value: []byte(r.Sampling), File: true},
+		benchfmt.Config{Key: "pctab-timing", Value: []byte(timing), File: true})
+	procs := ""
+	if r.Host.GOMAXPROCS > 1 {
+		procs = "-" + strconv.Itoa(r.Host.GOMAXPROCS)
+	}
+	for gi := range r.Groups {
+		g := &r.Groups[gi]
+		for _, t := range g.Timings {
+			for _, run := range t.Runs {
+				res := &benchfmt.Result{
+					Config: cfg,
+					Name:   benchfmt.Name(BenchName(bin, g, t.Encoding) + procs),
+					Iters:  run.Iters,
+					Values: []benchfmt.Value{{Value: round4(run.NsPerOp), Unit: "ns/op"}},
+				}
+				if run.CPUNsPerOp > 0 {
+					res.Values = append(res.Values, benchfmt.Value{Value: round4(run.CPUNsPerOp), Unit: "cpu-ns/op"})
+				}
+				if run.HitRate != nil {
+					res.Values = append(res.Values, benchfmt.Value{Value: round4(*run.HitRate), Unit: "hits/op"})
+				}
+				if err := w.Write(res); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// round4 rounds v to 4 significant digits.
+func round4(v float64) float64 {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	if err != nil {
+		return v
+	}
+	return r
+}
+
+// WriteText writes r as aligned tables: for each sample set, one row per
+// encoding and one column per PC rule, in ns per lookup on r.Clock, followed
+// by the measured cache hit rates and the ratios linear/varint and
+// linear/varint-cache-hit.
+func WriteText(w io.Writer, r *Result) error {
+	ew := &errWriter{w: w}
+	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
+	runs := "1 run"
+	if r.Count > 1 {
+		runs = fmt.Sprintf("median of %d runs", r.Count)
+	}
+	clock := "wall time"
+	if r.Clock == ClockThreadCPU {
+		clock = "CPU time of the timing thread"
+	}
+	p("lookup speed: ns per lookup in %s (%s of %s each), samples uniform over %s\n", clock, runs, r.BenchTime, r.Sampling)
+	h := r.Host
+	p("  timed on %s/%s", h.GOOS, h.GOARCH)
+	if h.CPU != "" {
+		p(", %s", h.CPU)
+	}
+	p(", GOMAXPROCS %d\n", h.GOMAXPROCS)
+	if h.Emulated {
+		p("  EMULATED: %s\n", h.Note)
+	}
+	if r.WallPerCPU > 0 {
+		p("  wall time / CPU time: %.2f (above 1: other processes competed for the CPU)\n", r.WallPerCPU)
+	}
+	if r.Disassembler != "" {
+		p("  return addresses: %s call instructions found with %s\n", commas(int64(r.ReturnAddresses)), r.Disassembler)
+	} else {
+		p("  return addresses: none (%s)\n", r.NoReturnAddresses)
+	}
+	for _, set := range []string{"hot", "cold"} {
+		var gs []*Group
+		size := 0
+		for i := range r.Groups {
+			if g := &r.Groups[i]; g.Set == set {
+				gs = append(gs, g)
+				size = max(size, g.Samples)
+			}
+		}
+		if len(gs) == 0 {
+			continue
+		}
+		p("\n")
+		head := []string{fmt.Sprintf("%s set, %s pairs", set, commas(int64(size)))}
+		for _, g := range gs {
+			head = append(head, "pcs="+g.PCs)
+		}
+		rows := [][]string{head}
+		for _, e := range r.Encodings {
+			row := []string{e.Name}
+			filled := false
+			for _, g := range gs {
+				cell := ""
+				if t := g.Timing(e.Name); t != nil {
+					cell, filled = nsString(t.Ns(r.Clock)), true
+				}
+				row = append(row, cell)
+			}
+			if filled {
+				rows = append(rows, row)
+			}
+		}
+		extra := func(label string, f func(g *Group) string) {
+			row := []string{label}
+			filled := false
+			for _, g := range gs {
+				c := f(g)
+				filled = filled || c != ""
+				row = append(row, c)
+			}
+			if filled {
+				rows = append(rows, row)
+			}
+		}
+		extra("tables touched", func(g *Group) string {
+			if g.Samples == 0 {
+				return ""
+			}
+			return commas(int64(g.Tables))
+		})
+		for _, enc := range []string{EncVarintCacheCold, EncVarintCacheHit} {
+			extra(enc+" hit rate", func(g *Group) string {
+				if t := g.Timing(enc); t != nil && t.HitRate != nil {
+					return fmt.Sprintf("%.1f%%", 100**t.HitRate)
+				}
+				return ""
+			})
+		}
+		extra("linear / varint", func(g *Group) string { return ratioString(g.LinearVsVarint) })
+		extra("linear / varint-cache-hit", func(g *Group) string { return ratioString(g.LinearVsCacheHit) })
+		writeTable(ew, rows)
+		for _, g := range gs {
+			if g.Note != "" {
+				p("  pcs=%s: %s\n", g.PCs, g.Note)
+			}
+		}
+	}
+	return ew.err
+}
+
+// WriteComparison writes one row per binary, set and PC rule: the main
+// encodings' ns per lookup and the two ratios, on each Result's Clock.
+// names[i] names rs[i].
+func WriteComparison(w io.Writer, names []string, rs []*Result) error {
+	ew := &errWriter{w: w}
+	rows := [][]string{{"binary", "set", "pcs", EncVarint, EncVarintCacheHit, EncLinear, EncFlat, "linear/varint", "linear/cache-hit", "clock"}}
+	for i, r := range rs {
+		timing := r.Clock
+		if r.Host.Emulated {
+			timing += ", EMULATED"
+		}
+		for gi := range r.Groups {
+			g := &r.Groups[gi]
+			if len(g.Timings) == 0 {
+				continue
+			}
+			row := []string{names[i], g.Set, g.PCs}
+			for _, enc := range []string{EncVarint, EncVarintCacheHit, EncLinear, EncFlat} {
+				c := ""
+				if t := g.Timing(enc); t != nil {
+					c = nsString(t.Ns(r.Clock))
+				}
+				row = append(row, c)
+			}
+			row = append(row, ratioString(g.LinearVsVarint), ratioString(g.LinearVsCacheHit), timing)
+			rows = append(rows, row)
+		}
+	}
+	writeTable(ew, rows)
+	return ew.err
+}
+
+// writeTable writes rows with the first column left-aligned and the others
+// right-aligned, two spaces apart.
+func writeTable(w io.Writer, rows [][]string) {
+	var width []int
+	for _, row := range rows {
+		for i, c := range row {
+			if i >= len(width) {
+				width = append(width, 0)
+			}
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for _, row := range rows {
+		var b strings.Builder
+		for i, c := range row {
+			if i == 0 {
+				b.WriteString(c + strings.Repeat(" ", width[0]-len(c)))
+				continue
+			}
+			b.WriteString("  " + strings.Repeat(" ", width[i]-len(c)) + c)
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}
+
+func nsString(ns float64) string {
+	switch {
+	case ns < 10:
+		return fmt.Sprintf("%.2f", ns)
+	case ns < 100:
+		return fmt.Sprintf("%.1f", ns)
+	}
+	return fmt.Sprintf("%.0f", ns)
+}
+
+func ratioString(r float64) string {
+	if r == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.3f", r)
+}
+
+// commas formats n with thousands separators.
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
