@@ -2,6 +2,7 @@ package linearpc
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/pctab/pctab/varintpc"
@@ -41,7 +42,8 @@ const hotSamples = 1024
 // benchSetup builds the sample sets from the local go binary: "random"
 // (uniformly chosen distinct tables, uniform PC), "pc0" (PC 0 of random
 // tables) and "pc4096" (PC 4096 of random tables at least that long).
-func benchSetup(b *testing.B) *benchData {
+// BenchmarkLookup also visits the random samples in a shuffled order.
+func benchSetup(b testing.TB) *benchData {
 	if benchOnce.done {
 		return &benchOnce.d
 	}
@@ -94,19 +96,39 @@ func benchSetup(b *testing.B) *benchData {
 
 var sink int32
 
+// pick returns the sample of iteration i among n. In order, a benchmark
+// replays the same sequence of n lookups over and over, and a branch
+// predictor with a long history learns much of it: the branches of a
+// lookup become predictable although the samples are random. Shuffled, i
+// is hashed, so the sequence never repeats and the branches are as
+// unpredictable as the samples. Both cost about the same (a division, or
+// two multiplications and shifts).
+func pick(i, n int, shuffled bool) int {
+	if shuffled {
+		h := uint64(i) * 0x9e3779b97f4a7c15
+		h ^= h >> 31
+		h *= 0xbf58476d1ce4e5b9
+		return int(h >> 32 * uint64(n) >> 32)
+	}
+	return i % n
+}
+
 // BenchmarkLookup compares, on the same samples of the local go binary,
 // the linear lookups with the varint walk without cache, with a cache that
 // always misses, with a cache that hits 7 lookups in 8, with a cache that
-// always hits, and with a flat array (one int32 per PC unit).
+// always hits, and with a flat array (one int32 per PC unit). The samples
+// of "random-shuffled" are those of "random", visited in an order that
+// does not repeat (see pick).
 func BenchmarkLookup(b *testing.B) {
 	d := benchSetup(b)
-	for _, set := range []string{"random", "pc0", "pc4096"} {
-		ss := d.samples[set]
+	for _, set := range []string{"random", "pc0", "pc4096", "random-shuffled"} {
+		shuffled := set == "random-shuffled"
+		ss := d.samples[strings.TrimSuffix(set, "-shuffled")]
 		b.Run(set, func(b *testing.B) {
 			b.Run("linear-spec-set", func(b *testing.B) {
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[i%len(ss)]
+					x := &ss[pick(i, len(ss), shuffled)]
 					s += d.spec.Lookup(x.spec, x.len, x.pc)
 				}
 				sink = s
@@ -115,7 +137,7 @@ func BenchmarkLookup(b *testing.B) {
 				data := d.spec.Bytes()
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[i%len(ss)]
+					x := &ss[pick(i, len(ss), shuffled)]
 					s += Lookup(data[x.spec:], x.len, x.pc)
 				}
 				sink = s
@@ -123,7 +145,7 @@ func BenchmarkLookup(b *testing.B) {
 			b.Run("linear-compact", func(b *testing.B) {
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[i%len(ss)]
+					x := &ss[pick(i, len(ss), shuffled)]
 					s += d.comp.Lookup(x.comp, x.len, x.pc)
 				}
 				sink = s
@@ -132,7 +154,7 @@ func BenchmarkLookup(b *testing.B) {
 				q := d.quantum
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[i%len(ss)]
+					x := &ss[pick(i, len(ss), shuffled)]
 					v, _, _ := varintpc.Lookup(x.raw, uintptr(x.pc*q), q, true)
 					s += v
 				}
@@ -143,7 +165,7 @@ func BenchmarkLookup(b *testing.B) {
 				c := varintpc.NewCache(1)
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[key(i)%len(ss)]
+					x := &ss[pick(key(i), len(ss), shuffled)]
 					entry := uintptr(x.off) << 16
 					v, _, _ := c.Lookup(x.off, x.raw, entry, entry+uintptr(x.pc*q), q, true)
 					s += v
@@ -157,7 +179,7 @@ func BenchmarkLookup(b *testing.B) {
 			b.Run("flat", func(b *testing.B) {
 				var s int32
 				for i := 0; b.Loop(); i++ {
-					x := &ss[i%len(ss)]
+					x := &ss[pick(i, len(ss), shuffled)]
 					s += d.flat[x.flat+int(x.pc)]
 				}
 				sink = s

@@ -37,14 +37,19 @@
 //
 // # Lookups
 //
-// [Lookup] is the hot path for trusted encodings: it reads the index
-// entry, counts the listed PCs at or below the target eight at a time
-// (SWAR), and finds the value's offset by summing width codes (three
-// population counts over a masked word for the first 32 values, a table of
-// per-byte sums beyond). It never reads outside its slice. [Set.Lookup]
-// does the same over a [Set], whose trailing padding lets it load whole
-// words unconditionally; it is the fastest path. [Decode] and
-// [LookupChecked] are checked versions for untrusted input.
+// [Lookup] and [Set.Lookup] are the hot paths for trusted encodings. In the
+// common case they read a window of [SetPad] bytes from the table start
+// without data-dependent branches: the index entry of the chunk is loaded and
+// masked to zero for chunk 0 (so one-chunk tables need no test), the first
+// eight listed PCs are compared with the target at once (SWAR), and the
+// value's offset and width come from a table of value byte lengths, so a
+// target before the first change needs no early return. Tables with a 2- or
+// 4-byte index, and chunks whose first eight PCs all lie at or below the
+// target, take branchy paths. [Set] keeps SetPad bytes of padding after its
+// last table so every window is in bounds; [Lookup] takes the fast path only
+// when its slice is that long, and otherwise a bounded version: neither reads
+// outside its slice. [Decode] and [LookupChecked] are checked versions for
+// untrusted input.
 //
 // # Variants
 //

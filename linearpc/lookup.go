@@ -21,7 +21,21 @@ const (
 // it may panic with an index error or return a wrong value, but it reads
 // nothing else. Use [LookupChecked] for untrusted data, and [Set.Lookup] for
 // the fastest path.
+//
+// If data is at least 1024 bytes long (as when it runs to the end of the
+// encodings of a whole binary), Lookup takes the same mostly branch-free
+// path as [Set.Lookup], reading only within the first 1024 bytes.
 func Lookup(data []byte, textLen, pc uint32) int32 {
+	if len(data) >= window {
+		// The fast path reads at most window bytes.
+		return lookupFast(data, 0, textLen, pc)
+	}
+	return lookupBounded(data, textLen, pc)
+}
+
+// lookupBounded is Lookup for any data: it checks where its word loads
+// would read past data, and reads bytes there.
+func lookupBounded(data []byte, textLen, pc uint32) int32 {
 	p := chunkOffset(data, 0, textLen, pc)
 	n := int(data[p])
 	lo := byte(pc)

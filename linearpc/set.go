@@ -11,8 +11,11 @@ import (
 
 // SetPad is the number of zero bytes a [Set] keeps after its last
 // encoding, so that its lookups can load whole words without bounds
-// concerns.
-const SetPad = 8
+// concerns. The spec lookup reads through a fixed-size window of this many
+// bytes from the start of the table (or of the chunk), which lets the
+// compiler drop the bounds checks inside it. The padding is kept once per
+// set, not per table, and is not counted by [Set.Size].
+const SetPad = window
 
 // A Set holds the encodings of many tables in one byte slice, the way a
 // binary's pctab holds all varint tables: identical encodings are stored
@@ -140,12 +143,18 @@ func (s *Set) Bytes() []byte { return s.data[:s.Size()] }
 // it trusts its input: off must come from [Set.Add] of a table of length
 // textLen, and pc must be below textLen.
 //
-// For the spec variant this is the fastest lookup in the package: it uses
-// word loads that the padding keeps inside the set.
+// For the spec variant this is the fastest lookup in the package: it
+// loads whole words without data-dependent branches in the common case,
+// and the padding keeps its loads inside the set.
 func (s *Set) Lookup(off, textLen, pc uint32) int32 {
 	if s.spec {
-		return lookupPadded(s.data, off, textLen, pc)
+		return lookupFast(s.data, uint(off), textLen, pc)
 	}
+	return s.lookupVariant(off, textLen, pc)
+}
+
+// lookupVariant is Lookup for the variants other than the spec.
+func (s *Set) lookupVariant(off, textLen, pc uint32) int32 {
 	if s.v.kind == kindCompact {
 		return lookupCompactPadded(s.data, off, textLen, pc)
 	}
@@ -157,34 +166,6 @@ const (
 	lo2 = 0x5555555555555555
 	hi2 = 0xaaaaaaaaaaaaaaaa
 )
-
-// lookupPadded is the spec lookup over a padded set d.
-func lookupPadded(d []byte, off, textLen, pc uint32) int32 {
-	p := chunkPosPadded(d, uint(off), textLen, pc)
-	n := uint(d[p])
-	i := countFirst8(d, p+1, n, byte(pc))
-	vl := p + 1 + n
-	vals := vl + (n+4)>>2
-	w := binary.LittleEndian.Uint64(d[vl:])
-	v0 := readValWide(d, vals, byte(w&3))
-	if i == 0 {
-		return v0
-	}
-	var voff uint
-	var code byte
-	if i < 32 {
-		// Sum the lengths of codes 0..i-1 in one go: a code c (1, 2
-		// or 3) stands for c + (c == 3) bytes, that is its low bit,
-		// twice its high bit, and one more when both are set.
-		m := w & (1<<(2*i) - 1)
-		voff = uint(bits.OnesCount64(m) + bits.OnesCount64(m&hi2) + bits.OnesCount64(m&(m>>1)&lo2))
-		code = byte(w>>(2*i)) & 3
-	} else {
-		o, c := valOffset(d, int(vl), int(i))
-		voff, code = uint(o), c
-	}
-	return v0 + readValWide(d, vals+voff, code)
-}
 
 // readValWide reads the value of width code c at d[off] with one 4-byte
 // load, which may extend past the value (into the padding at worst).
