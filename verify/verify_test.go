@@ -1,0 +1,61 @@
+package verify
+
+import (
+	"testing"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/objscan"
+)
+
+func open(t *testing.T, cfg testbuild.Config) *objscan.File {
+	t.Helper()
+	f, err := objscan.Open(testbuild.Build(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// TestRealBinaries verifies every table of real binaries for targets with
+// each PC quantum and byte order.
+func TestRealBinaries(t *testing.T) {
+	for _, tc := range []struct{ goos, goarch string }{
+		{"linux", "amd64"}, {"linux", "arm64"}, {"linux", "s390x"}, {"windows", "amd64"},
+	} {
+		t.Run(tc.goos+"-"+tc.goarch, func(t *testing.T) {
+			f := open(t, testbuild.Config{Archive: "features", GOOS: tc.goos, GOARCH: tc.goarch})
+			res, err := File(f, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.OK() || res.Tables != len(f.Tabs) || res.PCs == 0 {
+				t.Fatalf("%d tables of %d, %d PCs, %d mismatches: %q", res.Tables, len(f.Tabs), res.PCs, res.Mismatches, res.Examples)
+			}
+		})
+	}
+}
+
+// TestRejectsNonLinkerTables checks that verify does not pass vacuously on
+// a table the linker would not have written: a value delta stored as a
+// non-minimal two-byte varint decodes to the same values, so lookups would
+// agree, but the table is not canonical and must be reported.
+func TestRejectsNonLinkerTables(t *testing.T) {
+	f := open(t, testbuild.Config{Archive: "features"})
+	for i := range f.Tabs {
+		d := f.Tabs[i].Data
+		if len(d) < 4 || d[0] >= 0x80 || d[0] == 0 {
+			continue
+		}
+		bad := append([]byte{d[0] | 0x80, 0x00}, d[1:]...)
+		f.Tabs[i].Data = bad
+		_, err := File(f, 1)
+		f.Tabs[i].Data = d
+		if err == nil {
+			t.Fatalf("table at %#x re-stored as % x: verify passed", f.Tabs[i].Offset, bad)
+		}
+		t.Logf("rejected: %v", err)
+		return
+	}
+	t.Fatal("no table with a one-byte first value delta")
+}
