@@ -12,12 +12,12 @@ import (
 const (
 	EncVarint          = "varint"
 	EncVarintCacheCold = "varint-cache-cold"
-	EncVarintCacheHit  = "varint-cache-hit"
+	EncVarintCacheHit  = "varint-cache-7in8"
 	EncLinear          = "linear"
 	EncFlat            = "flat"
 )
 
-// The varint-cache-hit access pattern: groups of hitKeys samples, looked up
+// The varint-cache-7in8 access pattern: groups of hitKeys samples, looked up
 // alternately hitRepeat times each.
 const (
 	hitKeys      = 2

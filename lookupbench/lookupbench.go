@@ -42,7 +42,7 @@
 //     differ, so the cache (2x8 entries) misses, except where a set has few
 //     distinct keys (PC 0 or PC 4096 in a small binary) and a key comes back
 //     while still cached.
-//   - "varint-cache-hit": the same cache, with an access pattern in which
+//   - "varint-cache-7in8": the same cache, with an access pattern in which
 //     each key repeats: groups of 2 samples are looked up alternately 8 times
 //     (a b a b ...), so 7 of 8 lookups hit. Random replacement in the cache
 //     can evict a key of the group early (fewer hits), and in a set with few

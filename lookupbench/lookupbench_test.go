@@ -314,7 +314,7 @@ func TestRun(t *testing.T) {
 	if err := WriteText(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hot set, 64 pairs", "cold set, 1,024 pairs", "linear / varint-cache-hit", "pcs=ret", "\nflat "} {
+	for _, want := range []string{"hot set, 64 pairs", "cold set, 1,024 pairs", "linear / varint-cache-7in8", "pcs=ret", "\nflat "} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, buf.String())
 		}

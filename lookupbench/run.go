@@ -116,7 +116,7 @@ type Group struct {
 	Timings   []Timing `json:"timings,omitempty"`
 	// LinearVsVarint and LinearVsCacheHit are the median, over rounds,
 	// of linear's time per lookup divided by varint's (no cache) and by
-	// varint-cache-hit's in the same round, on the Result's Clock; 0 when
+	// varint-cache-7in8's in the same round, on the Result's Clock; 0 when
 	// either was not timed.
 	LinearVsVarint   float64 `json:"linear_vs_varint,omitempty"`
 	LinearVsCacheHit float64 `json:"linear_vs_varint_cache_hit,omitempty"`

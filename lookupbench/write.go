@@ -90,7 +90,7 @@ func round4(v float64) float64 {
 // WriteText writes r as aligned tables: for each sample set, one row per
 // encoding and one column per PC rule, in ns per lookup on r.Clock, followed
 // by the measured cache hit rates and the ratios linear/varint and
-// linear/varint-cache-hit.
+// linear/varint-cache-7in8.
 func WriteText(w io.Writer, r *Result) error {
 	ew := &errWriter{w: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
@@ -179,7 +179,7 @@ func WriteText(w io.Writer, r *Result) error {
 			})
 		}
 		extra("linear / varint", func(g *Group) string { return ratioString(g.LinearVsVarint) })
-		extra("linear / varint-cache-hit", func(g *Group) string { return ratioString(g.LinearVsCacheHit) })
+		extra("linear / varint-cache-7in8", func(g *Group) string { return ratioString(g.LinearVsCacheHit) })
 		writeTable(ew, rows)
 		for _, g := range gs {
 			if g.Note != "" {

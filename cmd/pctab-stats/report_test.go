@@ -286,7 +286,7 @@ func TestReportSeveralBinaries(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"varint bytes  linear bytes", // size comparison
-		"  set  pcs  varint  varint-cache-hit  linear  flat  linear/varint  linear/cache-hit", // speed comparison
+		"  set  pcs  varint  varint-cache-7in8  linear  flat  linear/varint  linear/cache-hit", // speed comparison
 		"\ngofmt ",
 		"lookup speed:", "hot set, 1,024 pairs",
 	} {
