@@ -2,6 +2,7 @@ package objscan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"runtime"
@@ -290,9 +291,12 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// FuzzOpen fuzzes the whole path from file bytes to tables, seeded with a
-// small real binary's head and a synthetic ELF.
+// FuzzOpen fuzzes the whole path from file bytes to tables, seeded with
+// minimal ELF files that hold a synthetic pclntab of every layout.
 func FuzzOpen(f *testing.F) {
+	for _, l := range synthLayouts {
+		f.Add(synthELF(buildSynth(l, synthFuncs(l.magic)), l.order == order(binary.BigEndian)))
+	}
 	f.Add([]byte("\x7fELF"))
 	f.Add([]byte("MZ"))
 	f.Add([]byte{0xcf, 0xfa, 0xed, 0xfe})
@@ -305,4 +309,75 @@ func FuzzOpen(f *testing.F) {
 			file.FileName(&file.Funcs[i], 0)
 		}
 	})
+}
+
+// synthELF wraps a pclntab in a minimal 64-bit ELF file: a header, a .text
+// section at synthText (the text base when there are no symbols), the
+// .gopclntab section, a section-name table and four section headers.
+func synthELF(pcln []byte, bigEndian bool) []byte {
+	var o order = binary.LittleEndian
+	data := byte(1)
+	if bigEndian {
+		o, data = binary.BigEndian, 2
+	}
+	shstr := []byte("\x00.gopclntab\x00.shstrtab\x00.text\x00")
+	const ehsize, shentsize, textSize = 64, 64, 128
+	textOff := uint64(ehsize)
+	pclnOff := textOff + textSize
+	strOff := pclnOff + uint64(len(pcln))
+	shOff := (strOff + uint64(len(shstr)) + 7) &^ 7
+	b := []byte{0x7f, 'E', 'L', 'F', 2, data, 1, 0}
+	b = append(b, make([]byte, 8)...)
+	b = o.AppendUint16(b, 2)     // ET_EXEC
+	b = o.AppendUint16(b, 62)    // EM_X86_64
+	b = o.AppendUint32(b, 1)     // version
+	b = o.AppendUint64(b, 0)     // entry
+	b = o.AppendUint64(b, 0)     // phoff
+	b = o.AppendUint64(b, shOff) // shoff
+	b = o.AppendUint32(b, 0)     // flags
+	b = o.AppendUint16(b, ehsize)
+	b = o.AppendUint16(b, 56)
+	b = o.AppendUint16(b, 0)
+	b = o.AppendUint16(b, shentsize)
+	b = o.AppendUint16(b, 4) // shnum
+	b = o.AppendUint16(b, 2) // shstrndx
+	b = append(b, make([]byte, textSize)...)
+	b = append(b, pcln...)
+	b = append(b, shstr...)
+	for uint64(len(b)) < shOff {
+		b = append(b, 0)
+	}
+	sh := func(name, typ uint32, flags, addr, off, size uint64) {
+		b = o.AppendUint32(b, name)
+		b = o.AppendUint32(b, typ)
+		b = o.AppendUint64(b, flags)
+		b = o.AppendUint64(b, addr)
+		b = o.AppendUint64(b, off)
+		b = o.AppendUint64(b, size)
+		b = o.AppendUint32(b, 0)
+		b = o.AppendUint32(b, 0)
+		b = o.AppendUint64(b, 8)
+		b = o.AppendUint64(b, 0)
+	}
+	sh(0, 0, 0, 0, 0, 0)
+	sh(1, 1, 2 /* SHF_ALLOC */, 0x800000, pclnOff, uint64(len(pcln)))
+	sh(12, 3, 0, 0, strOff, uint64(len(shstr)))
+	sh(22, 1, 6 /* SHF_ALLOC|SHF_EXECINSTR */, synthText, textOff, textSize)
+	return b
+}
+
+// TestSynthELF opens the synthetic ELF seeds: the whole path from file bytes
+// works for every layout, including big-endian ones with 4-byte pointers.
+func TestSynthELF(t *testing.T) {
+	for _, l := range synthLayouts {
+		t.Run(l.String(), func(t *testing.T) {
+			file, err := NewFile(bytes.NewReader(synthELF(buildSynth(l, synthFuncs(l.magic)), l.order == order(binary.BigEndian))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(file.Funcs) != 3 || file.Funcs[0].Name != "main.a" || file.PclntabSource != "section .gopclntab" {
+				t.Fatalf("got %d funcs (%q...), pclntab from %q", len(file.Funcs), file.Funcs[0].Name, file.PclntabSource)
+			}
+		})
+	}
 }
