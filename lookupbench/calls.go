@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/pctab/pctab/internal/par"
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -179,7 +180,7 @@ func (b *Bench) findCalls() error {
 	}
 	funcs := b.f.Funcs
 	b.calls = make([][]uint32, len(funcs))
-	parallel(b.opt.Workers, len(funcs), func(i int) error {
+	par.For(len(funcs), b.opt.Workers, func(_, i int) error {
 		fn := &funcs[i]
 		end := max(fn.End, fn.Entry+fn.Size)
 		if c := code(secs, fn.Entry, end); c != nil {

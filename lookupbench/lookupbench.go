@@ -96,8 +96,8 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"sync"
 
+	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
@@ -191,7 +191,7 @@ func New(f *objscan.File, opt Options) (*Bench, error) {
 func (b *Bench) decode() error {
 	tabs := b.f.Tabs
 	b.tabs = make([]pcvalue.Table, len(tabs))
-	return parallel(b.opt.Workers, len(tabs), func(i int) error {
+	return par.For(len(tabs), b.opt.Workers, func(_, i int) error {
 		t, _, err := varintpc.Decode(tabs[i].Data)
 		if err != nil {
 			return fmt.Errorf("lookupbench: %s: table at pctab offset %#x: %w", b.f.Path, tabs[i].Offset, err)
@@ -206,7 +206,7 @@ func (b *Bench) decode() error {
 func (b *Bench) encode() {
 	b.sets = make([]*linearpc.Set, len(b.variants))
 	b.offs = make([][]uint32, len(b.variants))
-	parallel(b.opt.Workers, len(b.variants), func(v int) error {
+	par.For(len(b.variants), b.opt.Workers, func(_, v int) error {
 		set := linearpc.NewSet(b.variants[v])
 		offs := make([]uint32, len(b.tabs))
 		for i := range b.tabs {
@@ -221,33 +221,6 @@ func (b *Bench) encode() {
 // with which disassembler; with none, the reason.
 func (b *Bench) ReturnAddresses() (n int, disassembler, reason string) {
 	return b.numCalls, b.disasm, b.noCalls
-}
-
-// parallel calls fn(i) for i in [0, n) on up to workers goroutines and
-// returns the first error.
-func parallel(workers, n int, fn func(i int) error) error {
-	workers = max(1, min(workers, n))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				if err := fn(i); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // openCode returns the reader for the binary's code.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pctab/pctab/internal/textfmt"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -92,7 +93,7 @@ func round4(v float64) float64 {
 // by the measured cache hit rates and the ratios linear/varint and
 // linear/varint-cache-7in8.
 func WriteText(w io.Writer, r *Result) error {
-	ew := &errWriter{w: w}
+	ew := &textfmt.ErrWriter{W: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	runs := "1 run"
 	if r.Count > 1 {
@@ -116,7 +117,7 @@ func WriteText(w io.Writer, r *Result) error {
 		p("  wall time / CPU time: %.2f (above 1: other processes competed for the CPU)\n", r.WallPerCPU)
 	}
 	if r.Disassembler != "" {
-		p("  return addresses: %s call instructions found with %s\n", commas(int64(r.ReturnAddresses)), r.Disassembler)
+		p("  return addresses: %s call instructions found with %s\n", textfmt.Commas(int64(r.ReturnAddresses)), r.Disassembler)
 	} else {
 		p("  return addresses: none (%s)\n", r.NoReturnAddresses)
 	}
@@ -133,7 +134,7 @@ func WriteText(w io.Writer, r *Result) error {
 			continue
 		}
 		p("\n")
-		head := []string{fmt.Sprintf("%s set, %s pairs", set, commas(int64(size)))}
+		head := []string{fmt.Sprintf("%s set, %s pairs", set, textfmt.Commas(int64(size)))}
 		for _, g := range gs {
 			head = append(head, "pcs="+g.PCs)
 		}
@@ -168,7 +169,7 @@ func WriteText(w io.Writer, r *Result) error {
 			if g.Samples == 0 {
 				return ""
 			}
-			return commas(int64(g.Tables))
+			return textfmt.Commas(int64(g.Tables))
 		})
 		for _, enc := range []string{EncVarintCacheCold, EncVarintCacheHit} {
 			extra(enc+" hit rate", func(g *Group) string {
@@ -187,14 +188,14 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 		}
 	}
-	return ew.err
+	return ew.Err
 }
 
 // WriteComparison writes one row per binary, set and PC rule: the main
 // encodings' ns per lookup and the two ratios, on each Result's Clock.
 // names[i] names rs[i].
 func WriteComparison(w io.Writer, names []string, rs []*Result) error {
-	ew := &errWriter{w: w}
+	ew := &textfmt.ErrWriter{W: w}
 	rows := [][]string{{"binary", "set", "pcs", EncVarint, EncVarintCacheHit, EncLinear, EncFlat, "linear/varint", "linear/cache-hit", "clock"}}
 	for i, r := range rs {
 		timing := r.Clock
@@ -219,7 +220,7 @@ func WriteComparison(w io.Writer, names []string, rs []*Result) error {
 		}
 	}
 	writeTable(ew, rows)
-	return ew.err
+	return ew.Err
 }
 
 // writeTable writes rows with the first column left-aligned and the others
@@ -262,36 +263,4 @@ func ratioString(r float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.3f", r)
-}
-
-// commas formats n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }

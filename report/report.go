@@ -23,8 +23,8 @@ import (
 	"hash/maphash"
 	"runtime"
 	"sort"
-	"sync"
 
+	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
@@ -176,17 +176,18 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	seed := maphash.MakeSeed()
 	info := make([]tabInfo, len(f.Tabs))
 	accs := make([]shapeAcc, workers)
-	err := parallel(len(f.Tabs), workers, func(w, i int, buf []byte) ([]byte, error) {
+	bufs := make([][]byte, workers) // per-worker encoding buffers
+	err := par.For(len(f.Tabs), workers, func(w, i int) error {
 		tab := &f.Tabs[i]
 		t, _, err := varintpc.Decode(tab.Data)
 		if err != nil {
-			return buf, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+			return fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
 		}
-		buf = linearpc.AppendEncode(buf[:0], t)
-		info[i] = tabInfo{tab: tab, specLen: uint32(len(buf)), specHash: maphash.Bytes(seed, buf)}
+		bufs[w] = linearpc.AppendEncode(bufs[w][:0], t)
+		info[i] = tabInfo{tab: tab, specLen: uint32(len(bufs[w])), specHash: maphash.Bytes(seed, bufs[w])}
 		info[i].constDup, info[i].constSave = constDedup(&t)
 		accs[w].add(&t)
-		return buf, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -269,34 +270,6 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 		}
 	}
 	return r, nil
-}
-
-// parallel calls fn(worker, i, buf) for every i in [0, n) on workers
-// goroutines; buf is a per-worker scratch buffer that fn may grow.
-func parallel(n, workers int, fn func(w, i int, buf []byte) ([]byte, error)) error {
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var buf []byte
-			for i := w; i < n; i += workers {
-				var err error
-				if buf, err = fn(w, i, buf); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // contentFirsts sets, for each table, the index of the first table whose
@@ -499,16 +472,16 @@ func (r *Report) variants(f *objscan.File, workers int) error {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
-	err := parallel(len(vs), workers, func(_, i int, buf []byte) ([]byte, error) {
+	err := par.For(len(vs), workers, func(_, i int) error {
 		v := vs[i]
 		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
 		if v.IsSpec() {
 			// The spec row is the totals by definition.
-			return buf, nil
+			return nil
 		}
 		n, err := setSize(f, v, nil)
 		rows[i].Bytes = n
-		return buf, err
+		return err
 	})
 	if err != nil {
 		return err

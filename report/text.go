@@ -3,37 +3,37 @@ package report
 import (
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"text/tabwriter"
+
+	"github.com/pctab/pctab/internal/textfmt"
 )
 
 // WriteText writes r as an aligned, readable report.
 func WriteText(w io.Writer, r *Report) error {
-	ew := &errWriter{w: w}
+	ew := &textfmt.ErrWriter{W: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	p("%s\n", r.Path)
 	p("  file %s bytes, %s/%s, %s, pclntab %s layout (magic %s), %s-endian, %d-byte pointers, PC quantum %d\n",
-		commas(r.FileBytes), r.GOOS, r.GOARCH, orUnknown(r.GoVersion), r.PclntabVersion, r.PclntabMagic, r.ByteOrder, r.PtrSize, r.PCQuantum)
-	p("  %s functions, pclntab %s bytes (%.1f%% of the file)\n", commas(int64(r.Functions)), commas(r.PclntabBytes), pctOf(r.PclntabBytes, r.FileBytes))
+		textfmt.Commas(r.FileBytes), r.GOOS, r.GOARCH, orUnknown(r.GoVersion), r.PclntabVersion, r.PclntabMagic, r.ByteOrder, r.PtrSize, r.PCQuantum)
+	p("  %s functions, pclntab %s bytes (%.1f%% of the file)\n", textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.PclntabBytes), pctOf(r.PclntabBytes, r.FileBytes))
 	pt := r.Parts
 	p("  pclntab parts: funcnametab %s, cutab %s, filetab %s, pctab %s, functab %s, funcdata %s, findfunctab %s\n",
-		commas(pt.FuncNameTab), commas(pt.CUTab), commas(pt.FileTab), commas(pt.PCTab), commas(pt.FuncTab), sizeOrUnknown(pt.FuncData), commas(pt.FindFuncTab))
+		textfmt.Commas(pt.FuncNameTab), textfmt.Commas(pt.CUTab), textfmt.Commas(pt.FileTab), textfmt.Commas(pt.PCTab), textfmt.Commas(pt.FuncTab), sizeOrUnknown(pt.FuncData), textfmt.Commas(pt.FindFuncTab))
 	p("\n")
 
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "table kind\treferences\tdistinct\tvarint bytes\tlinear bytes\tchange\t\n")
 	for _, k := range r.Kinds {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k.Kind, commas(int64(k.References)), commas(int64(k.Distinct)), commas(k.VarintBytes), commas(k.LinearBytes), signedPct(k.DeltaPercent))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", k.Kind, textfmt.Commas(int64(k.References)), textfmt.Commas(int64(k.Distinct)), textfmt.Commas(k.VarintBytes), textfmt.Commas(k.LinearBytes), signedPct(k.DeltaPercent))
 	}
 	t := r.Tables
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t\n", commas(int64(t.References)), commas(int64(t.Distinct)), commas(t.VarintBytes), commas(t.LinearBytes), signedPct(t.DeltaPercent))
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%s\t\n", textfmt.Commas(int64(t.References)), textfmt.Commas(int64(t.Distinct)), textfmt.Commas(t.VarintBytes), textfmt.Commas(t.LinearBytes), signedPct(t.DeltaPercent))
 	tw.Flush()
 	p("\n")
-	p("  linear before content dedup: %s bytes (%s distinct encodings after)\n", commas(t.LinearNoDedup), commas(int64(t.LinearDistinct)))
-	p("  constant-chunk dedup: %s chunks reuse an earlier constant chunk, saving %s bytes\n", commas(int64(t.ConstChunks)), commas(t.ConstDedupSave))
-	p("  change: %+s bytes = %s of the tables, %s of the file (tables only)\n", commas(t.DeltaBytes), signedPct(t.DeltaPercent), signedPct(r.TablesFileDeltaPercent))
-	p("          %s of the file with a uint32 function size per function (%s bytes out of band)\n", signedPct(r.FileDeltaPercent), commas(r.OutOfBandBytes))
+	p("  linear before content dedup: %s bytes (%s distinct encodings after)\n", textfmt.Commas(t.LinearNoDedup), textfmt.Commas(int64(t.LinearDistinct)))
+	p("  constant-chunk dedup: %s chunks reuse an earlier constant chunk, saving %s bytes\n", textfmt.Commas(int64(t.ConstChunks)), textfmt.Commas(t.ConstDedupSave))
+	p("  change: %+s bytes = %s of the tables, %s of the file (tables only)\n", textfmt.Commas(t.DeltaBytes), signedPct(t.DeltaPercent), signedPct(r.TablesFileDeltaPercent))
+	p("          %s of the file with a uint32 function size per function (%s bytes out of band)\n", signedPct(r.FileDeltaPercent), textfmt.Commas(r.OutOfBandBytes))
 	p("\n")
 
 	s := r.Shape
@@ -44,7 +44,7 @@ func WriteText(w io.Writer, r *Report) error {
 	p("  runs per table      %s\n", distString(s.RunsPerTable))
 	tot := s.ValueWidths[0] + s.ValueWidths[1] + s.ValueWidths[2]
 	p("  value widths        1 byte %.1f%%, 2 bytes %.1f%%, 4 bytes %.1f%% of %s values\n",
-		pctOf(s.ValueWidths[0], tot), pctOf(s.ValueWidths[1], tot), pctOf(s.ValueWidths[2], tot), commas(tot))
+		pctOf(s.ValueWidths[0], tot), pctOf(s.ValueWidths[1], tot), pctOf(s.ValueWidths[2], tot), textfmt.Commas(tot))
 	if s.MismatchedLengths > 0 {
 		p("  %d functions have tables of different lengths\n", s.MismatchedLengths)
 	}
@@ -54,46 +54,32 @@ func WriteText(w io.Writer, r *Report) error {
 		fmt.Fprintf(tw, "variant\tbytes\tvs varint\tfile\tidea\n")
 		rows := append(r.Variants, *r.Hybrid)
 		for _, v := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, commas(v.Bytes), signedPct(v.DeltaPercent), signedPct(v.FileDeltaPercent), v.Doc)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, textfmt.Commas(v.Bytes), signedPct(v.DeltaPercent), signedPct(v.FileDeltaPercent), v.Doc)
 		}
 		tw.Flush()
 		p("  smallest linear variant: %s\n", r.Best)
 	}
 	p("\n  assumption: %s\n", r.Assumption)
-	return ew.err
+	return ew.Err
 }
 
 // WriteComparison writes one row per report: the figures that matter when
 // comparing binaries side by side.
 func WriteComparison(w io.Writer, rs []*Report) error {
-	ew := &errWriter{w: w}
+	ew := &textfmt.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "binary\ttarget\tgo\tfunctions\tfile bytes\tvarint bytes\tlinear bytes\ttables\tfile\tfile+size\t\n")
 	for _, r := range rs {
 		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Path, r.GOOS, r.GOARCH, orUnknown(r.GoVersion),
-			commas(int64(r.Functions)), commas(r.FileBytes), commas(r.Tables.VarintBytes), commas(r.Tables.LinearBytes),
+			textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.FileBytes), textfmt.Commas(r.Tables.VarintBytes), textfmt.Commas(r.Tables.LinearBytes),
 			signedPct(r.Tables.DeltaPercent), signedPct(r.TablesFileDeltaPercent), signedPct(r.FileDeltaPercent))
 	}
 	tw.Flush()
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
+	return ew.Err
 }
 
 func distString(d Dist) string {
-	return fmt.Sprintf("%s / %s / %s / %s (mean %.1f)", commas(d.P50), commas(d.P90), commas(d.P99), commas(d.Max), d.Mean)
+	return fmt.Sprintf("%s / %s / %s / %s (mean %.1f)", textfmt.Commas(d.P50), textfmt.Commas(d.P90), textfmt.Commas(d.P99), textfmt.Commas(d.Max), d.Mean)
 }
 
 func pctOf(a, b int64) float64 {
@@ -116,23 +102,5 @@ func sizeOrUnknown(v int64) string {
 	if v < 0 {
 		return "?"
 	}
-	return commas(v)
-}
-
-// commas formats n with thousands separators.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return textfmt.Commas(v)
 }

@@ -1,0 +1,35 @@
+// Package par runs independent pieces of work on a fixed number of
+// goroutines.
+package par
+
+import "sync"
+
+// For calls fn(w, i) for every i in [0, n) on workers goroutines (at least
+// one); w is the goroutine's number in [0, workers), so fn can keep
+// per-worker state without locks. Worker w takes i = w, w+workers, ...
+// A worker stops at its first error; For returns the error of the
+// lowest-numbered worker that failed.
+func For(n, workers int, fn func(w, i int) error) error {
+	workers = max(1, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if err := fn(w, i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
