@@ -2,29 +2,14 @@ package linearpc
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
 	"github.com/pctab/pctab/varintpc"
 )
-
-// goBinary returns the path of the local toolchain's go command.
-func goBinary() string {
-	root := ""
-	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
-	}
-	if root == "" {
-		root = runtime.GOROOT()
-	}
-	return filepath.Join(root, "bin", "go")
-}
 
 // realTab is a distinct table of a real binary, decoded.
 type realTab struct {
@@ -44,7 +29,7 @@ var real struct {
 func realTables(tb testing.TB) (*objscan.File, []realTab) {
 	tb.Helper()
 	real.Do(func() {
-		path := goBinary()
+		path := testbuild.GoBinary()
 		if _, real.err = os.Stat(path); real.err != nil {
 			return
 		}

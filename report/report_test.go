@@ -2,9 +2,6 @@ package report
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
@@ -21,18 +18,10 @@ const (
 	refGoPlatform = "linux/amd64"
 )
 
-func goBinary(t *testing.T) string {
-	out, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
-}
-
 // TestReferenceTotals reproduces the two reference totals exactly. They are
 // defined for one binary; elsewhere the test says so and skips.
 func TestReferenceTotals(t *testing.T) {
-	path := goBinary(t)
+	path := testbuild.GoBinary()
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

@@ -3,28 +3,12 @@ package varintpc
 import (
 	"bytes"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 
+	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
 )
-
-// goBinary returns the path of the local toolchain's go command, the real
-// binary the tests measure.
-func goBinary() string {
-	root := ""
-	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
-		root = strings.TrimSpace(string(out))
-	}
-	if root == "" {
-		root = runtime.GOROOT()
-	}
-	return filepath.Join(root, "bin", "go")
-}
 
 var realOnce struct {
 	sync.Once
@@ -36,7 +20,7 @@ var realOnce struct {
 func realFile(tb testing.TB) *objscan.File {
 	tb.Helper()
 	realOnce.Do(func() {
-		path := goBinary()
+		path := testbuild.GoBinary()
 		if _, err := os.Stat(path); err != nil {
 			realOnce.err = err
 			return

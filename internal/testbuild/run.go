@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -101,4 +102,17 @@ func RunCallers(t testing.TB, cfg Config) *Callers {
 		t.Fatalf("testbuild: output of %v: %v", cfg, err)
 	}
 	return c
+}
+
+// GoBinary returns the path of the local toolchain's go command
+// ($(go env GOROOT)/bin/go), the real binary many tests measure.
+func GoBinary() string {
+	root := ""
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		root = strings.TrimSpace(string(out))
+	}
+	if root == "" {
+		root = runtime.GOROOT()
+	}
+	return filepath.Join(root, "bin", "go")
 }
