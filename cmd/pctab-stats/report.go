@@ -112,7 +112,8 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pctab-stats [flags] [BINARY...]\n"+
 			"       pctab-stats verify BINARY...\n"+
-			"       pctab-stats stacks [flags] [BINARY]\n\n"+
+			"       pctab-stats stacks [flags] [BINARY]\n"+
+			"       pctab-stats replay [flags] BINARY\n\n"+
 			"Reports the size of each binary's PC-value tables in Go's varint format and\n"+
 			"in the linear-index format of golang/go#61984. Without a BINARY it reads\n"+
 			"$(go env GOROOT)/bin/go.\n\n"+
