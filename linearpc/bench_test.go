@@ -17,6 +17,7 @@ type benchSample struct {
 	raw  []byte // the varint table
 	spec uint32 // offset of the table in the spec set
 	comp uint32 // offset of the table in the compact set
+	cf   uint32 // offset of the table in the compact-fast set
 	flat int    // offset of the table in the flat array
 }
 
@@ -26,6 +27,7 @@ type benchData struct {
 	quantum uint32
 	spec    *Set
 	comp    *Set
+	cf      *Set
 	flat    []int32 // one value per PC unit, for the sampled tables only
 	samples map[string][]benchSample
 }
@@ -53,11 +55,14 @@ func benchSetup(b testing.TB) *benchData {
 	d.quantum = uint32(f.PCQuantum)
 	d.spec = NewSet(Spec())
 	d.comp = NewSet(Variants()[4])
+	d.cf = NewSet(Variants()[5])
 	specOff := make([]uint32, len(tabs))
 	compOff := make([]uint32, len(tabs))
+	cfOff := make([]uint32, len(tabs))
 	for i, rt := range tabs {
 		specOff[i] = d.spec.Add(rt.t)
 		compOff[i] = d.comp.Add(rt.t)
+		cfOff[i] = d.cf.Add(rt.t)
 	}
 	var long []int
 	for i, rt := range tabs {
@@ -78,7 +83,7 @@ func benchSetup(b testing.TB) *benchData {
 				d.flat = append(d.flat, v)
 			}
 		}
-		return benchSample{tab: i, pc: pc, len: tabs[i].t.Len, off: tabs[i].off, raw: tabs[i].raw, spec: specOff[i], comp: compOff[i], flat: fo}
+		return benchSample{tab: i, pc: pc, len: tabs[i].t.Len, off: tabs[i].off, raw: tabs[i].raw, spec: specOff[i], comp: compOff[i], cf: cfOff[i], flat: fo}
 	}
 	d.samples = map[string][]benchSample{}
 	for range hotSamples {
@@ -147,6 +152,14 @@ func BenchmarkLookup(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					x := &ss[pick(i, len(ss), shuffled)]
 					s += d.comp.Lookup(x.comp, x.len, x.pc)
+				}
+				sink = s
+			})
+			b.Run("linear-compact-fast", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					s += d.cf.Lookup(x.cf, x.len, x.pc)
 				}
 				sink = s
 			})

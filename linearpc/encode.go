@@ -153,7 +153,8 @@ func (e *encoder) appendTable(dst []byte, t pcvalue.Table, v Variant, pool *chun
 		}
 		// Constant chunks are shared within the table. A compact chunk 0
 		// stores its start value relative to -1 and the others relative
-		// to chunk 0's, so chunk 0 is not shared there.
+		// to chunk 0's, so chunk 0 is not shared there (compact-fast
+		// chunks all store theirs relative to -1).
 		if k == j && (c > 0 || v.kind != kindCompact) {
 			if off, ok := e.findConst(cur); ok {
 				e.offs = append(e.offs, int64(off))
@@ -170,6 +171,8 @@ func (e *encoder) appendTable(dst []byte, t pcvalue.Table, v Variant, pool *chun
 				ref = first
 			}
 			e.body = appendCompactChunk(e.body, cur, ref, chs[j:k], start)
+		case kindCompactFast:
+			e.body = appendCFChunk(e.body, cur, chs[j:k], start)
 		default:
 			e.body = appendSpecChunk(e.body, cur, chs[j:k], start, v.shift)
 		}

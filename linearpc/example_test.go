@@ -51,6 +51,7 @@ func ExampleVariants() {
 	// spec-512 15 100 101 99
 	// spec-pool 19 100 101 99
 	// compact 15 100 101 99
+	// compact-fast 15 100 101 99
 }
 
 func ExampleLookupChecked() {

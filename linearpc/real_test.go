@@ -96,7 +96,7 @@ func TestRealLookup(t *testing.T) {
 		// fast, every 5th PC for the other variants (still every table
 		// and every chunk), and a sample under -short.
 		step := uint32(1)
-		if !v.IsSpec() && v.kind != kindCompact {
+		if !v.IsSpec() && !v.compact() {
 			step = 5
 		}
 		if testing.Short() {

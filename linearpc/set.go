@@ -38,12 +38,13 @@ type Set struct {
 	buf     []byte
 	pool    chunkPool
 	spec    bool // v.IsSpec()
+	cf      bool // v is compact-fast
 }
 
 // NewSet returns an empty set of encodings in variant v ([Spec] for the
 // spec format).
 func NewSet(v Variant) *Set {
-	s := &Set{v: v, data: make([]byte, SetPad), byHash: map[uint64]stored{}, seed: maphash.MakeSeed(), spec: v.IsSpec()}
+	s := &Set{v: v, data: make([]byte, SetPad), byHash: map[uint64]stored{}, seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
 	if v.pool {
 		s.pool.at = map[uint64]uint32{}
 		s.pool.data = &s.data
@@ -149,6 +150,9 @@ func (s *Set) Bytes() []byte { return s.data[:s.Size()] }
 func (s *Set) Lookup(off, textLen, pc uint32) int32 {
 	if s.spec {
 		return lookupFast(s.data, uint(off), textLen, pc)
+	}
+	if s.cf {
+		return lookupCFFast(s.data, uint(off), textLen, pc)
 	}
 	return s.lookupVariant(off, textLen, pc)
 }

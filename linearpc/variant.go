@@ -12,8 +12,9 @@ import (
 type kind uint8
 
 const (
-	kindSpec    kind = iota // the spec's chunk layout
-	kindCompact             // the compact chunk layout (see the package doc)
+	kindSpec        kind = iota // the spec's chunk layout
+	kindCompact                 // the compact chunk layout (see the package doc)
+	kindCompactFast             // the compact-fast chunk layout (see compactfast.go)
 )
 
 // A Variant is one way of encoding tables in the linear-index family: the
@@ -45,8 +46,12 @@ func Variants() []Variant {
 		{Name: "spec-512", Doc: "spec layout with 512-unit chunks: uint16 count, a byte counting the PCs in the first half, PCs stored as their low byte", kind: kindSpec, shift: 9},
 		{Name: "spec-pool", Doc: "spec chunks; a Set stores each distinct chunk once and indexes may point into earlier tables (signed 2- and 4-byte index forms)", kind: kindSpec, shift: 8, pool: true},
 		{Name: "compact", Doc: "compact chunks: one header byte for count and widths, start values relative to the table's first value, uniform nibble/byte widths or a delta vlen", kind: kindCompact, shift: 8},
+		{Name: "compact-fast", Doc: "compact chunks with absolute start values and uniform delta widths only (no header table, no vlen, no chunk-0 reference), for a branch-free padded lookup", kind: kindCompactFast, shift: 8},
 	}
 }
+
+// compact reports whether v has a compact chunk layout.
+func (v Variant) compact() bool { return v.kind == kindCompact || v.kind == kindCompactFast }
 
 // IsSpec reports whether v is the spec variant.
 func (v Variant) IsSpec() bool { return v.kind == kindSpec && v.shift == 8 && !v.pool }
@@ -81,6 +86,8 @@ func (v Variant) lookupAt(d []byte, off, textLen, pc uint32) int32 {
 	switch {
 	case v.kind == kindCompact:
 		return lookupCompact(d, int(off), textLen, pc)
+	case v.kind == kindCompactFast:
+		return lookupCF(d, int(off), textLen, pc)
 	case v.IsSpec():
 		return Lookup(d[off:], textLen, pc)
 	}
