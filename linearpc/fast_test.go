@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/pcgen"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -138,7 +139,7 @@ func TestFastLookupTables(t *testing.T) {
 		n = 300
 	}
 	for i := range n {
-		cases = append(cases, newFastCase(r, genTable(r), set))
+		cases = append(cases, newFastCase(r, pcgen.Table(r), set))
 		names = append(names, fmt.Sprintf("generated %d", i))
 	}
 	// A table after all the others keeps the set's last table ordinary.

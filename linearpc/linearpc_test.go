@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/pcgen"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -189,14 +190,14 @@ func TestGeneratedTables(t *testing.T) {
 		n = 300
 	}
 	for i := range n {
-		tab := genTable(r)
+		tab := pcgen.Table(r)
 		checkTable(t, fmt.Sprintf("table %d", i), tab, r, sets)
 	}
 	// Every table must still answer correctly from the final sets, after
 	// later Adds moved the padding and (for pools) pointed into it.
 	r = rand.New(rand.NewPCG(9, 10))
 	for i := range n {
-		tab := genTable(r)
+		tab := pcgen.Table(r)
 		for name, s := range sets {
 			off := s.Add(tab) // already present: returns its offset
 			for range 10 {

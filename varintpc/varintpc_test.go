@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/pcgen"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -98,7 +99,7 @@ func TestEncodeEmpty(t *testing.T) {
 func TestRoundTripGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {
-		tab := genTable(r)
+		tab := pcgen.Table(r)
 		enc := Encode(tab)
 		got, n, err := Decode(enc)
 		if err != nil {
@@ -141,7 +142,7 @@ func checkLookup(t *testing.T, data []byte, tab pcvalue.Table, pc uint32, q uint
 func TestLookupGenerated(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 300 {
-		tab := genTable(r)
+		tab := pcgen.Table(r)
 		enc := Encode(tab)
 		for _, q := range []uint32{1, 2, 4} {
 			pcs := []uint32{0, tab.Len - 1, tab.Len, tab.Len + 7}
