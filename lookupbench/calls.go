@@ -1,101 +1,14 @@
 package lookupbench
 
 import (
-	"debug/elf"
-	"debug/macho"
-	"debug/pe"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
 
 	"github.com/pctab/pctab/internal/par"
+	"github.com/pctab/pctab/objscan"
 	"golang.org/x/arch/arm64/arm64asm"
 	"golang.org/x/arch/x86/x86asm"
 )
-
-// codeSection is an executable section's file bytes at its virtual address.
-type codeSection struct {
-	name string
-	addr uint64
-	data []byte
-}
-
-// Mach-O section attributes that mark code.
-const (
-	machoPureInstructions = 0x80000000
-	machoSomeInstructions = 0x00000400
-)
-
-// readCode returns the executable sections of the ELF, Mach-O or PE binary
-// read from r.
-func readCode(r io.ReaderAt) ([]codeSection, error) {
-	var out []codeSection
-	if ef, err := elf.NewFile(r); err == nil {
-		for _, s := range ef.Sections {
-			if s.Type != elf.SHT_PROGBITS || s.Flags&elf.SHF_EXECINSTR == 0 || s.Flags&elf.SHF_ALLOC == 0 {
-				continue
-			}
-			d, err := s.Data()
-			if err != nil {
-				return nil, fmt.Errorf("ELF section %s: %w", s.Name, err)
-			}
-			out = append(out, codeSection{s.Name, s.Addr, d})
-		}
-	} else if mf, err := macho.NewFile(r); err == nil {
-		for _, s := range mf.Sections {
-			if s.Seg != "__TEXT" || s.Flags&(machoPureInstructions|machoSomeInstructions) == 0 {
-				continue
-			}
-			d, err := s.Data()
-			if err != nil {
-				return nil, fmt.Errorf("Mach-O section %s: %w", s.Name, err)
-			}
-			out = append(out, codeSection{s.Name, s.Addr, d})
-		}
-	} else if pf, err := pe.NewFile(r); err == nil {
-		var base uint64
-		switch oh := pf.OptionalHeader.(type) {
-		case *pe.OptionalHeader64:
-			base = oh.ImageBase
-		case *pe.OptionalHeader32:
-			base = uint64(oh.ImageBase)
-		}
-		for _, s := range pf.Sections {
-			if s.Characteristics&(pe.IMAGE_SCN_CNT_CODE|pe.IMAGE_SCN_MEM_EXECUTE) == 0 {
-				continue
-			}
-			d, err := s.Data()
-			if err != nil {
-				return nil, fmt.Errorf("PE section %s: %w", s.Name, err)
-			}
-			if uint32(len(d)) > s.VirtualSize {
-				d = d[:s.VirtualSize] // the rest is file alignment padding
-			}
-			out = append(out, codeSection{s.Name, base + uint64(s.VirtualAddress), d})
-		}
-	} else {
-		return nil, errors.New("not an ELF, Mach-O or PE file")
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no executable section with file data")
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].addr < out[j].addr })
-	return out, nil
-}
-
-// code returns the bytes of [lo, hi), clipped to the section holding lo,
-// or nil if no section holds lo.
-func code(secs []codeSection, lo, hi uint64) []byte {
-	i := sort.Search(len(secs), func(i int) bool { return secs[i].addr+uint64(len(secs[i].data)) > lo })
-	if i == len(secs) || secs[i].addr > lo {
-		return nil
-	}
-	s := &secs[i]
-	end := min(hi, s.addr+uint64(len(s.data)))
-	return s.data[lo-s.addr : end-s.addr]
-}
 
 // returnAddresser finds the return addresses in one function's code, as
 // offsets from its entry, in ascending order.
@@ -167,13 +80,7 @@ func (b *Bench) findCalls() error {
 		b.noCalls = fmt.Sprintf("no disassembler for GOARCH=%s", b.f.GOARCH)
 		return nil
 	}
-	r, done, err := b.openCode()
-	if err != nil {
-		b.noCalls = err.Error()
-		return nil
-	}
-	defer done()
-	secs, err := readCode(r)
+	secs, err := b.f.Code()
 	if err != nil {
 		b.noCalls = fmt.Sprintf("reading code: %v", err)
 		return nil
@@ -183,7 +90,7 @@ func (b *Bench) findCalls() error {
 	par.For(len(funcs), b.opt.Workers, func(_, i int) error {
 		fn := &funcs[i]
 		end := max(fn.End, fn.Entry+fn.Size)
-		if c := code(secs, fn.Entry, end); c != nil {
+		if c := objscan.CodeAt(secs, fn.Entry, end); c != nil {
 			b.calls[i] = find(c)
 		}
 		return nil

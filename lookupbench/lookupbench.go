@@ -93,8 +93,6 @@ package lookupbench
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"runtime"
 
 	"github.com/pctab/pctab/internal/par"
@@ -124,9 +122,6 @@ type Options struct {
 	// Seed makes sampling and cache replacement reproducible; 0 means
 	// DefaultSeed.
 	Seed uint64
-	// Code reads the binary's bytes, to disassemble its functions. Nil
-	// means open the file at f.Path.
-	Code io.ReaderAt
 	// Workers bounds the goroutines that prepare the encodings;
 	// 0 means GOMAXPROCS. Timing always runs on one goroutine.
 	Workers int
@@ -221,19 +216,4 @@ func (b *Bench) encode() {
 // with which disassembler; with none, the reason.
 func (b *Bench) ReturnAddresses() (n int, disassembler, reason string) {
 	return b.numCalls, b.disasm, b.noCalls
-}
-
-// openCode returns the reader for the binary's code.
-func (b *Bench) openCode() (io.ReaderAt, func(), error) {
-	if b.opt.Code != nil {
-		return b.opt.Code, func() {}, nil
-	}
-	if b.f.Path == "" {
-		return nil, nil, fmt.Errorf("lookupbench: no Options.Code and no path to read the code from")
-	}
-	fh, err := os.Open(b.f.Path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("lookupbench: %w", err)
-	}
-	return fh, func() { fh.Close() }, nil
 }

@@ -381,3 +381,36 @@ func TestSynthELF(t *testing.T) {
 		})
 	}
 }
+
+// TestCode checks the code accessor: every function's code, from its entry
+// over the size its tables cover, lies in one executable section, for ELF,
+// Mach-O and PE.
+func TestCode(t *testing.T) {
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+	} {
+		t.Run(cfg.String(), func(t *testing.T) {
+			f, err := Open(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			secs, err := f.Code()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range f.Funcs {
+				fn := &f.Funcs[i]
+				c := CodeAt(secs, fn.Entry, fn.Entry+fn.Size)
+				if uint64(len(c)) != fn.Size {
+					t.Fatalf("%s: %d code bytes at %#x, want %d", fn.Name, len(c), fn.Entry, fn.Size)
+				}
+			}
+			if c := CodeAt(secs, 0, 16); c != nil {
+				t.Errorf("code at address 0: %d bytes", len(c))
+			}
+		})
+	}
+}

@@ -157,3 +157,50 @@ func (f *File) TableIndex(off uint32) (int, bool) {
 	}
 	return i, true
 }
+
+// CodeSection is an executable section of a binary: its file bytes at its
+// virtual address.
+type CodeSection struct {
+	Name string
+	Addr uint64
+	Data []byte
+}
+
+// Code reads the binary's executable sections that have file data, in
+// address order, for disassembly. It reads through the file f was opened
+// from, so f must not be closed yet.
+func (f *File) Code() ([]CodeSection, error) {
+	size := f.FileSize
+	if size == 0 {
+		size = 1<<63 - 1
+	}
+	var out []CodeSection
+	for i := range f.im.sections {
+		s := &f.im.sections[i]
+		if !s.exec {
+			continue
+		}
+		d, err := s.data(size)
+		if err != nil {
+			return nil, fmt.Errorf("objscan: reading code: %w", err)
+		}
+		out = append(out, CodeSection{Name: s.name, Addr: s.addr, Data: d})
+	}
+	if len(out) == 0 {
+		return nil, formatErr(f.Format, -1, "no executable section with file data")
+	}
+	return out, nil
+}
+
+// CodeAt returns the bytes of [lo, hi) from the section of secs that holds
+// lo, clipped to that section, or nil if no section holds lo. secs must be
+// in address order, as Code returns them.
+func CodeAt(secs []CodeSection, lo, hi uint64) []byte {
+	i := sort.Search(len(secs), func(i int) bool { return secs[i].Addr+uint64(len(secs[i].Data)) > lo })
+	if i == len(secs) || secs[i].Addr > lo || hi < lo {
+		return nil
+	}
+	s := &secs[i]
+	end := min(hi, s.Addr+uint64(len(s.Data)))
+	return s.Data[lo-s.Addr : end-s.Addr]
+}

@@ -306,16 +306,7 @@ func replayInputs(cfg replayConfig, obj *objscan.File, shims []*runtimeshim.Shim
 	if cfg.synthetic > 0 {
 		rep.Source = "synthetic"
 		rep.Check.Against = "debug/gosym"
-		f, err := os.Open(cfg.binary)
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
-		}
-		g, err := synth.Build(obj, io.NewSectionReader(f, 0, fi.Size()))
+		g, err := synth.Build(obj)
 		if err != nil {
 			return nil, fmt.Errorf("replay: %s: %w", cfg.binary, err)
 		}

@@ -24,13 +24,7 @@ func ExampleGraph_Stacks() {
 		return
 	}
 	defer f.Close()
-	r, err := os.Open(exe)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer r.Close()
-	g, err := synth.Build(f, r)
+	g, err := synth.Build(f)
 	if err != nil {
 		fmt.Println(err)
 		return

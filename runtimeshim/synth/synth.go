@@ -65,7 +65,6 @@ package synth
 
 import (
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -111,9 +110,10 @@ type Graph struct {
 	runtime   []bool // per function, whether it belongs to the runtime
 }
 
-// Build builds the call graph of the binary f, whose file is r (f's pclntab
-// gives the functions; r gives their code). It supports amd64 and arm64.
-func Build(f *objscan.File, r io.ReaderAt) (*Graph, error) {
+// Build builds the call graph of the binary f: its pclntab gives the
+// functions, and its code (read through f, which must still be open) the
+// call sites. It supports amd64 and arm64.
+func Build(f *objscan.File) (*Graph, error) {
 	if len(f.Funcs) == 0 {
 		return nil, fmt.Errorf("synth: no functions")
 	}
@@ -126,9 +126,19 @@ func Build(f *objscan.File, r io.ReaderAt) (*Graph, error) {
 	default:
 		return nil, fmt.Errorf("synth: disassembly of %s is not supported (amd64 and arm64 are)", f.GOARCH)
 	}
-	base, text, err := readText(r, f.Format, f.Funcs[0].Entry)
+	secs, err := f.Code()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("synth: %w", err)
+	}
+	var base uint64
+	var text []byte
+	for _, sec := range secs {
+		if e := f.Funcs[0].Entry; sec.Addr <= e && e-sec.Addr < uint64(len(sec.Data)) {
+			base, text = sec.Addr, sec.Data
+		}
+	}
+	if text == nil {
+		return nil, fmt.Errorf("synth: no executable section holds the first function's entry %#x", f.Funcs[0].Entry)
 	}
 	g := &Graph{names: make([]string, len(f.Funcs)), sites: make([][]Site, len(f.Funcs))}
 	g.stats.TextBytes = len(text)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"regexp"
 	"sort"
@@ -27,12 +26,7 @@ func open(t *testing.T, goarch string) (string, *objscan.File, *Graph) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	r, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	g, err := Build(f, r)
+	g, err := Build(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,28 +192,9 @@ func TestBuildUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := os.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if _, err := Build(f, r); err == nil {
+	if _, err := Build(f); err == nil {
 		t.Error("Build succeeded on linux/386")
 	}
-}
-
-// FuzzReadText feeds arbitrary files to the text reader, which must fail
-// cleanly rather than panic.
-func FuzzReadText(f *testing.F) {
-	f.Add([]byte("\x7fELF\x02\x01\x01"), "elf", uint64(0x401000))
-	f.Add([]byte("\xcf\xfa\xed\xfe"), "macho", uint64(0x1000))
-	f.Add([]byte("MZ"), "pe", uint64(0x140001000))
-	f.Fuzz(func(t *testing.T, data []byte, format string, lo uint64) {
-		_, text, err := readText(bytes.NewReader(data), format, lo)
-		if err == nil && len(text) > len(data) {
-			t.Fatalf("read %d bytes of text from a %d-byte file", len(text), len(data))
-		}
-	})
 }
 
 // FuzzDecode feeds arbitrary code to both decoders, which must always make
