@@ -414,3 +414,25 @@ func TestCode(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeSectionClaim gives the pclntab section a size far beyond the file:
+// objscan must refuse it without allocating that much.
+func TestHugeSectionClaim(t *testing.T) {
+	l := synthLayouts[0]
+	data := synthELF(buildSynth(l, synthFuncs(l.magic)), false)
+	// The second section header (.gopclntab) starts at shoff+64; its size
+	// field is at +32.
+	shoff := binary.LittleEndian.Uint64(data[40:])
+	binary.LittleEndian.PutUint64(data[shoff+64+32:], 1<<40)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := NewFile(bytes.NewReader(data))
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a 1 TiB section in a small file: no error")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("allocated %d bytes for a %d-byte file", grew, len(data))
+	}
+	t.Log(err)
+}

@@ -37,6 +37,7 @@ type image struct {
 	syms     map[string]uint64 // loaded by sym on first use
 	loadSyms func() map[string]uint64
 	textSect uint64 // address of the first executable section, a last-resort text base
+	fileSize int64  // size of the file, or the largest int64 if unknown
 }
 
 // wantSyms are the symbols objscan looks up, when the binary has a symbol
@@ -104,6 +105,11 @@ func (im *image) readAddr(addr uint64, n uint64) ([]byte, error) {
 	if n > s.addr+s.filesize-addr {
 		return nil, fmt.Errorf("%d bytes at address %#x run past the end of section %s", n, addr, s.name)
 	}
+	// A hostile section header can claim more bytes than the file has:
+	// check before allocating.
+	if off := s.off + int64(addr-s.addr); off < 0 || n > uint64(im.fileSize) || off > im.fileSize-int64(n) {
+		return nil, fmt.Errorf("%d bytes at address %#x (section %s) lie outside the %d-byte file", n, addr, s.name, im.fileSize)
+	}
 	buf := make([]byte, n)
 	if _, err := s.r.ReadAt(buf, s.off+int64(addr-s.addr)); err != nil {
 		return nil, fmt.Errorf("reading %d bytes at address %#x (section %s): %w", n, addr, s.name, err)
@@ -125,6 +131,16 @@ func (s *segment) data(fileSize int64) ([]byte, error) {
 }
 
 func openImage(r io.ReaderAt, size int64) (*image, error) {
+	im, err := openFormat(r)
+	if err != nil {
+		return nil, err
+	}
+	im.fileSize = size
+	return im, nil
+}
+
+// openFormat reads the container format of the file in r.
+func openFormat(r io.ReaderAt) (*image, error) {
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
 		return nil, fmt.Errorf("reading file magic: %w", err)
