@@ -314,14 +314,17 @@ func FuzzOpen(f *testing.F) {
 // synthELF wraps a pclntab in a minimal 64-bit ELF file: a header, a .text
 // section at synthText (the text base when there are no symbols), the
 // .gopclntab section, a section-name table and four section headers.
-func synthELF(pcln []byte, bigEndian bool) []byte {
+func synthELF(pcln []byte, bigEndian bool) []byte { return synthELFText(pcln, bigEndian, 512) }
+
+// synthELFText is synthELF with a .text section of textSize bytes.
+func synthELFText(pcln []byte, bigEndian bool, textSize uint64) []byte {
 	var o order = binary.LittleEndian
 	data := byte(1)
 	if bigEndian {
 		o, data = binary.BigEndian, 2
 	}
 	shstr := []byte("\x00.gopclntab\x00.shstrtab\x00.text\x00")
-	const ehsize, shentsize, textSize = 64, 64, 128
+	const ehsize, shentsize = 64, 64
 	textOff := uint64(ehsize)
 	pclnOff := textOff + textSize
 	strOff := pclnOff + uint64(len(pcln))

@@ -32,10 +32,29 @@ func (f *File) inlTreeSlot() int {
 func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
 
 // decodeInlTrees decodes each function's inline tree.
+//
+// A tree is decoded once per (address, InlTreeIndex table, compilation unit)
+// and shared by every function that names the same one, so a hostile file
+// that points many functions at one tree costs one tree. Distinct trees are
+// charged against a budget of entries proportional to the bytes that could
+// back them (the file's size): the linker stores each tree once, so a real
+// binary stays far below it, and a file whose trees overlap to claim more
+// entries than it has bytes gets an error instead of gigabytes.
 func (f *File) decodeInlTrees() error {
 	slot := f.inlTreeSlot()
+	size := uint64(inlEntrySizeOld)
+	if f.newInlLayout() {
+		size = inlEntrySize
+	}
+	budget := inlTreeBudget(f.FileSize, uint64(len(f.pcln)), size)
 	// Inlined functions recur in many trees: share their name strings.
 	names := map[uint32]string{}
+	type treeKey struct {
+		addr uint64
+		tab  uint32
+		cu   uint32 // the old layout's file indexes are CU-relative from Go 1.16
+	}
+	trees := map[treeKey][]InlinedCall{}
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		if len(fn.FuncData) <= slot || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
@@ -62,22 +81,30 @@ func (f *File) decodeInlTrees() error {
 		if t == nil || t.MaxVal < 0 {
 			continue
 		}
+		key := treeKey{addr: addr, tab: t.Offset}
+		if !f.newInlLayout() && f.Magic != Go12Magic {
+			key.cu = fn.CUOffset
+		}
+		if tree, ok := trees[key]; ok {
+			fn.InlTree = tree
+			continue
+		}
 		n := uint64(t.MaxVal) + 1
 		if n > maxInlTreeEntries {
 			return formatErr("pctab", int64(t.Offset), "%s: InlTreeIndex value %d is implausibly large", fn.Name, t.MaxVal)
 		}
-		size := uint64(inlEntrySizeOld)
-		if f.newInlLayout() {
-			size = inlEntrySize
+		if n > budget {
+			return formatErr("funcdata", -1, "inline tree of %s at %#x: its %d entries exceed what the file's %d bytes can hold with the trees before it (overlapping trees?)", fn.Name, addr, n, f.FileSize)
 		}
+		budget -= n
 		raw, err := f.im.readAddr(addr, n*size)
 		if err != nil {
 			return fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
 		}
-		fn.InlTree = make([]InlinedCall, n)
-		for j := range fn.InlTree {
+		tree := make([]InlinedCall, n)
+		for j := range tree {
 			e := raw[uint64(j)*size:]
-			c := &fn.InlTree[j]
+			c := &tree[j]
 			var nameOff uint32
 			if f.newInlLayout() {
 				c.FuncID = e[0]
@@ -106,8 +133,22 @@ func (f *File) decodeInlTrees() error {
 			}
 			c.Name = name
 		}
+		trees[key] = tree
+		fn.InlTree = tree
 	}
 	return nil
+}
+
+// inlTreeBudget returns how many inline-tree entries a file may decode in
+// all: twice what its bytes could hold if they were nothing but entries of
+// the given size. fileSize is 0 when unknown (a bare pclntab in tests);
+// then the pclntab's size stands in for it.
+func inlTreeBudget(fileSize int64, pclnSize, entrySize uint64) uint64 {
+	n := pclnSize
+	if fileSize > 0 {
+		n = max(n, uint64(fileSize))
+	}
+	return 2*n/entrySize + 1024
 }
 
 func (f *File) namesWhere() string {

@@ -136,6 +136,8 @@ type Func struct {
 
 	// InlTree is the function's decoded inline tree (FUNCDATA_InlTree),
 	// indexed by the values of its InlTreeIndex table; nil if it has none.
+	// Functions that name the same tree share one slice: treat it as
+	// read-only.
 	InlTree []InlinedCall
 }
 

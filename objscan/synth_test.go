@@ -294,9 +294,10 @@ func synthFuncs(magic uint32) []synthFunc {
 		file = synthPCFile1
 	}
 	return []synthFunc{
-		{name: "main.a", off: 0, end: 32, tables: [][]byte{synthPCSP, file, synthPCLn, synthPCData}, fdata: []uint64{0}, args: 8, line: 3},
-		{name: "main.b", off: 32, end: 64, tables: [][]byte{synthPCSP, file, synthPCLn}, funcID: 7, line: 9},
-		{name: "runtime.c", off: 64, end: 128, tables: [][]byte{synthPCSP, file, synthPCLn, nil, synthPCData}, args: -0x80000000, defret: 12},
+		// 128 bytes apart: the tables' 24 units cover up to 96 bytes at PC quantum 4.
+		{name: "main.a", off: 0, end: 128, tables: [][]byte{synthPCSP, file, synthPCLn, synthPCData}, fdata: []uint64{0}, args: 8, line: 3},
+		{name: "main.b", off: 128, end: 256, tables: [][]byte{synthPCSP, file, synthPCLn}, funcID: 7, line: 9},
+		{name: "runtime.c", off: 256, end: 384, tables: [][]byte{synthPCSP, file, synthPCLn, nil, synthPCData}, args: -0x80000000, defret: 12},
 	}
 }
 

@@ -109,11 +109,38 @@ func (f *File) collectTables() error {
 			return fmt.Errorf("%s table of %s: %w", recs[i].kind, f.Funcs[recs[i].fn].Name, err)
 		}
 		f.Tabs = append(f.Tabs, Table{Offset: off, Data: f.pctab[off : int(off)+n : int(off)+n], Len: length, MaxVal: maxVal, Refs: refs[i:j:j]})
+		bytes := uint64(length) * uint64(f.PCQuantum)
 		for _, r := range refs[i:j] {
 			fn := &f.Funcs[r.Func]
-			fn.Size = max(fn.Size, uint64(length)*uint64(f.PCQuantum))
+			if err := f.checkExtent(fn, r.Kind, off, bytes); err != nil {
+				return err
+			}
+			fn.Size = max(fn.Size, bytes)
 		}
 		i = j
+	}
+	return nil
+}
+
+// checkExtent rejects a table that covers more code than its function
+// has: past the next function's entry, or past the end of the code section
+// that holds the function (when the file's sections are known). Everything
+// downstream (reports, verification, flat tables, lookups) works in
+// proportion to a table's length, so a few hostile bytes claiming 2^32 PCs
+// must stop here.
+func (f *File) checkExtent(fn *Func, kind TableKind, off uint32, bytes uint64) error {
+	if extent := fn.End - fn.Entry; bytes > extent {
+		return formatErr("pctab", int64(off), "%s table of %s covers %d bytes of code, past the function's extent of %d bytes (entry %#x, next entry %#x)", kind, fn.Name, bytes, extent, fn.Entry, fn.End)
+	}
+	if f.im == nil || len(f.im.sections) == 0 {
+		return nil
+	}
+	s := f.im.sectionAt(fn.Entry)
+	if s == nil || !s.exec {
+		return nil // code outside any executable section is for the caller to judge (rewritten or stripped layouts)
+	}
+	if end := s.addr + s.filesize; bytes > end-fn.Entry {
+		return formatErr("pctab", int64(off), "%s table of %s covers %d bytes of code from entry %#x, past the end %#x of section %s", kind, fn.Name, bytes, fn.Entry, end, s.name)
 	}
 	return nil
 }
