@@ -19,7 +19,6 @@ const (
 	noIdx             = 0x7fffffff                 // cmd/link NOIDX
 	noFuncData        = uint32(objscan.NoFuncData) // funcdata offset of an absent funcdata
 	noFile            = ^uint32(0)                 // cutab entry of a file the linker removed
-	maxCutab          = 1 << 26                    // sanity bound on the rebuilt cutab
 	maxPCData         = 256                        // npcdata is a uint32, but real ones are < 8
 	maxFuncData       = 255                        // nfuncdata is a uint8
 	funcIDNone        = 0x100                      // a FuncID no function has
@@ -364,6 +363,10 @@ func (m *Module) buildFiles(f *objscan.File) error {
 	type key struct{ cu, file uint32 }
 	want := map[key]*objscan.Func{}
 	maxKey := uint64(0)
+	// The binary's cutab bounds the entries that can name a file: an index
+	// past it cannot be read (the runtime would print "?"), so it takes no
+	// slot, and the rebuilt cutab is never larger than the binary's.
+	entries := uint64(max(f.Sizes.CUTab, 0)) / 4
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		if fn.PCFile == 0 || fn.CUOffset == ^uint32(0) {
@@ -382,6 +385,9 @@ func (m *Module) buildFiles(f *objscan.File) error {
 				continue
 			}
 			k := key{fn.CUOffset, uint32(r.Value)}
+			if uint64(k.cu)+uint64(k.file) >= entries {
+				continue
+			}
 			if _, ok := want[k]; ok {
 				continue
 			}
@@ -390,9 +396,6 @@ func (m *Module) buildFiles(f *objscan.File) error {
 				maxKey = s + 1
 			}
 		}
-	}
-	if maxKey > maxCutab {
-		return fmt.Errorf("%w: file index %d is implausibly large", ErrUnsupported, maxKey-1)
 	}
 	m.cutab = make([]uint32, maxKey)
 	for i := range m.cutab {
