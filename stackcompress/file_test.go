@@ -194,3 +194,33 @@ func FuzzRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestPagesChangedUnderReader loads every page of a file, then overwrites
+// the loaded bytes behind the header (as a file rewritten under its
+// mapping would), and walks every stack: each walk must end, in bounds,
+// with a stack or an error, never a panic.
+func TestPagesChangedUnderReader(t *testing.T) {
+	for _, l := range testLayouts {
+		for _, fill := range []byte{0x00, 0xff, 0x5a} {
+			b, in := build(t, Options{Layout: l, PageNodes: 1024}, 7, 3000, 40)
+			var buf bytes.Buffer
+			if _, err := b.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			r, err := NewReader(bytes.NewReader(buf.Bytes()), int64(buf.Len()), ReaderOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStacks(t, "reader", r, in)
+			for i := range r.loaded {
+				d := r.loaded[i].data
+				for j := pageHeaderSize; j < len(d); j++ {
+					d[j] = fill ^ byte(j*7)
+				}
+			}
+			for _, x := range in {
+				r.Stack(x.id, nil) // any stack or error; a panic fails the test
+			}
+		}
+	}
+}

@@ -62,7 +62,11 @@ func (p *page) frame(i uint64) uint64 {
 // parent returns the parent index of the node at offset i of the page.
 // For a corrupt page whose contents changed after validation (a file
 // rewritten under a mapping) the result may be any value; callers check it
-// against the node's index.
+// against the node's index. Every read stays inside the page: offsets come
+// from the header fields parsed at validation, and the one value re-read
+// from the data and used as an index, the rank directory's count, is
+// checked against the exceptions the page holds (an impossible count gives
+// idx, a parent that is not below its node).
 func (p *page) parent(i uint64) uint64 {
 	idx := p.first + i
 	switch p.kind {
@@ -83,6 +87,9 @@ func (p *page) parent(i uint64) uint64 {
 		r += 64 - uint64(bits.OnesCount64(binary.LittleEndian.Uint64(p.data[p.bitmapOff+8*k:])))
 	}
 	r += i&63 - uint64(bits.OnesCount64(word&(uint64(1)<<(i&63)-1)))
+	if r >= p.nexc {
+		return idx
+	}
 	v := p.pbase + getBits(p.data, p.parentsBit+r*uint64(p.pbits), p.pbits)
 	if p.kind == kindChainDelta {
 		return idx - v
