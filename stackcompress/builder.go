@@ -72,6 +72,7 @@ type Builder struct {
 	dict   []uint64 // dictionary: index -> frame
 	dslots slots    // dictionary map: frame -> index+1
 	wideAt uint64   // values from which a map needs 64-bit slots
+	hash   hasher   // the maps' keyed hash
 	cache  bool     // coherency cache enabled
 	caches map[uint64]*threadCache
 	maxThr int            // bound on len(caches)
@@ -153,6 +154,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 		open:   make([]uint64, 2*pn),
 		nodes:  newSlots(initialSlots, false),
 		wideAt: 1 << 32,
+		hash:   newHasher(),
 		cache:  !opts.NoCache,
 		caches: make(map[uint64]*threadCache),
 		maxThr: opts.MaxThreads,
@@ -235,7 +237,7 @@ func (b *Builder) GetOrInsert(frame, parentIndex uint64) (uint64, error) {
 // getOrInsert is GetOrInsert for a stored frame and a valid parent.
 func (b *Builder) getOrInsert(stored, parent uint64) (uint64, error) {
 	b.stats.Lookups++
-	h := hash2(stored, parent)
+	h := b.hash.hash2(stored, parent)
 	tag := b.nodes.tag(h)
 	i := h & b.nodes.mask
 	probes := uint64(1)
@@ -315,14 +317,14 @@ func (b *Builder) rehashNodes() {
 	b.stats.MapPeak = max(b.stats.MapPeak, b.nodes.bytes())
 	for v := uint64(1); v < b.n; v++ {
 		f, p := b.key(v)
-		b.nodes.insertNew(hash2(f, p), v)
+		b.nodes.insertNew(b.hash.hash2(f, p), v)
 	}
 }
 
 // intern returns the dictionary index of frame, adding it if new.
 func (b *Builder) intern(frame uint64) (uint64, error) {
 	b.stats.DictLooks++
-	h := hash1(frame)
+	h := b.hash.hash1(frame)
 	tag := b.dslots.tag(h)
 	i := h & b.dslots.mask
 	for {
@@ -352,7 +354,7 @@ func (b *Builder) intern(frame uint64) (uint64, error) {
 		b.dslots = newSlots(size, id+1 >= b.wideAt)
 		b.stats.DictPeak = max(b.stats.DictPeak, b.dslots.bytes())
 		for k, f := range b.dict {
-			b.dslots.insertNew(hash1(f), uint64(k)+1)
+			b.dslots.insertNew(b.hash.hash1(f), uint64(k)+1)
 		}
 		return id, nil
 	}

@@ -383,3 +383,46 @@ func TestMaxThreads(t *testing.T) {
 		t.Error("negative MaxThreads accepted")
 	}
 }
+
+// unmix inverts the fixed multiply-xorshift mixer stackcompress hashed
+// with before its hash was keyed: unmix(h) is the frame that the old hash1
+// sent to h.
+func unmix(h uint64) uint64 {
+	const mulB = 0xd6e8feb86659fd93
+	inv := uint64(mulB) // the inverse of an odd number mod 2^64, by Newton's method
+	for range 6 {
+		inv *= 2 - mulB*inv
+	}
+	h ^= h >> 32
+	h *= inv
+	h ^= h >> 32
+	h *= inv
+	return h
+}
+
+// TestCraftedCollisions inserts frames crafted so that an unkeyed hash
+// would put them all in one slot of any table up to 2^24 slots, as an
+// adversary writing a trace could. With a keyed hash the probes stay short
+// and the time linear.
+func TestCraftedCollisions(t *testing.T) {
+	const n = 20000
+	for _, l := range []Layout{LayoutSeed, {FrameBits: 64, Parents: ParentDelta, Dictionary: true}} {
+		b, err := NewBuilder(Options{Layout: l, NoCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := uint64(1); i <= n; i++ {
+			f := unmix(i << 24)
+			if _, err := b.Insert(0, []uint64{f, f ^ 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := b.Stats()
+		if mp := st.MeanProbe(); mp > 4 {
+			t.Errorf("%v: mean probe length %.1f over %d lookups, want a few", l, mp, st.Lookups)
+		}
+		if l.Dictionary && st.DictProbes > 8*st.DictLooks {
+			t.Errorf("%v: %d dictionary probes for %d lookups", l, st.DictProbes, st.DictLooks)
+		}
+	}
+}

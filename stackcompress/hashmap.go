@@ -1,6 +1,9 @@
 package stackcompress
 
-import "math/bits"
+import (
+	"hash/maphash"
+	"math/bits"
+)
 
 // slots is the array of an open-addressing hash table that stores only
 // values, never keys: node indices for the node map, dictionary indices
@@ -74,26 +77,22 @@ func (s *slots) insertNew(h, v uint64) {
 	s.set(i, v|s.tag(h))
 }
 
-// Multipliers from the 64-bit golden ratio and from MurmurHash3's finalizer.
-const (
-	mulA = 0x9e3779b97f4a7c15
-	mulB = 0xd6e8feb86659fd93
-)
+// hasher hashes keys with a per-builder random seed (hash/maphash), so that
+// no input, however crafted, can predict which keys share a probe sequence:
+// frames come from traces and profiles, which an adversary can write, and
+// with a fixed hash a few thousand colliding frames would make every insert
+// probe every earlier one. The seed is not part of any file: the maps live
+// only while a Builder builds.
+type hasher struct{ seed maphash.Seed }
+
+func newHasher() hasher { return hasher{maphash.MakeSeed()} }
 
 // hash2 hashes a node key: a stored frame and a parent index.
-func hash2(frame, parent uint64) uint64 {
-	h := (frame ^ bits.RotateLeft64(parent*mulA, 31)) * mulB
-	h ^= h >> 32
-	h *= mulB
-	h ^= h >> 32
-	return h
+func (h hasher) hash2(frame, parent uint64) uint64 {
+	return maphash.Comparable(h.seed, [2]uint64{frame, parent})
 }
 
 // hash1 hashes a frame for the dictionary.
-func hash1(frame uint64) uint64 {
-	h := frame * mulB
-	h ^= h >> 32
-	h *= mulB
-	h ^= h >> 32
-	return h
+func (h hasher) hash1(frame uint64) uint64 {
+	return maphash.Comparable(h.seed, frame)
 }
