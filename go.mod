@@ -8,6 +8,7 @@ require (
 	golang.org/x/arch v0.32.0
 	golang.org/x/exp v0.0.0-20261014143641-f0251eb4aa3e
 	golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da
+	golang.org/x/sys v0.49.0
 	golang.org/x/tools v0.52.0
 )
 

@@ -2,6 +2,7 @@ package lookupbench
 
 import (
 	"fmt"
+	"github.com/pctab/pctab/internal/cputime"
 	"math"
 	"runtime"
 	"sort"
@@ -410,11 +411,11 @@ func (b *Bench) measure(run func(n int) int64, bt BenchTime) (int, time.Duration
 		// stays on it.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		c0, ok0 := threadCPUTime()
+		c0, ok0 := cputime.Thread()
 		start := time.Now()
 		b.sink += run(n)
 		d := time.Since(start)
-		c1, ok1 := threadCPUTime()
+		c1, ok1 := cputime.Thread()
 		cpu = -1
 		if ok0 && ok1 {
 			cpu = c1 - c0

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/pctab/pctab/internal/cputime"
 	"math"
 	"runtime"
 	"slices"
@@ -374,7 +375,7 @@ func measureVariant(c *stackinput.Corpus, cv *converted, v Variant, opts Options
 	}
 	ids := make([]uint64, len(c.Samples))
 	runtime.LockOSThread()
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := cputime.Thread()
 	start := time.Now()
 	for i, s := range c.Samples {
 		if ids[i], err = b.Insert(cacheKey(s, opts.CacheKey), cv.stack(s.Stack)); err != nil {
@@ -383,7 +384,7 @@ func measureVariant(c *stackinput.Corpus, cv *converted, v Variant, opts Options
 		}
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := threadCPU()
+	cpu1, _ := cputime.Thread()
 	runtime.UnlockOSThread()
 	st := b.Stats()
 	sz := b.Size()

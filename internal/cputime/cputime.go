@@ -1,0 +1,20 @@
+// Package cputime reads the CPU time of the calling OS thread, the clock
+// pctab's timings use because these machines are shared: it leaves out the
+// time other processes hold the CPU.
+//
+// Callers lock their goroutine to its thread (runtime.LockOSThread) around
+// the span they measure.
+package cputime
+
+import "time"
+
+// Thread returns the CPU time, user and system, that the calling OS thread
+// has used, and whether the platform measures it (Linux, Darwin and FreeBSD
+// do; elsewhere it returns 0, false).
+func Thread() (time.Duration, bool) { return thread() }
+
+// Available reports whether Thread measures thread CPU time here.
+func Available() bool {
+	_, ok := thread()
+	return ok
+}
