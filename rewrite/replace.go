@@ -237,7 +237,8 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		}
 	}
 	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
-	shoff, err := e.placeTables(uint64(len(out)))
+	before := uint64(len(out))
+	shoff, err := e.placeTables(before)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +270,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data))},
 		{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
 	}
-	res.Parts = append(res.Parts, headerTablePart(res, int64(len(out))-int64(len(e.data)), oldShoff, shoff, oldShsize, uint64(len(e.sects))*e.shentsize))
+	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, false, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),

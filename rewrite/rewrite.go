@@ -269,7 +269,8 @@ func appendMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]b
 	out = append(out, sec...)
 	e.sects = append(e.sects, elfSect{Name: objscan.LinearSection, NameOff: nameOff, Type: uint32(elf.SHT_PROGBITS),
 		Off: secAt, Size: uint64(len(sec)), Addralign: 8})
-	shoff, err := e.placeTables(uint64(len(out)))
+	before := uint64(len(out))
+	shoff, err := e.placeTables(before)
 	if err != nil {
 		return nil, err
 	}
@@ -292,25 +293,35 @@ func appendMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]b
 		{Name: "alignment before the section", New: int64(padBefore)},
 		strsPart,
 	}
-	res.Parts = append(res.Parts, headerTablePart(res, int64(len(out))-int64(oldSize), oldShoff, shoff, oldShsize, uint64(len(e.sects))*e.shentsize))
+	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, oldShoff >= cut, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes, "no loaded byte and no program header changed")
 	return out, nil
 }
 
-// headerTablePart is the last part of a size account: what the section
-// header table's move and growth cost, computed as what the other parts do
-// not explain (so that the parts always add up).
-func headerTablePart(res *Result, delta int64, oldOff, newOff, oldSize, newSize uint64) Part {
-	var sum int64
-	for _, p := range res.Parts {
-		sum += p.Delta()
+// headerTablePart measures what the section header table costs: the bytes
+// appended to the output to hold it (from before, the output's size when
+// the table was placed, to after, its final size; 0 when it went into the
+// padding after the program headers), less the old table's bytes if they
+// were dropped from the end of the file. Old bytes that stay in the file
+// (cleared, unused) are counted on both sides. It is measured, not
+// inferred, so the account's sum check can fail.
+func headerTablePart(oldOff, oldSize uint64, dropped bool, before, newOff, newSize, after uint64) Part {
+	kept := oldSize
+	if dropped {
+		kept = 0
 	}
-	p := Part{Name: "section header table", Old: int64(oldSize), New: int64(oldSize) + delta - sum}
+	p := Part{Name: "section header table", Old: int64(oldSize), New: int64(kept + (after - before))}
 	p.Note = fmt.Sprintf("%d bytes at %#x, were %d bytes at %#x; ", newSize, newOff, oldSize, oldOff)
-	if newOff+newSize <= uint64(res.InBytes) && p.Delta() == 0 {
-		p.Note += "both in the padding after the program headers, so it costs no file bytes"
-	} else {
-		p.Note += "alignment padding included"
+	switch {
+	case after == before:
+		p.Note += "placed in the padding after the program headers, so it costs no file bytes"
+	case dropped:
+		p.Note += "rewritten at the end of the file, alignment padding included"
+	default:
+		p.Note += "a new table at the end of the file (alignment included); the old one stays, cleared"
+	}
+	if !dropped && after == before {
+		p.Note += "; the old one stays, cleared"
 	}
 	return p
 }
