@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // FuzzShimPCs looks up arbitrary PCs, in and around the text, with every

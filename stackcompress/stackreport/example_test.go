@@ -5,8 +5,8 @@ import (
 	"log"
 
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
 	"github.com/pctab/pctab/stackcompress/stackreport"
+	"github.com/pctab/pctab/stackinput"
 )
 
 func ExampleMeasure() {

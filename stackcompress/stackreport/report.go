@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // Frame kinds.

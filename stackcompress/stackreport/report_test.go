@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pctab/pctab/internal/stackcapture"
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackcapture"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 //go:noinline
