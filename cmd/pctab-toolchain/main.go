@@ -1,0 +1,125 @@
+// Command pctab-toolchain builds and uses the Go toolchain whose linker
+// writes, and whose runtime reads, linear-index PC-value tables (package
+// toolchain).
+//
+// Usage:
+//
+//	pctab-toolchain build                 build the toolchain (cached) and print where it is
+//	pctab-toolchain go [-twin] ARGS...    run its go command (or the twin's: stock linker)
+//	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
+//	pctab-toolchain sizes [PKG...]        build packages both ways and compare sizes
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/toolchain"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "pctab-toolchain:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, "usage: pctab-toolchain build\n"+
+		"       pctab-toolchain go [-twin] ARGS...\n"+
+		"       pctab-toolchain check PATCHED TWIN\n"+
+		"       pctab-toolchain sizes [-twin-too] [PKG...]\n")
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errors.New("no subcommand")
+	}
+	cache, err := toolchain.DefaultCacheDir()
+	if err != nil {
+		return err
+	}
+	get := func() (*toolchain.Toolchain, error) {
+		start := time.Now()
+		tc, err := toolchain.Build(ctx, cache, stderr)
+		if err != nil {
+			return nil, err
+		}
+		if !tc.Cached {
+			fmt.Fprintf(stderr, "pctab-toolchain: built %s in %.1fs\n", tc.Dir, time.Since(start).Seconds())
+		}
+		return tc, nil
+	}
+	switch args[0] {
+	case "build":
+		tc, err := get()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "GOROOT=%s\nTWIN=%s\nversion %s, patch key %s\n", tc.GOROOT, tc.TwinGOROOT, tc.Version, tc.Key)
+		return nil
+	case "go":
+		fs := flag.NewFlagSet("go", flag.ContinueOnError)
+		twin := fs.Bool("twin", false, "use the twin GOROOT (patched sources, stock linker)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		tc, err := get()
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, tc.GoCommand(*twin), fs.Args()...)
+		cmd.Env = tc.Env(*twin)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+		return cmd.Run()
+	case "check":
+		if len(args) != 3 {
+			usage(stderr)
+			return errors.New("check needs PATCHED and TWIN")
+		}
+		lin, err := objscan.Open(args[1])
+		if err != nil {
+			return err
+		}
+		defer lin.Close()
+		twin, err := objscan.Open(args[2])
+		if err != nil {
+			return err
+		}
+		defer twin.Close()
+		res, err := toolchain.Check(lin, twin)
+		if err != nil {
+			return err
+		}
+		status := "ok"
+		if !res.OK() {
+			status = "FAIL"
+		}
+		fmt.Fprintf(stdout, "%s: %s against %s: %d functions, %d distinct tables, %d PCs, %d mismatches\n",
+			args[1], status, filepath.Base(args[2]), len(lin.Funcs), res.Tables, res.PCs, res.Mismatches)
+		for _, e := range res.Examples {
+			fmt.Fprintf(stdout, "\t%s\n", e)
+		}
+		if !res.OK() {
+			return errors.New("check failed")
+		}
+		return nil
+	case "sizes":
+		return runSizes(ctx, get, args[1:], stdout)
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown subcommand %q", args[0])
+}

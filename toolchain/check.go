@@ -1,0 +1,130 @@
+package toolchain
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/pctab/pctab/linearpc"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
+	"github.com/pctab/pctab/varintpc"
+	"github.com/pctab/pctab/verify"
+)
+
+const maxExamples = 20
+
+// Check compares a binary built with the patched toolchain (linear tables)
+// to its twin (the same program built by the twin GOROOT: the same code at
+// the same addresses, varint tables). Both must have the same functions at
+// the same entry PCs. For every table of every function, the stored linear
+// bytes must be exactly linearpc's encoding of the twin's table (extended
+// to the function's stored length with -1, as the linker does), and a
+// lookup at every PC of the function must give the twin's value.
+//
+// Unlike rewrite.Check it does not require the whole pctab to be laid out
+// as rewrite-binary would: the linker stores each distinct encoding once,
+// in its own order.
+func Check(lin, twin *objscan.File) (*verify.Result, error) {
+	l := lin.Linear
+	if l == nil || l.Mode != "replace" {
+		return nil, errors.New("toolchain.Check: the patched binary has no linear pclntab")
+	}
+	if twin.Linear != nil {
+		return nil, errors.New("toolchain.Check: the twin is itself in the linear format")
+	}
+	if len(lin.Funcs) != len(twin.Funcs) || len(l.Funcs) != len(twin.Funcs) {
+		return nil, fmt.Errorf("toolchain.Check: %d functions (%d with linear tables), the twin has %d", len(lin.Funcs), len(l.Funcs), len(twin.Funcs))
+	}
+	if lin.PCQuantum != twin.PCQuantum || lin.PCQuantum == 0 {
+		return nil, fmt.Errorf("toolchain.Check: PC quantum %d, the twin's is %d", lin.PCQuantum, twin.PCQuantum)
+	}
+	res := &verify.Result{}
+	fail := func(format string, args ...any) {
+		res.Mismatches++
+		if len(res.Examples) < maxExamples {
+			res.Examples = append(res.Examples, fmt.Sprintf(format, args...))
+		}
+	}
+	type key struct{ varint, n, linear uint32 }
+	seen := map[key]bool{}
+	decoded := map[uint32]pcvalue.Table{}
+	q := uint64(lin.PCQuantum)
+	for i := range twin.Funcs {
+		ft, fl, lf := &twin.Funcs[i], &lin.Funcs[i], &l.Funcs[i]
+		if ft.Name != fl.Name || ft.Entry != fl.Entry {
+			fail("function %d: %s at %#x, the twin has %s at %#x", i, fl.Name, fl.Entry, ft.Name, ft.Entry)
+			continue
+		}
+		if uint64(lf.Len)*q != ft.Size {
+			fail("function %s: stored length %d units, the twin's tables cover %d bytes", fl.Name, lf.Len, ft.Size)
+			continue
+		}
+		vo := append([]uint32{ft.PCSP, ft.PCFile, ft.PCLn}, ft.PCData...)
+		lo := lf.Offsets()
+		for j := range max(len(vo), len(lo)) {
+			var v, off uint32
+			if j < len(vo) {
+				v = vo[j]
+			}
+			if j < len(lo) {
+				off = lo[j]
+			}
+			if v == 0 || lf.Len == 0 {
+				if off != 0 {
+					fail("function %s: table %d at linear offset %#x, the twin has none", fl.Name, j, off)
+				}
+				continue
+			}
+			k := key{v, lf.Len, off}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			res.Tables++
+			t, ok := decoded[v]
+			if !ok {
+				tab := twin.Table(v)
+				if tab == nil {
+					return nil, fmt.Errorf("toolchain.Check: function %s: table %d at twin pctab offset %#x is not in objscan's table set", ft.Name, j, v)
+				}
+				var err error
+				if t, _, err = varintpc.Decode(tab.Data); err != nil {
+					return nil, fmt.Errorf("toolchain.Check: twin table at pctab offset %#x: %w", v, err)
+				}
+				decoded[v] = t
+			}
+			t = Extend(t, lf.Len)
+			enc := linearpc.Encode(t)
+			if uint64(off)+uint64(len(enc)) > uint64(len(l.Data)) || !bytes.Equal(l.Data[off:int(off)+len(enc)], enc) {
+				fail("function %s: table %d at linear offset %#x is not linearpc's %d-byte encoding of the twin's table at %#x", fl.Name, j, off, len(enc), v)
+				continue
+			}
+			for pc := range lf.Len {
+				want, _ := t.Lookup(pc)
+				got, err := linearpc.LookupChecked(l.Data[off:], lf.Len, pc)
+				res.PCs++
+				res.Lookups++
+				if err != nil || got != want {
+					fail("function %s: table %d at PC +%#x: linear %d (%v), twin %d", fl.Name, j, uint64(pc)*q, got, err, want)
+					break
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// Extend returns t covering n units, the units past t.Len holding -1 (what
+// Go's varint decoder returns there). The patched linker stores every table
+// of a function at the length of its longest.
+func Extend(t pcvalue.Table, n uint32) pcvalue.Table {
+	if t.Len >= n {
+		return t
+	}
+	runs := linearpc.Canonical(t).Runs
+	if len(runs) == 0 || runs[len(runs)-1].Value != -1 {
+		runs = append(runs, pcvalue.Run{PC: t.Len, Value: -1})
+	}
+	return pcvalue.Table{Runs: runs, Len: n}
+}

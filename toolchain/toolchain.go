@@ -1,0 +1,271 @@
+// Package toolchain builds and runs a Go toolchain whose linker writes, and
+// whose runtime reads, PC-value tables in the linear index format of
+// golang/go#61984 (package linearpc's spec variant).
+//
+// The change to Go is one reviewable patch, patches/linear.diff, against the
+// local Go release (the go command on PATH). [Build] makes, once per patch
+// and release, two GOROOTs under a cache directory:
+//
+//   - go: a copy of the local GOROOT with the patch applied and cmd/link
+//     rebuilt from the patched sources. Programs built with it carry linear
+//     tables (pcHeader magic 0xffffffe1, objscan.LinearMagic) and a runtime
+//     that reads them.
+//   - twin: the same patched sources with the stock linker. It builds the
+//     stock twin of a program: the same code at the same addresses with
+//     varint tables, the independent truth [Check] compares against.
+//
+// Only the linker is rebuilt: the runtime and the rest of the standard
+// library are compiled from the GOROOT's sources by every build, so a
+// patched runtime needs no make.bash. The linker is built with the stock
+// toolchain, its own sources overlaid (go build -overlay), so that the
+// linker binary itself keeps a stock runtime. Each GOROOT gets its own
+// GOCACHE: a release's go command identifies the linker by its version
+// line, which the patch does not change, so a shared cache could hand a
+// stock link's output to the patched toolchain.
+package toolchain
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Patch is the change to Go (cmd/link, internal/abi, runtime) as a unified
+// diff against the Go release's GOROOT.
+//
+//go:embed patches/linear.diff
+var Patch []byte
+
+// NoCacheTag is the build tag that removes the runtime's per-M pcvalue
+// cache (go build -tags pctab_nocache).
+const NoCacheTag = "pctab_nocache"
+
+// Toolchain is a built patched toolchain and its twin.
+type Toolchain struct {
+	Dir        string // cache directory of this patch and release
+	GOROOT     string // patched GOROOT: linear tables
+	TwinGOROOT string // patched sources, stock linker: varint tables
+	StockRoot  string // the local GOROOT it was made from
+	Version    string // Go release, e.g. "go1.26.8"
+	Key        string // hash of the patch and the release
+	Cached     bool   // whether Build found it ready
+}
+
+// DefaultCacheDir returns $HOME/.cache/pctab-toolchain (os.UserCacheDir).
+func DefaultCacheDir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "pctab-toolchain"), nil
+}
+
+// Build returns the toolchain for Patch and the local Go release, building
+// it under cacheDir if it is missing. Progress goes to log (may be nil).
+func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	root, version, err := stockRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s/%s\n", version, runtime.GOOS, runtime.GOARCH)
+	h.Write(Patch)
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	dir := filepath.Join(cacheDir, key)
+	tc := &Toolchain{
+		Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"),
+		StockRoot: root, Version: version, Key: key,
+	}
+	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
+		tc.Cached = true
+		return tc, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(cacheDir, key+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	goroot, twin := filepath.Join(tmp, "go"), filepath.Join(tmp, "twin")
+	fmt.Fprintf(log, "toolchain: copying %s to %s\n", root, goroot)
+	if err := run(ctx, "", nil, "cp", "-a", root, goroot); err != nil {
+		return nil, err
+	}
+	patchFile := filepath.Join(tmp, "linear.diff")
+	if err := os.WriteFile(patchFile, Patch, 0o644); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "toolchain: applying the patch (%d bytes)\n", len(Patch))
+	if err := run(ctx, goroot, nil, "git", "apply", "--unsafe-paths", "--whitespace=nowarn", patchFile); err != nil {
+		return nil, fmt.Errorf("applying %s to a copy of %s: %w", patchFile, root, err)
+	}
+	link := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "link"+exeSuffix())
+	if err := buildLinker(ctx, root, goroot, filepath.Join(goroot, link), tmp, log); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "toolchain: making the twin GOROOT (stock linker)\n")
+	if err := run(ctx, "", nil, "cp", "-al", goroot, twin); err != nil {
+		return nil, err
+	}
+	if err := os.Remove(filepath.Join(twin, link)); err != nil {
+		return nil, err
+	}
+	if err := run(ctx, "", nil, "cp", filepath.Join(root, link), filepath.Join(twin, link)); err != nil {
+		return nil, err
+	}
+	os.Remove(patchFile)
+	if err := os.WriteFile(filepath.Join(tmp, "done"), []byte(version+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	os.RemoveAll(dir) // a half-made directory of an interrupted run
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// buildLinker builds cmd/link from the stock GOROOT with the patched
+// cmd/link files overlaid, writing it to out.
+func buildLinker(ctx context.Context, root, patched, out, tmp string, log io.Writer) error {
+	files, err := PatchedFiles()
+	if err != nil {
+		return err
+	}
+	var ov bytes.Buffer
+	ov.WriteString(`{"Replace":{`)
+	n := 0
+	for _, f := range files {
+		if !strings.HasPrefix(f, "src/cmd/link/") {
+			continue
+		}
+		if n > 0 {
+			ov.WriteString(",")
+		}
+		n++
+		fmt.Fprintf(&ov, "%q:%q", filepath.Join(root, f), filepath.Join(patched, f))
+	}
+	ov.WriteString("}}")
+	ovFile := filepath.Join(tmp, "overlay.json")
+	if err := os.WriteFile(ovFile, ov.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "toolchain: building cmd/link with %d patched files\n", n)
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=", "CGO_ENABLED=0")
+	err = run(ctx, filepath.Join(root, "src"), env, filepath.Join(root, "bin", "go"+exeSuffix()), "build", "-overlay", ovFile, "-o", out, "cmd/link")
+	os.Remove(ovFile)
+	return err
+}
+
+// PatchedFiles returns the GOROOT-relative paths Patch changes or adds.
+func PatchedFiles() ([]string, error) {
+	var files []string
+	sc := bufio.NewScanner(bytes.NewReader(Patch))
+	for sc.Scan() {
+		if f, ok := strings.CutPrefix(sc.Text(), "+++ b/"); ok {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("toolchain: the patch changes no files")
+	}
+	return files, sc.Err()
+}
+
+// stockRoot returns the GOROOT and version of the go command on PATH.
+func stockRoot(ctx context.Context) (root, version string, err error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("toolchain: go env: %w", err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("toolchain: go env GOROOT GOVERSION printed %q", out)
+	}
+	return f[0], f[1], nil
+}
+
+// Env returns the environment for the go command of the patched toolchain
+// (twin false) or of the twin: its GOROOT, its own GOCACHE, no toolchain
+// switching, and extra (KEY=value) last.
+func (tc *Toolchain) Env(twin bool, extra ...string) []string {
+	root, cache := tc.GOROOT, filepath.Join(tc.Dir, "cache-go")
+	if twin {
+		root, cache = tc.TwinGOROOT, filepath.Join(tc.Dir, "cache-twin")
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOROOT", "GOCACHE", "GOTOOLCHAIN", "GOFLAGS":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GOROOT="+root, "GOCACHE="+cache, "GOTOOLCHAIN=local", "GOFLAGS=")
+	return append(env, extra...)
+}
+
+// GoCommand returns the path of the go command of the patched toolchain or
+// of the twin.
+func (tc *Toolchain) GoCommand(twin bool) string {
+	root := tc.GOROOT
+	if twin {
+		root = tc.TwinGOROOT
+	}
+	return filepath.Join(root, "bin", "go"+exeSuffix())
+}
+
+// BuildOptions describes one go build.
+type BuildOptions struct {
+	Dir     string   // directory of the main package's module (cmd.Dir)
+	Package string   // package to build, e.g. "." or "cmd/gofmt"
+	Out     string   // output file
+	Twin    bool     // build with the twin (varint tables)
+	Tags    []string // build tags, e.g. NoCacheTag
+	Env     []string // extra environment, e.g. GOARCH=arm64
+}
+
+// GoBuild runs go build with the patched toolchain or the twin.
+func (tc *Toolchain) GoBuild(ctx context.Context, o BuildOptions) error {
+	args := []string{"build", "-o", o.Out}
+	if len(o.Tags) > 0 {
+		args = append(args, "-tags", strings.Join(o.Tags, ","))
+	}
+	args = append(args, o.Package)
+	return run(ctx, o.Dir, tc.Env(o.Twin, o.Env...), tc.GoCommand(o.Twin), args...)
+}
+
+func run(ctx context.Context, dir string, env []string, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, bytes.TrimSpace(out.Bytes()))
+	}
+	return nil
+}
+
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
+}
