@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-		"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/toolchain"
 )
 
