@@ -1,0 +1,3 @@
+module example.com/selfwalk
+
+go 1.26

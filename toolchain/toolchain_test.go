@@ -1,0 +1,219 @@
+package toolchain
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/linearpc"
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
+)
+
+func TestPatchedFiles(t *testing.T) {
+	files, err := PatchedFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{
+		"src/cmd/link/internal/ld/pcln.go": true, "src/cmd/link/internal/ld/pclinear.go": true,
+		"src/runtime/symtab.go": true, "src/runtime/symtab_linear.go": true, "src/runtime/runtime2.go": true,
+	}
+	for _, f := range files {
+		delete(want, f)
+	}
+	if len(want) > 0 {
+		t.Errorf("the patch does not touch %v (it touches %v)", want, files)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	for _, tc := range []struct {
+		in   pcvalue.Table
+		n    uint32
+		want []int32 // value at each PC
+	}{
+		{pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 2, Value: 7}}, Len: 3}, 5, []int32{5, 5, 7, -1, -1}},
+		{pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}, {PC: 2, Value: -1}}, Len: 3}, 5, []int32{5, 5, -1, -1, -1}},
+		{pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 5}}, Len: 3}, 3, []int32{5, 5, 5}},
+	} {
+		got := Extend(tc.in, tc.n)
+		if got.Len != tc.n {
+			t.Errorf("Extend(%v, %d).Len = %d", tc.in, tc.n, got.Len)
+		}
+		for pc, w := range tc.want {
+			if v, _ := got.Lookup(uint32(pc)); v != w {
+				t.Errorf("Extend(%v, %d) at %d = %d, want %d", tc.in, tc.n, pc, v, w)
+			}
+		}
+	}
+}
+
+// build builds testdata/selfwalk with the patched toolchain or its twin.
+func build(t *testing.T, tc *Toolchain, twin bool, tags ...string) string {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/selfwalk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), fmt.Sprintf("selfwalk-%v-%s", twin, strings.Join(tags, "-")))
+	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Twin: twin, Tags: tags}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func testToolchain(t *testing.T) *Toolchain {
+	if testing.Short() {
+		t.Skip("builds the patched toolchain and the standard library with it")
+	}
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := Build(context.Background(), cache, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// TestRuntime builds a program with the patched toolchain, with and
+// without the runtime's pcvalue cache, checks its tables against its twin,
+// and asks its runtime (FuncForPC, FileLine) about every PC of every
+// function, comparing with objscan and linearpc's lookups in the same
+// binary.
+func TestRuntime(t *testing.T) {
+	tc := testToolchain(t)
+	for _, tags := range [][]string{nil, {NoCacheTag}} {
+		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
+			lin, twin := build(t, tc, false, tags...), build(t, tc, true, tags...)
+			fl, err := objscan.Open(lin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fl.Close()
+			ft, err := objscan.Open(twin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ft.Close()
+			res, err := Check(fl, ft)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.OK() || res.PCs == 0 {
+				t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
+			}
+			t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+			selfWalk(t, lin, fl)
+		})
+	}
+}
+
+func selfWalk(t *testing.T, bin string, f *objscan.File) {
+	var in bytes.Buffer
+	var funcs []int
+	l := f.Linear
+	q := uint64(f.PCQuantum)
+	for i := range f.Funcs {
+		lf := &l.Funcs[i]
+		if lf.Len == 0 || lf.PCLn == 0 || lf.PCFile == 0 {
+			continue
+		}
+		funcs = append(funcs, i)
+		fmt.Fprintf(&in, "%x %x %x\n", f.Funcs[i].Entry, f.Funcs[i].Entry+uint64(lf.Len)*q, q)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.Bytes())
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() || sc.Text() != "ok" {
+		t.Fatalf("%s did not print ok first: %q", bin, sc.Text())
+	}
+	files, names := map[int]string{}, map[int]string{}
+	next := func() []string {
+		for sc.Scan() {
+			s := sc.Text()
+			if kind, rest, ok := strings.Cut(s, " "); ok && (kind == "f" || kind == "n") {
+				id, s, _ := strings.Cut(rest, " ")
+				n, _ := strconv.Atoi(id)
+				if kind == "f" {
+					files[n] = s
+				} else {
+					names[n] = s
+				}
+				continue
+			}
+			return strings.Fields(s)
+		}
+		t.Fatalf("%s: output ends early", bin)
+		return nil
+	}
+	checked, bad := 0, 0
+	badFuncs := map[string]int{}
+	for _, i := range funcs {
+		fn, lf := &f.Funcs[i], &l.Funcs[i]
+		inl := lf.TableOffset(objscan.KindInlTreeIndex)
+		for u := range lf.Len {
+			got := next()
+			line := linearpc.Lookup(l.Data[lf.PCLn:], lf.Len, u)
+			fileno := linearpc.Lookup(l.Data[lf.PCFile:], lf.Len, u)
+			file, err := f.FileName(fn, fileno)
+			if err != nil {
+				file = "?"
+			}
+			want := []string{strconv.Itoa(int(line)), file}
+			have := []string{"-", "-"}
+			if len(got) == 4 && got[0] != "-" {
+				fid, _ := strconv.Atoi(got[1])
+				have = []string{got[0], files[fid]}
+				if inl == 0 || linearpc.Lookup(l.Data[inl:], lf.Len, u) < 0 {
+					nid, _ := strconv.Atoi(got[2])
+					name := nameForPrint(fn.Name)
+					if i == 0 {
+						// Stock Go too: a name at funcnametab offset 0
+						// reads as no name.
+						name = ""
+					}
+					want = append(want, name, strconv.FormatUint(fn.Entry, 16))
+					have = append(have, names[nid], got[3])
+				}
+			}
+			checked++
+			if strings.Join(have, " ") != strings.Join(want, " ") {
+				bad++
+				badFuncs[fn.Name]++
+				if bad <= 3 {
+					t.Errorf("%s at %#x (+%#x): runtime says %q, linearpc %q", fn.Name, fn.Entry+uint64(u)*q, uint64(u)*q, have, want)
+				}
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d PCs disagree, in %v", bad, checked, badFuncs)
+	}
+	t.Logf("%d PCs of %d functions: the runtime agrees with linearpc", checked, len(funcs))
+}
+
+// nameForPrint is runtime.funcNameForPrint: everything from the first '['
+// to the last ']' prints as "[...]".
+func nameForPrint(name string) string {
+	i, j := strings.IndexByte(name, '['), strings.LastIndexByte(name, ']')
+	if i < 0 || j <= i {
+		return name
+	}
+	return name[:i] + "[...]" + name[j+1:]
+}
