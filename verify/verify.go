@@ -23,11 +23,11 @@ import (
 
 // Result summarizes a verification run.
 type Result struct {
-	Tables     int      // distinct tables checked
-	PCs        int64    // (table, PC) pairs checked, variants not counted separately
-	Lookups    int64    // lookups compared, all encodings included
-	Mismatches int64    // disagreements found
-	Examples   []string // the first few mismatches, described
+	Tables     int      `json:"tables"`             // distinct tables checked
+	PCs        int64    `json:"pcs"`                // (table, PC) pairs checked, variants not counted separately
+	Lookups    int64    `json:"lookups"`            // lookups compared, all encodings included
+	Mismatches int64    `json:"mismatches"`         // disagreements found
+	Examples   []string `json:"examples,omitempty"` // the first few mismatches, described
 }
 
 // OK reports whether the run found no mismatch.

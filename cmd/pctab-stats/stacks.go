@@ -87,11 +87,7 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *jsonOut {
-		out := struct {
-			*stackreport.Report
-			File *stackreport.FileReport `json:",omitempty"`
-		}{rep, fileRep}
-		b, err := json.MarshalIndent(out, "", "  ")
+		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -105,6 +101,19 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 		return stackreport.WriteFileText(stdout, fileRep)
 	}
 	return nil
+}
+
+// stacksSchemaVersion is the schema_version of stacks' JSON
+// (testdata/stacks.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
+const stacksSchemaVersion = 1
+
+// stacksJSON is the JSON form of the stacks report: the schema version, the
+// report's fields and, with -o, the file read back under "file".
+type stacksJSON struct {
+	SchemaVersion int `json:"schema_version"`
+	*stackreport.Report
+	File *stackreport.FileReport `json:"file,omitempty"`
 }
 
 // fromBinary takes the text base from the binary and, for a trace, the

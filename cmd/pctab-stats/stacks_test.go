@@ -115,20 +115,13 @@ func TestRunStacksJSON(t *testing.T) {
 	if err := runStacks([]string{"-json", "-trace", tracePath, "-o", filepath.Join(dir, "dag")}, &stdout, &stderr); err != nil {
 		t.Fatal(err, stderr.String())
 	}
-	var out struct {
-		Stacks, Frames, RawBytes, DedupBytes uint64
-		Variants                             []struct {
-			Name                  string
-			Nodes, DAGBytes       uint64
-			BytesPerNode          float64
-			MeanProbe, CacheSaved float64
-			FramesPerSecond       float64
-			Verified              uint64
-		}
-		File struct{ Verified uint64 }
-	}
+	checkJSONValue(t, "stacks", stdout.Bytes())
+	var out stacksJSON
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if out.File == nil {
+		t.Fatalf("no file report with -o:\n%s", stdout.String())
 	}
 	if out.Stacks == 0 || out.RawBytes != 8*out.Frames || len(out.Variants) == 0 || out.File.Verified != out.Stacks {
 		t.Fatalf("JSON report %+v", out)
