@@ -28,7 +28,7 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 	pageNodes := fs.Int("page-nodes", stackcompress.DefaultPageNodes, "nodes per DAG `page` (a power of two)")
 	cacheKey := fs.String("cache-key", stackreport.KeyGoroutine, "coherency cache key: goroutine, thread, single or off")
 	maxThreads := fs.Int("max-threads", stackcompress.DefaultMaxThreads, "threads the coherency cache remembers at most")
-	textBase := fs.Uint64("text-base", 0, "text base for text frames (default: the BINARY's, else the lowest PC seen)")
+	textBase := fs.Uint64("text-base", 0, "run-time text base for text frames, used as given (default: the BINARY's, moved by the load offset found in the trace, else the lowest PC seen)")
 	layouts := fs.String("variants", "", "comma-separated `frames/layout` variants to measure, e.g. pc/seed,text/delta32,pc/packed (default: all)")
 	outPath := fs.String("o", "", "also write the DAG of the -file-variant to this `file` and read every stack back from it")
 	fileVariant := fs.String("file-variant", "pc/packed", "the `frames/layout` variant that -o writes")
@@ -119,14 +119,17 @@ type stacksJSON struct {
 // fromBinary takes the text base from the binary and, for a trace, the
 // physical frames of every sample, which runtimeshim derives from the
 // binary's inline trees, so that the report costs the tracer's table with
-// the PCs the runtime stores.
+// the PCs the runtime stores. The binary's text base is moved by the load
+// offset (slide) found in the trace's PCs; a text base the user gave
+// (opts.TextBase != 0) is a run-time address already and is kept as it is.
 func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, isTrace bool, stderr io.Writer) error {
 	f, err := objscan.Open(path)
 	if err != nil {
 		return fmt.Errorf("stacks: %w", err)
 	}
 	defer f.Close()
-	if opts.TextBase == 0 {
+	userBase := opts.TextBase != 0
+	if !userBase {
 		opts.TextBase = f.TextStart
 	}
 	if !isTrace {
@@ -146,7 +149,7 @@ func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, is
 		fmt.Fprintf(stderr, "pctab-stats stacks: no physical frames: %v\n", err)
 		return nil
 	}
-	if slide != 0 {
+	if !userBase {
 		opts.TextBase += slide
 	}
 	stacks, _ := shim.StacksFromCorpus(c, slide)
