@@ -67,7 +67,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	var cfg replayConfig
 	fs.StringVar(&cfg.tracePath, "trace", "", "replay the stacks of this Go execution trace `file`, written by BINARY")
 	fs.StringVar(&cfg.pprofPath, "pprof", "", "replay the stacks of this CPU profile `file`, written by BINARY")
-	fs.IntVar(&cfg.synthetic, "synthetic", 0, "replay `N` stacks drawn from BINARY's static call graph (amd64 and arm64)")
+	fs.IntVar(&cfg.synthetic, "synthetic", 0, "replay `N` stacks drawn from BINARY's static call graph (amd64, 386 and arm64)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic stacks")
 	fs.IntVar(&cfg.minDepth, "min-depth", 4, "smallest target depth of a synthetic stack")
 	fs.IntVar(&cfg.maxDepth, "max-depth", 40, "largest target depth of a synthetic stack")
