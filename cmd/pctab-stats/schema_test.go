@@ -24,6 +24,7 @@ var jsonOutputs = []struct {
 	{"stacks", reflect.TypeFor[stacksJSON](), stacksSchemaVersion},
 	{"replay", reflect.TypeFor[replayReport](), replaySchemaVersion},
 	{"verify", reflect.TypeFor[verifyJSON](), verifySchemaVersion},
+	{"labels", reflect.TypeFor[labelsJSON](), labelsSchemaVersion},
 }
 
 // TestJSONSchemas fails when a field of a -json output is added, removed or
