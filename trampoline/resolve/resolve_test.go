@@ -165,6 +165,12 @@ func TestAttribution(t *testing.T) {
 	workload(t, d)
 	trace.Stop()
 	pprof.StopCPUProfile()
+	// PCTAB_LABELS_OUT=dir keeps the trace and profile, for measuring
+	// what the trampoline frames cost tracebacks (README).
+	if dir := os.Getenv("PCTAB_LABELS_OUT"); dir != "" {
+		os.WriteFile(dir+"/labels.trace", tbuf.Bytes(), 0o644)
+		os.WriteFile(dir+"/labels.pprof", pbuf.Bytes(), 0o644)
+	}
 	var hbuf bytes.Buffer
 	if err := trampoline.WriteHistory(&hbuf); err != nil {
 		t.Fatal(err)
