@@ -196,6 +196,35 @@ func (k TableKind) String() string {
 	return fmt.Sprintf("PCData%d", k-KindPCData)
 }
 
+// KindName names a table kind as the release that built f numbers its
+// PCDATA tables (runtime/funcdata.h of each release): TableKind's names are
+// those of Go 1.16 and later, and older releases used the first ids for
+// other tables. PCDATA ids a release did not define are "PCDataN".
+//
+//	go1.2–go1.8    0 StackMapIndex
+//	go1.9–go1.12   0 StackMapIndex, 1 InlTreeIndex, 2 RegMapIndex
+//	go1.13–go1.15  0 RegMapIndex, 1 StackMapIndex, 2 InlTreeIndex
+//
+// A go1.2-layout binary of unknown version is named as go1.13–go1.15.
+func (f *File) KindName(k TableKind) string {
+	if f.Magic != Go12Magic || k < KindPCData {
+		return k.String()
+	}
+	var names []string
+	switch v := goMinor(f.GoVersion); {
+	case v >= 0 && v <= 8:
+		names = []string{"StackMapIndex"}
+	case v >= 9 && v <= 12:
+		names = []string{"StackMapIndex", "InlTreeIndex", "RegMapIndex"}
+	default:
+		names = []string{"RegMapIndex", "StackMapIndex", "InlTreeIndex"}
+	}
+	if id := int(k - KindPCData); id < len(names) {
+		return names[id]
+	}
+	return fmt.Sprintf("PCData%d", k-KindPCData)
+}
+
 // Ref is one reference to a table: which function, in which role.
 type Ref struct {
 	Func int32 // index into File.Funcs

@@ -51,3 +51,28 @@ func TestReleases(t *testing.T) {
 		})
 	}
 }
+
+// TestKindName checks the PCDATA names of old releases against the
+// InlTreeIndex id that decodes their inline trees.
+func TestKindName(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		magic   uint32
+		want    []string
+	}{
+		{"go1.8.7", Go12Magic, []string{"pcsp", "pcfile", "pcln", "StackMapIndex", "PCData1"}},
+		{"go1.12.17", Go12Magic, []string{"pcsp", "pcfile", "pcln", "StackMapIndex", "InlTreeIndex", "RegMapIndex"}},
+		{"go1.15.15", Go12Magic, []string{"pcsp", "pcfile", "pcln", "RegMapIndex", "StackMapIndex", "InlTreeIndex"}},
+		{"go1.16.15", Go116Magic, []string{"pcsp", "pcfile", "pcln", "UnsafePoint", "StackMapIndex", "InlTreeIndex", "ArgLiveIndex"}},
+	} {
+		f := &File{Magic: tc.magic, GoVersion: tc.version}
+		for k, want := range tc.want {
+			if got := f.KindName(TableKind(k)); got != want {
+				t.Errorf("%s: kind %d is %q, want %q", tc.version, k, got, want)
+			}
+		}
+		if idx := f.inlIndex(); idx >= 0 && f.KindName(KindPCData+TableKind(idx)) != "InlTreeIndex" {
+			t.Errorf("%s: the inline tree index %d is named %q", tc.version, idx, f.KindName(KindPCData+TableKind(idx)))
+		}
+	}
+}

@@ -170,6 +170,20 @@ func Compile(ctx context.Context, cfg Config) (string, error) {
 	if p.needsDownload() && !cfg.AllowDownload {
 		return "", fmt.Errorf("testbuild: building %v: %w: %s", cfg, ErrNeedsDownload, cfg.Toolchain)
 	}
+	// Test packages run in parallel processes that often want the same
+	// binary: the first builds it, the others wait for it.
+	locks := filepath.Join(filepath.Dir(p.out), "locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		return "", fmt.Errorf("testbuild: creating cache directory: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(locks, filepath.Base(p.out)))
+	if err != nil {
+		return "", fmt.Errorf("testbuild: %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(p.out); err == nil {
+		return p.out, nil // built by another process while this one waited
+	}
 	if err := p.build(ctx); err != nil {
 		return "", fmt.Errorf("testbuild: building %v: %w", cfg, err)
 	}
