@@ -8,6 +8,7 @@ import (
 
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
+	"github.com/pctab/pctab/toolchain"
 	"github.com/pctab/pctab/verify"
 )
 
@@ -33,6 +34,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
 	jsonOut := fs.Bool("json", false, "print one JSON object per binary, one per line")
+	twinPath := fs.String("twin", "", "for a binary built by pctab-toolchain: its twin (the same program built with the twin GOROOT's stock linker) to check its linear tables against")
 	origPath := fs.String("orig", "", "for a binary rewritten by rewrite-binary in replace mode: the original binary to check its linear tables against")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pctab-stats verify [-j N] [-json] BINARY...\n\n"+
@@ -57,7 +59,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		var res *verify.Result
 		if err == nil {
 			out.GOOS, out.GOARCH, out.GoVersion = f.GOOS, f.GOARCH, f.GoVersion
-			res, err = verifyOne(f, *origPath, *workers)
+			res, err = verifyOne(f, *origPath, *twinPath, *workers)
 			f.Close()
 		}
 		if err != nil {
@@ -100,9 +102,17 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 
 // verifyOne verifies one binary: its varint tables through every codec, and
 // for a rewritten binary its linear tables against the original varint ones.
-func verifyOne(f *objscan.File, origPath string, workers int) (*verify.Result, error) {
+func verifyOne(f *objscan.File, origPath, twinPath string, workers int) (*verify.Result, error) {
 	if f.Linear == nil {
 		return verify.File(f, workers)
+	}
+	if twinPath != "" {
+		twin, err := objscan.Open(twinPath)
+		if err != nil {
+			return nil, err
+		}
+		defer twin.Close()
+		return toolchain.Check(f, twin)
 	}
 	var orig *objscan.File
 	if origPath != "" {
