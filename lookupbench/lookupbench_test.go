@@ -3,6 +3,7 @@ package lookupbench
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"golang.org/x/perf/benchfmt"
 )
@@ -551,5 +553,37 @@ func TestOrder(t *testing.T) {
 	}
 	if len(distinct) < ShuffledPasses/2 {
 		t.Errorf("only %d distinct passes of %d", len(distinct), ShuffledPasses)
+	}
+}
+
+// TestWritePairs reads back the pairs file and checks every pair's value
+// with linearpc.Lookup on the written bytes.
+func TestWritePairs(t *testing.T) {
+	_, b := open(t, testbuild.Config{Archive: "features"}, Options{})
+	var buf bytes.Buffer
+	if err := b.WritePairs(&buf, PCRandom, 256); err != nil {
+		t.Fatal(err)
+	}
+	d := buf.Bytes()
+	if !bytes.HasPrefix(d, []byte(PairsMagic)) {
+		t.Fatalf("no magic: %q", d[:min(len(d), 20)])
+	}
+	d = d[len(PairsMagic):]
+	size := binary.LittleEndian.Uint32(d)
+	data := append(d[4:4+size:4+size], make([]byte, linearpc.SetPad)...)
+	d = d[4+size:]
+	n := binary.LittleEndian.Uint32(d)
+	d = d[4:]
+	if n != 256 || len(d) != 16*int(n) {
+		t.Fatalf("%d pairs in %d bytes", n, len(d))
+	}
+	for i := 0; i < int(n); i++ {
+		off, tl, pc, want := binary.LittleEndian.Uint32(d[16*i:]), binary.LittleEndian.Uint32(d[16*i+4:]), binary.LittleEndian.Uint32(d[16*i+8:]), int32(binary.LittleEndian.Uint32(d[16*i+12:]))
+		if got := linearpc.Lookup(data[off:], tl, pc); got != want {
+			t.Fatalf("pair %d: table at %d, len %d, pc %d: %d, want %d", i, off, tl, pc, got, want)
+		}
+	}
+	if err := b.WritePairs(&buf, PCRandom, 3); err == nil {
+		t.Error("3 pairs: no error")
 	}
 }

@@ -203,7 +203,7 @@ type replayResult struct {
 	CacheMisses     uint64    `json:"cacheMisses"`
 	NsPerFrame      []float64 `json:"nsPerFrame"` // one per timed pass
 	MedianNs        float64   `json:"medianNsPerFrame"`
-	CILowNs         float64   `json:"ci_low_ns_per_frame,omitempty"`  // 95% CI of the median (benchmath), with at least 6 passes
+	CILowNs         float64   `json:"ci_low_ns_per_frame,omitempty"` // 95% CI of the median (benchmath), with at least 6 passes
 	CIHighNs        float64   `json:"ci_high_ns_per_frame,omitempty"`
 	LookupsPerFrame float64   `json:"lookupsPerFrame"`
 	WalksPerFrame   float64   `json:"walksPerFrame"`

@@ -153,7 +153,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(want, &got.Report); diff != "" {
 			t.Errorf("size part differs from report.Compute (-want +got):\n%s", diff)
 		}
-		if got.Speed == nil || len(got.Speed.Groups) != 8 || got.Speed.Count != 2 || got.Speed.BenchTime != "50x" {
+		if got.Speed == nil || len(got.Speed.Groups) != 12 || got.Speed.Count != 2 || got.Speed.BenchTime != "50x" {
 			t.Fatalf("speed = %+v", got.Speed)
 		}
 		again, err := json.Marshal(jsonReport{&got.Report, got.Speed})
@@ -263,8 +263,8 @@ func TestReportEndToEndGofmt(t *testing.T) {
 				encs++
 			}
 		}
-		if len(names) != 8*encs || encs < 9 {
-			t.Errorf("%d benchmarks, %d encodings; want 8 per encoding and at least 9 encodings", len(names), encs)
+		if len(names) != 12*encs || encs < 9 {
+			t.Errorf("%d benchmarks, %d encodings; want 12 per encoding (3 sets, 4 PC rules) and at least 9 encodings", len(names), encs)
 		}
 	})
 }
