@@ -19,7 +19,9 @@ const (
 	EncVarintCacheCold = "varint-cache-cold"
 	EncVarintCacheHit  = "varint-cache-7in8"
 	EncLinear          = "linear"
-	EncFlat            = "flat"
+	// EncLinearBranchy is the spec encoding read by the branchy lookup.
+	EncLinearBranchy = "linear-branchy"
+	EncFlat          = "flat"
 )
 
 // The varint-cache-7in8 access pattern: groups of hitKeys samples, looked up
@@ -71,6 +73,12 @@ func (b *Bench) encodings() []encoding {
 		}
 		out = append(out, encoding{EncodingInfo{name, "linearpc Set.Lookup, " + b.variants[v].Doc},
 			func(b *Bench, in kernelInput) kernel { return b.kernelLinear(v, in) }})
+	}
+	for v := range b.variants {
+		if b.variants[v].IsSpec() {
+			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.LookupBranchy on the spec set: plain branches, a PC scan loop and 4-byte value loads, as the #61984 reference decoder"},
+				func(b *Bench, in kernelInput) kernel { return b.kernelLinearBranchy(v, in) }})
+		}
 	}
 	return append(out, encoding{EncodingInfo{EncFlat, "one int32 per PC quantum (speed-of-light reference)"}, (*Bench).kernelFlat})
 }
@@ -316,6 +324,29 @@ func (b *Bench) kernelFlat(in kernelInput) kernel {
 		for i := 0; i < n; i++ {
 			x := &xs[order[i&mask]]
 			sum += int64(vals[x.off+x.pc])
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// kernelLinearBranchy is EncLinearBranchy's kernel, on the set of the spec
+// variant v.
+func (b *Bench) kernelLinearBranchy(v int, in kernelInput) kernel {
+	set, offs := b.sets[v], b.offs[v]
+	type ls struct{ off, n, pc uint32 }
+	xs := make([]ls, len(in.samples))
+	for i, s := range in.samples {
+		xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / b.q}
+	}
+	order := in.order
+	mask := len(order) - 1
+	one := func(i int) int32 { return set.LookupBranchy(xs[i].off, xs[i].n, xs[i].pc) }
+	run := func(n int) int64 {
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			sum += int64(set.LookupBranchy(x.off, x.n, x.pc))
 		}
 		return sum
 	}
