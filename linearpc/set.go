@@ -157,6 +157,16 @@ func (s *Set) Lookup(off, textLen, pc uint32) int32 {
 	return s.lookupVariant(off, textLen, pc)
 }
 
+// LookupIn is [Set.Lookup] behind the range check a runtime makes first,
+// since the format does not encode a table's length: it reports false,
+// "not covered", for pc >= textLen, where Lookup's result is undefined.
+func (s *Set) LookupIn(off, textLen, pc uint32) (int32, bool) {
+	if pc >= textLen {
+		return -1, false
+	}
+	return s.Lookup(off, textLen, pc), true
+}
+
 // lookupVariant is Lookup for the variants other than the spec.
 func (s *Set) lookupVariant(off, textLen, pc uint32) int32 {
 	if s.v.kind == kindCompact {

@@ -81,6 +81,15 @@ func (v Variant) Lookup(data []byte, textLen, pc uint32) int32 {
 	return v.lookupAt(data, 0, textLen, pc)
 }
 
+// LookupIn is [Variant.Lookup] behind the range check a runtime makes
+// first: it reports false, "not covered", for pc >= textLen.
+func (v Variant) LookupIn(data []byte, textLen, pc uint32) (int32, bool) {
+	if pc >= textLen {
+		return -1, false
+	}
+	return v.Lookup(data, textLen, pc), true
+}
+
 // lookupAt looks up pc in the table whose encoding starts at d[off].
 func (v Variant) lookupAt(d []byte, off, textLen, pc uint32) int32 {
 	switch {

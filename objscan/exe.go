@@ -48,8 +48,9 @@ var wantSyms = map[string]bool{
 	"runtime.text": true, "runtime.etext": true,
 	"runtime.firstmoduledata": true,
 	"go:func.*":               true, "go.func.*": true,
-	"runtime.findfunctab": true,
-	"runtime.text.1":      true,
+	"runtime.findfunctab":  true,
+	"runtime.text.1":       true,
+	"runtime.buildVersion": true,
 }
 
 // sym returns the address of a symbol from wantSyms.
@@ -63,6 +64,40 @@ func (im *image) sym(name string) (uint64, bool) {
 	}
 	v, ok := im.syms[name]
 	return v, ok
+}
+
+// buildVersion returns the Go version the runtime.buildVersion string
+// holds ("go1.12.17"), or "" if the binary has no such symbol or the string
+// is not a Go version. Binaries before Go 1.13 have no build info, and
+// their pclntab layout depends on the version.
+func (im *image) buildVersion() string {
+	addr, ok := im.sym("runtime.buildVersion")
+	if !ok || im.order == nil || (im.ptrSize != 4 && im.ptrSize != 8) {
+		return ""
+	}
+	hdr, err := im.readAddr(addr, 2*uint64(im.ptrSize))
+	if err != nil {
+		return ""
+	}
+	word := func(b []byte) uint64 {
+		if im.ptrSize == 4 {
+			return uint64(im.order.Uint32(b))
+		}
+		return im.order.Uint64(b)
+	}
+	ptr, n := word(hdr), word(hdr[im.ptrSize:])
+	if n == 0 || n > 64 {
+		return ""
+	}
+	b, err := im.readAddr(ptr, n)
+	if err != nil {
+		return ""
+	}
+	v := string(b)
+	if goMinor(v) < 0 {
+		return ""
+	}
+	return v
 }
 
 // section returns the first section with one of the given names.

@@ -8,23 +8,53 @@ const (
 	PCDataInlTreeIdx  = 2
 	inlEntrySize      = 16 // Go 1.20+ layout: funcID, pad, nameOff, parentPc, startLine
 	inlEntrySizeOld   = 20 // Go 1.12–1.19: parent, funcID, pad, file, line, nameOff, parentPc
+	inlEntrySize19    = 16 // Go 1.9–1.11: parent (int32), file, line, nameOff
 	maxInlTreeEntries = 1 << 20
 )
 
-// inlTreeSlot returns the FUNCDATA id of the inline tree. Go 1.16 removed
-// FUNCDATA_RegPointerMaps (id 2), which moved the inline tree from 4 to 3;
-// before Go 1.14 the tree sat lower still.
+// inlTreeSlot returns the FUNCDATA id of the inline tree, and inlIndex the
+// PCDATA id of the InlTreeIndex table, or -1 where the release had none.
+// From runtime/funcdata.h of each release:
+//
+//	go1.2–go1.8    no inline trees
+//	go1.9–go1.12   PCDATA_InlTreeIndex 1, FUNCDATA_InlTree 2
+//	go1.13–go1.15  PCDATA_InlTreeIndex 2, FUNCDATA_InlTree 4
+//	go1.16 on      PCDATA_InlTreeIndex 2, FUNCDATA_InlTree 3
+//
+// A go1.2-layout binary of unknown version (no build info and no
+// runtime.buildVersion symbol) is read as go1.13–go1.15.
 func (f *File) inlTreeSlot() int {
 	if f.Magic != Go12Magic {
 		return FuncDataInlTree
 	}
 	switch v := goMinor(f.GoVersion); {
-	case v < 0 || v >= 14:
+	case v < 0 || v >= 13:
 		return 4
-	case v >= 12:
-		return 3
+	case v >= 9:
+		return 2
 	}
-	return 2
+	return -1
+}
+
+// inlIndex returns the PCDATA id of the InlTreeIndex table; see inlTreeSlot.
+func (f *File) inlIndex() int {
+	if f.Magic != Go12Magic {
+		return PCDataInlTreeIdx
+	}
+	switch v := goMinor(f.GoVersion); {
+	case v < 0 || v >= 13:
+		return PCDataInlTreeIdx
+	case v >= 9:
+		return 1
+	}
+	return -1
+}
+
+// inlLayout19 reports whether inline tree entries use the 16-byte layout of
+// go1.9–go1.11: parent (int32), file, line, nameOff, and no parentPc.
+func (f *File) inlLayout19() bool {
+	v := goMinor(f.GoVersion)
+	return f.Magic == Go12Magic && v >= 9 && v <= 11
 }
 
 // newInlLayout reports whether inline tree entries use the 16-byte layout
@@ -41,10 +71,16 @@ func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
 // binary stays far below it, and a file whose trees overlap to claim more
 // entries than it has bytes gets an error instead of gigabytes.
 func (f *File) decodeInlTrees() error {
-	slot := f.inlTreeSlot()
+	slot, idx := f.inlTreeSlot(), f.inlIndex()
+	if slot < 0 || idx < 0 {
+		return nil // no inline trees before go1.9
+	}
 	size := uint64(inlEntrySizeOld)
-	if f.newInlLayout() {
+	switch {
+	case f.newInlLayout():
 		size = inlEntrySize
+	case f.inlLayout19():
+		size = inlEntrySize19
 	}
 	budget := inlTreeBudget(f.FileSize, uint64(len(f.pcln)), size)
 	// Inlined functions recur in many trees: share their name strings.
@@ -57,7 +93,7 @@ func (f *File) decodeInlTrees() error {
 	trees := map[treeKey][]InlinedCall{}
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
-		if len(fn.FuncData) <= slot || len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
+		if len(fn.FuncData) <= slot || len(fn.PCData) <= idx || fn.PCData[idx] == 0 {
 			continue
 		}
 		ref := fn.FuncData[slot]
@@ -77,7 +113,7 @@ func (f *File) decodeInlTrees() error {
 			}
 			addr = ref
 		}
-		t := f.Table(fn.PCData[PCDataInlTreeIdx])
+		t := f.Table(fn.PCData[idx])
 		if t == nil || t.MaxVal < 0 {
 			continue
 		}
@@ -106,13 +142,23 @@ func (f *File) decodeInlTrees() error {
 			e := raw[uint64(j)*size:]
 			c := &tree[j]
 			var nameOff uint32
-			if f.newInlLayout() {
+			switch {
+			case f.newInlLayout():
 				c.FuncID = e[0]
 				nameOff = f.ByteOrder.Uint32(e[4:])
 				c.ParentPC = int32(f.ByteOrder.Uint32(e[8:]))
 				c.StartLine = int32(f.ByteOrder.Uint32(e[12:]))
 				c.Parent = -2 // unknown: the new layout finds parents through parentPc
-			} else {
+			case f.inlLayout19():
+				c.Parent = int16(int32(f.ByteOrder.Uint32(e[0:])))
+				file := int32(f.ByteOrder.Uint32(e[4:]))
+				c.Line = int32(f.ByteOrder.Uint32(e[8:]))
+				nameOff = f.ByteOrder.Uint32(e[12:])
+				c.ParentPC = -1 // not recorded before go1.12
+				if name, err := f.FileName(fn, file); err == nil {
+					c.File = name
+				}
+			default:
 				c.Parent = int16(f.ByteOrder.Uint16(e[0:]))
 				c.FuncID = e[2]
 				file := int32(f.ByteOrder.Uint32(e[4:]))

@@ -209,6 +209,9 @@ func (f *File) collectLinear() error {
 			}
 		}
 		fn.Size = uint64(lf.Len) * uint64(f.PCQuantum)
+		if err := f.checkExtent(fn, KindPCSP, lf.PCSP, fn.Size); err != nil {
+			return fmt.Errorf("linear length of %s: %w", fn.Name, err)
+		}
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ type File struct {
 	Format    string           // "elf", "macho" or "pe"
 	GOOS      string           // target operating system
 	GOARCH    string           // target architecture
-	GoVersion string           // toolchain version from the build info, e.g. "go1.26.8"; "" if absent
+	GoVersion string           // toolchain version from the build info, e.g. "go1.26.8", or else from the runtime.buildVersion string; "" if neither is found
 	ByteOrder binary.ByteOrder // byte order of the target
 	PtrSize   int              // pointer size, 4 or 8
 	PCQuantum int              // minimum instruction size (1, 2 or 4)
@@ -148,7 +148,7 @@ const NoFuncData = 0xffffffff
 type InlinedCall struct {
 	FuncID    uint8
 	Name      string // name of the inlined (called) function
-	ParentPC  int32  // offset from the outer function's entry of an instruction whose position is the call site
+	ParentPC  int32  // offset from the outer function's entry of an instruction whose position is the call site; -1 before go1.12, which did not record it
 	StartLine int32  // line of the inlined function's func keyword (Go 1.20+ layout)
 	// Before the Go 1.20 layout, an entry records its parent entry and the
 	// call site's file and line directly.
@@ -192,6 +192,35 @@ func (k TableKind) String() string {
 		return "ArgLiveIndex"
 	case KindPanicBounds:
 		return "PanicBounds"
+	}
+	return fmt.Sprintf("PCData%d", k-KindPCData)
+}
+
+// KindName names a table kind as the release that built f numbers its
+// PCDATA tables (runtime/funcdata.h of each release): TableKind's names are
+// those of Go 1.16 and later, and older releases used the first ids for
+// other tables. PCDATA ids a release did not define are "PCDataN".
+//
+//	go1.2–go1.8    0 StackMapIndex
+//	go1.9–go1.12   0 StackMapIndex, 1 InlTreeIndex, 2 RegMapIndex
+//	go1.13–go1.15  0 RegMapIndex, 1 StackMapIndex, 2 InlTreeIndex
+//
+// A go1.2-layout binary of unknown version is named as go1.13–go1.15.
+func (f *File) KindName(k TableKind) string {
+	if f.Magic != Go12Magic || k < KindPCData {
+		return k.String()
+	}
+	var names []string
+	switch v := goMinor(f.GoVersion); {
+	case v >= 0 && v <= 8:
+		names = []string{"StackMapIndex"}
+	case v >= 9 && v <= 12:
+		names = []string{"StackMapIndex", "InlTreeIndex", "RegMapIndex"}
+	default:
+		names = []string{"RegMapIndex", "StackMapIndex", "InlTreeIndex"}
+	}
+	if id := int(k - KindPCData); id < len(names) {
+		return names[id]
 	}
 	return fmt.Sprintf("PCData%d", k-KindPCData)
 }
@@ -270,6 +299,11 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 				f.GOARCH = s.Value
 			}
 		}
+	}
+	if f.GoVersion == "" {
+		// No build info (before Go 1.13): the runtime's own copy of the
+		// version, which the pclntab layout of old releases depends on.
+		f.GoVersion = f.im.buildVersion()
 	}
 	if err := f.locate(size); err != nil {
 		return nil, err

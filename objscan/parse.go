@@ -291,9 +291,15 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 	var nfuncdata, fixed uint64
 	switch f.Magic {
 	case Go12Magic:
-		if minorVer >= 0 && minorVer < 10 {
-			// Before Go 1.10 the last word is an int32 nfuncdata.
+		if minorVer >= 0 && minorVer < 12 {
+			// Before Go 1.12 the last word is an int32 nfuncdata, and
+			// the fourth holds no deferreturn: it is unused, or from
+			// Go 1.10 on the funcID (runtime2.go of those releases).
 			nfuncdata = uint64(r.u32(off + e + 28))
+			if minorVer >= 10 {
+				fn.FuncID = uint8(fn.Deferreturn)
+			}
+			fn.Deferreturn = 0
 		} else {
 			fn.FuncID = r.u8(off + e + 28)
 			nfuncdata = uint64(r.u8(off + e + 31))

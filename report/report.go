@@ -201,7 +201,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	kinds := map[objscan.TableKind]*KindRow{}
 	kindRow := func(k objscan.TableKind) *KindRow {
 		if kinds[k] == nil {
-			kinds[k] = &KindRow{Kind: k.String()}
+			kinds[k] = &KindRow{Kind: f.KindName(k)}
 		}
 		return kinds[k]
 	}

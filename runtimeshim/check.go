@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // A Mismatch is a recorded frame that the shim symbolizes differently.

@@ -1,11 +1,14 @@
 package runtimeshim
 
 import (
+	"bytes"
+
 	"encoding/binary"
+	"github.com/pctab/pctab/objscan"
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // FuzzShimPCs looks up arbitrary PCs, in and around the text, with every
@@ -69,6 +72,59 @@ func FuzzShimPCs(f *testing.F) {
 			shims[0].CheckTrace(c, slide, 1)
 			shims[0].CheckPprof(c, slide, 1)
 			shims[0].StacksFromCorpus(c, slide)
+		}
+	})
+}
+
+// FuzzNewModule builds a module from arbitrary binaries (seeded with
+// synthetic ELF binaries of every pclntab layout, in
+// testdata/fuzz/FuzzNewModule) and looks up PCs across its text with every
+// encoding: nothing may panic, and the encodings must agree.
+func FuzzNewModule(f *testing.F) {
+	f.Add([]byte("\x7fELF"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		of, err := objscan.NewFile(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		m, err := NewModule(of)
+		if err != nil {
+			return
+		}
+		var pcs []uint64
+		for _, fn := range of.Funcs {
+			pcs = append(pcs, fn.Entry, fn.Entry+1, fn.End-1)
+			if len(pcs) > 300 {
+				break
+			}
+		}
+		var ref []Frame
+		for i, e := range Encodings() {
+			s, err := m.NewShim(e)
+			if err != nil {
+				return // an encoding that cannot hold these tables
+			}
+			var got []Frame
+			ci := s.CallersFrames(pcs)
+			for {
+				fr, more := ci.Next()
+				got = append(got, fr)
+				if !more || len(got) > 10*len(pcs)+10 {
+					break
+				}
+			}
+			if i == 0 {
+				ref = got
+				continue
+			}
+			if len(got) != len(ref) {
+				t.Fatalf("%s: %d frames, %s %d", e.Name, len(got), Encodings()[0].Name, len(ref))
+			}
+			for j := range got {
+				if got[j].PC != ref[j].PC || got[j].Function != ref[j].Function || got[j].File != ref[j].File || got[j].Line != ref[j].Line {
+					t.Fatalf("%s: frame %d %+v, %s %+v", e.Name, j, got[j], Encodings()[0].Name, ref[j])
+				}
+			}
 		}
 	})
 }

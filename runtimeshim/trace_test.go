@@ -14,7 +14,7 @@ import (
 
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // stdWorkload is a real workload: the test binary of a standard-library

@@ -20,7 +20,7 @@ func benchWorkload(n int) []benchStack {
 	return out
 }
 
-var benchLayouts = []Layout{LayoutSeed, LayoutFrame32, LayoutDelta32, {Parents: ParentChain}, LayoutPacked}
+var benchLayouts = []Layout{LayoutSeed(), LayoutFrame32(), LayoutDelta32(), {Parents: ParentChain}, LayoutPacked()}
 
 // BenchmarkInsert inserts 100k synthetic stacks per iteration. The frames/s
 // metric counts every frame of every stack, as the report does.

@@ -131,7 +131,7 @@ func (s Stats) CacheSaved() float64 {
 func NewBuilder(opts Options) (*Builder, error) {
 	l := opts.Layout
 	if l == (Layout{}) {
-		l = LayoutPacked
+		l = LayoutPacked()
 	}
 	if err := l.validate(); err != nil {
 		return nil, err

@@ -55,10 +55,10 @@ func (w *workload) next() (uint64, []uint64) {
 }
 
 var testLayouts = []Layout{
-	LayoutSeed,
-	LayoutFrame32,
-	LayoutDelta32,
-	LayoutPacked,
+	LayoutSeed(),
+	LayoutFrame32(),
+	LayoutDelta32(),
+	LayoutPacked(),
 	{FrameBits: 0, Parents: ParentChain},
 	{FrameBits: 64, Parents: ParentDelta, Dictionary: true},
 	{FrameBits: 0, Parents: ParentAbsolute},
@@ -162,7 +162,7 @@ func TestRoundTrip(t *testing.T) {
 // non-empty stack suffix from the root.
 func TestCanonical(t *testing.T) {
 	for seed := range uint64(20) {
-		b, in := build(t, Options{Layout: LayoutPacked, PageNodes: 8}, seed, 500, 20+int(seed))
+		b, in := build(t, Options{Layout: LayoutPacked(), PageNodes: 8}, seed, 500, 20+int(seed))
 		ids := map[string]uint64{}
 		prefixes := map[string]bool{}
 		for _, x := range in {
@@ -189,7 +189,7 @@ func TestCanonical(t *testing.T) {
 }
 
 func TestGetOrInsertErrors(t *testing.T) {
-	b, err := NewBuilder(Options{Layout: LayoutFrame32})
+	b, err := NewBuilder(Options{Layout: LayoutFrame32()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestEmptyStack(t *testing.T) {
 // TestWideSlots lowers the 64-bit slot threshold so that both maps switch
 // to 64-bit slots.
 func TestWideSlots(t *testing.T) {
-	b, err := NewBuilder(Options{Layout: LayoutPacked, PageNodes: 64})
+	b, err := NewBuilder(Options{Layout: LayoutPacked(), PageNodes: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestWideSlots(t *testing.T) {
 // TestSeedWidths checks that absolute pages pick their parent width from
 // the largest index they can hold, as the Superluminal design does.
 func TestSeedWidths(t *testing.T) {
-	b, err := NewBuilder(Options{Layout: LayoutSeed, PageNodes: 64})
+	b, err := NewBuilder(Options{Layout: LayoutSeed(), PageNodes: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestSeedWidths(t *testing.T) {
 }
 
 func TestReaderBudget(t *testing.T) {
-	b, in := build(t, Options{Layout: LayoutPacked, PageNodes: 16}, 9, 4000, 400)
+	b, in := build(t, Options{Layout: LayoutPacked(), PageNodes: 16}, 9, 4000, 400)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dag")
 	f, err := os.Create(path)
@@ -406,7 +406,7 @@ func unmix(h uint64) uint64 {
 // and the time linear.
 func TestCraftedCollisions(t *testing.T) {
 	const n = 20000
-	for _, l := range []Layout{LayoutSeed, {FrameBits: 64, Parents: ParentDelta, Dictionary: true}} {
+	for _, l := range []Layout{LayoutSeed(), {FrameBits: 64, Parents: ParentDelta, Dictionary: true}} {
 		b, err := NewBuilder(Options{Layout: l, NoCache: true})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // Stacks go in leaf first, as runtime.Callers returns them, and come back
 // exactly. Stacks that share callers share nodes.
 func ExampleBuilder() {
-	b, err := stackcompress.NewBuilder(stackcompress.Options{Layout: stackcompress.LayoutPacked})
+	b, err := stackcompress.NewBuilder(stackcompress.Options{Layout: stackcompress.LayoutPacked()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func ExampleBuilder() {
 
 // GetOrInsert is the primitive: one frame under one parent node.
 func ExampleBuilder_GetOrInsert() {
-	b, _ := stackcompress.NewBuilder(stackcompress.Options{Layout: stackcompress.LayoutSeed})
+	b, _ := stackcompress.NewBuilder(stackcompress.Options{Layout: stackcompress.LayoutSeed()})
 	a, _ := b.GetOrInsert(0xa, 0) // child of the root
 	c, _ := b.GetOrInsert(0xc, a)
 	again, _ := b.GetOrInsert(0xc, a)

@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.dag")
 // the same bytes on every host, little- or big-endian, and the committed
 // files must read back on every host.
 func TestGoldenFiles(t *testing.T) {
-	for _, l := range []Layout{LayoutSeed, LayoutDelta32, LayoutPacked} {
+	for _, l := range []Layout{LayoutSeed(), LayoutDelta32(), LayoutPacked()} {
 		t.Run(l.String(), func(t *testing.T) {
 			b, in := build(t, Options{Layout: l, PageNodes: 32}, 77, 300, 40)
 			var buf bytes.Buffer

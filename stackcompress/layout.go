@@ -56,23 +56,23 @@ type Layout struct {
 	Dictionary bool
 }
 
-// Predefined layouts. Their names are those that String returns.
-var (
-	// LayoutSeed is the Superluminal layout: 64-bit frames and absolute
-	// parents of 8, 16, 32 or 64 bits per page.
-	LayoutSeed = Layout{FrameBits: 64, Parents: ParentAbsolute}
+// Predefined layouts, as functions so that no caller can change another's
+// default. Their names are those that String returns.
 
-	// LayoutFrame32 is LayoutSeed with 32-bit frames, for frames that are
-	// known to fit, such as offsets into a binary's text.
-	LayoutFrame32 = Layout{FrameBits: 32, Parents: ParentAbsolute}
+// LayoutSeed is the Superluminal layout: 64-bit frames and absolute parents
+// of 8, 16, 32 or 64 bits per page.
+func LayoutSeed() Layout { return Layout{FrameBits: 64, Parents: ParentAbsolute} }
 
-	// LayoutDelta32 is LayoutFrame32 with delta-coded parents.
-	LayoutDelta32 = Layout{FrameBits: 32, Parents: ParentDelta}
+// LayoutFrame32 is LayoutSeed with 32-bit frames, for frames that are known
+// to fit, such as offsets into a binary's text.
+func LayoutFrame32() Layout { return Layout{FrameBits: 32, Parents: ParentAbsolute} }
 
-	// LayoutPacked bit-packs everything: frames are dictionary indices
-	// packed per page, and parents use ParentChain.
-	LayoutPacked = Layout{FrameBits: 0, Parents: ParentChain, Dictionary: true}
-)
+// LayoutDelta32 is LayoutFrame32 with delta-coded parents.
+func LayoutDelta32() Layout { return Layout{FrameBits: 32, Parents: ParentDelta} }
+
+// LayoutPacked bit-packs everything: frames are dictionary indices packed
+// per page, and parents use ParentChain.
+func LayoutPacked() Layout { return Layout{FrameBits: 0, Parents: ParentChain, Dictionary: true} }
 
 // String names the layout, for example "f64-absolute" or "fpack-chain-dict".
 func (l Layout) String() string {
@@ -107,13 +107,13 @@ func (l Layout) validate() error {
 func ParseLayout(s string) (Layout, error) {
 	switch s {
 	case "seed":
-		return LayoutSeed, nil
+		return LayoutSeed(), nil
 	case "frame32":
-		return LayoutFrame32, nil
+		return LayoutFrame32(), nil
 	case "delta32":
-		return LayoutDelta32, nil
+		return LayoutDelta32(), nil
 	case "packed":
-		return LayoutPacked, nil
+		return LayoutPacked(), nil
 	}
 	for _, fb := range []int{0, 8, 16, 32, 64} {
 		for _, pc := range []ParentCoding{ParentAbsolute, ParentDelta, ParentChain} {

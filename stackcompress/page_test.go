@@ -12,7 +12,7 @@ import (
 // that are chained, near, far or the root.
 func TestPageProperty(t *testing.T) {
 	layouts := []Layout{
-		LayoutSeed, LayoutDelta32, LayoutPacked,
+		LayoutSeed(), LayoutDelta32(), LayoutPacked(),
 		{FrameBits: 0, Parents: ParentAbsolute},
 		{FrameBits: 0, Parents: ParentDelta},
 		{FrameBits: 64, Parents: ParentChain},

@@ -143,12 +143,12 @@ func checkTable(res *Result, f *objscan.File, i int, t pcvalue.Table, funcLen ui
 		}
 		res.Lookups++
 		for vi, vr := range variants {
-			if got := sets[vi].Lookup(offs[vi][i], t.Len, pc); got != want {
-				res.fail("%s pc %#x: variant %s set lookup %d, runs say %d", name, pc*q, vr.Name, got, want)
+			if got, ok := sets[vi].LookupIn(offs[vi][i], t.Len, pc); !ok || got != want {
+				res.fail("%s pc %#x: variant %s set lookup %d (covered %v), runs say %d", name, pc*q, vr.Name, got, ok, want)
 			}
 			res.Lookups++
 			if standalone[vi] != nil {
-				if got := vr.Lookup(standalone[vi], t.Len, pc); got != want {
+				if got, ok := vr.LookupIn(standalone[vi], t.Len, pc); !ok || got != want {
 					res.fail("%s pc %#x: variant %s lookup %d, runs say %d", name, pc*q, vr.Name, got, want)
 				}
 				res.Lookups++
@@ -168,6 +168,18 @@ func checkTable(res *Result, f *objscan.File, i int, t pcvalue.Table, funcLen ui
 			res.fail("%s pc %#x past the table's end: checked linear lookup gave %v, want ErrRange", name, pc*q, err)
 		}
 		res.Lookups += 3
+		for vi, vr := range variants {
+			if v, ok := sets[vi].LookupIn(offs[vi][i], t.Len, pc); ok {
+				res.fail("%s pc %#x past the table's end: variant %s set lookup gave %d, want not covered", name, pc*q, vr.Name, v)
+			}
+			res.Lookups++
+			if standalone[vi] != nil {
+				if v, ok := vr.LookupIn(standalone[vi], t.Len, pc); ok {
+					res.fail("%s pc %#x past the table's end: variant %s lookup gave %d, want not covered", name, pc*q, vr.Name, v)
+				}
+				res.Lookups++
+			}
+		}
 	}
 }
 

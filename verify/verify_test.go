@@ -59,3 +59,28 @@ func TestRejectsNonLinkerTables(t *testing.T) {
 	}
 	t.Fatal("no table with a one-byte first value delta")
 }
+
+// TestReleases verifies every table at every PC of cmd/gofmt as built by
+// the last patch release of every Go minor version, go1.2.2 to go1.27.4
+// (testbuild.Releases; objscan's TestReleases cross-checks the same
+// binaries against debug/gosym).
+func TestReleases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/gofmt with 26 Go releases; skipped in -short mode")
+	}
+	for _, tg := range testbuild.Releases() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			cfg := tg.Config
+			cfg.Package = "cmd/gofmt"
+			f := open(t, cfg)
+			res, err := File(f, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.OK() || res.Tables != len(f.Tabs) || res.PCs == 0 {
+				t.Fatalf("%d tables of %d, %d PCs, %d mismatches: %q", res.Tables, len(f.Tabs), res.PCs, res.Mismatches, res.Examples)
+			}
+		})
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/runtimeshim/synth"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // replayConfig is the parsed command line of "pctab-stats replay".

@@ -13,8 +13,8 @@ import (
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
 	"github.com/pctab/pctab/stackcompress/stackreport"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // runStacks implements "pctab-stats stacks": the traceback memory report

@@ -2,6 +2,7 @@ package testbuild
 
 import (
 	"fmt"
+	"go/version"
 	"testing"
 )
 
@@ -78,4 +79,36 @@ func LookupTarget(name string) (Target, bool) {
 		}
 	}
 	return Target{}, false
+}
+
+// ReleaseVersions lists the last patch release of every Go minor version
+// that GOTOOLCHAIN can fetch, go1.2.2 to go1.27.4, oldest first.
+var ReleaseVersions = []string{
+	"go1.2.2", "go1.3.3", "go1.4.3", "go1.5.4", "go1.6.4", "go1.7.6", "go1.8.7",
+	"go1.9.7", "go1.10.8", "go1.11.13", "go1.12.17", "go1.13.15", "go1.14.15",
+	"go1.15.15", "go1.16.15", "go1.17.13", "go1.18.10", "go1.19.13", "go1.20.14",
+	"go1.21.13", "go1.22.12", "go1.23.12", "go1.24.13", "go1.25.14", "go1.26.11",
+	"go1.27.4",
+}
+
+// Releases returns one target per release in ReleaseVersions for
+// linux/amd64, and for linux/386 and linux/arm64 from go1.5 on, for
+// building a standard command (set Config.Package). Before go1.5 neither
+// can be built here: the downloaded go1.2–go1.4 toolchains hold only the
+// host's runtime ("linux/386 must be bootstrapped using make.bash"), and
+// arm64 had no port.
+func Releases() []Target {
+	var ts []Target
+	for _, v := range ReleaseVersions {
+		for _, goarch := range []string{"amd64", "386", "arm64"} {
+			if goarch != "amd64" && version.Compare(v, "go1.5") < 0 {
+				continue
+			}
+			ts = append(ts, Target{
+				Name:   fmt.Sprintf("%s-linux-%s", v, goarch),
+				Config: Config{Toolchain: v, GOOS: "linux", GOARCH: goarch},
+			})
+		}
+	}
+	return ts
 }

@@ -26,6 +26,7 @@ import (
 	"go/version"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -60,6 +61,11 @@ type Config struct {
 	// ("callers", "features", "generics"). A value ending in ".txtar" is
 	// taken as a file path instead.
 	Archive string
+	// Package names a command of the toolchain's own standard library to
+	// build instead of an archive, such as "cmd/gofmt"; Archive must then
+	// be empty. It builds with every release back to go1.2.2, each in its
+	// default GOPATH or module mode.
+	Package string
 	// Toolchain is the Go toolchain to build with, such as "go1.15.15".
 	// Empty means the local go command, without switching toolchains.
 	Toolchain string
@@ -102,7 +108,11 @@ func (c Config) String() string {
 	if tc == "" {
 		tc = "local go"
 	}
-	s := fmt.Sprintf("%s for %s/%s with %s", c.Archive, goos, goarch, tc)
+	what := c.Archive
+	if c.Package != "" {
+		what = c.Package
+	}
+	s := fmt.Sprintf("%s for %s/%s with %s", what, goos, goarch, tc)
 	for _, f := range []struct{ name, val string }{
 		{"-ldflags", c.Ldflags}, {"-gcflags", c.Gcflags},
 		{"-buildmode", c.BuildMode}, {"-linkmode", c.LinkMode},
@@ -159,6 +169,20 @@ func Compile(ctx context.Context, cfg Config) (string, error) {
 	}
 	if p.needsDownload() && !cfg.AllowDownload {
 		return "", fmt.Errorf("testbuild: building %v: %w: %s", cfg, ErrNeedsDownload, cfg.Toolchain)
+	}
+	// Test packages run in parallel processes that often want the same
+	// binary: the first builds it, the others wait for it.
+	locks := filepath.Join(filepath.Dir(p.out), "locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		return "", fmt.Errorf("testbuild: creating cache directory: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(locks, filepath.Base(p.out)))
+	if err != nil {
+		return "", fmt.Errorf("testbuild: %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(p.out); err == nil {
+		return p.out, nil // built by another process while this one waited
 	}
 	if err := p.build(ctx); err != nil {
 		return "", fmt.Errorf("testbuild: building %v: %w", cfg, err)
@@ -237,23 +261,28 @@ type plan struct {
 // newPlan reads the archive and the go environment and computes where the
 // binary of cfg lives in the cache.
 func newPlan(ctx context.Context, cfg Config) (*plan, error) {
-	if cfg.Archive == "" {
-		return nil, errors.New("testbuild: Config.Archive is empty")
+	if (cfg.Archive == "") == (cfg.Package == "") {
+		return nil, errors.New("testbuild: exactly one of Config.Archive and Config.Package must be set")
 	}
 	if cfg.Toolchain != "" && !version.IsValid(cfg.Toolchain) {
 		return nil, fmt.Errorf("testbuild: invalid toolchain %q: want a Go version such as go1.15.15", cfg.Toolchain)
 	}
-	path, err := ArchivePath(cfg.Archive)
-	if err != nil {
-		return nil, err
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("testbuild: reading archive: %w", err)
-	}
-	ar := txtar.Parse(data)
-	if err := checkArchive(ar); err != nil {
-		return nil, fmt.Errorf("testbuild: archive %s: %w", path, err)
+	var data []byte
+	ar := &txtar.Archive{}
+	if cfg.Archive != "" {
+		path, err := ArchivePath(cfg.Archive)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("testbuild: reading archive: %w", err)
+		}
+		ar = txtar.Parse(data)
+		if err := checkArchive(ar); err != nil {
+			return nil, fmt.Errorf("testbuild: archive %s: %w", path, err)
+		}
+	} else if !strings.HasPrefix(cfg.Package, "cmd/") {
+		return nil, fmt.Errorf("testbuild: package %q is not a standard command (cmd/...)", cfg.Package)
 	}
 	env, err := readGoEnv(ctx)
 	if err != nil {
@@ -276,7 +305,11 @@ func newPlan(ctx context.Context, cfg Config) (*plan, error) {
 		return nil, fmt.Errorf("testbuild: cache directory %s is inside the repository %s", dir, root)
 	}
 	key := p.key(data)
-	name := fmt.Sprintf("%s-%s-%s-%s-%s", archiveBase(cfg.Archive), p.goVersion, p.goos, p.goarch, key[:20])
+	base := archiveBase(cfg.Archive)
+	if cfg.Package != "" {
+		base = path.Base(cfg.Package)
+	}
+	name := fmt.Sprintf("%s-%s-%s-%s-%s", base, p.goVersion, p.goos, p.goarch, key[:20])
 	if p.goos == "windows" {
 		name += ".exe"
 	}
@@ -291,6 +324,7 @@ func (p *plan) key(archive []byte) string {
 	fmt.Fprintf(h, "archive %d\n", len(archive))
 	h.Write(archive)
 	fields := []string{
+		"package", p.cfg.Package,
 		"toolchain", p.goVersion,
 		"goos", p.goos, "goarch", p.goarch,
 		"ldflags", p.cfg.Ldflags, "gcflags", p.cfg.Gcflags,
@@ -354,10 +388,16 @@ func (p *plan) environ() []string {
 	if p.cfg.cgoEnabled() {
 		cgo = "1"
 	}
+	if p.cfg.Package == "" {
+		// An archive is a module. A standard command builds in each
+		// toolchain's default mode (GOPATH mode before Go 1.16): an unset
+		// GO111MODULE also lets the local go command switch toolchains,
+		// which GO111MODULE=off or auto would stop.
+		env = append(env, "GO111MODULE=on")
+	}
 	return append(env,
 		"GOENV=off", // ignore the user's go env file, whose GOFLAGS old toolchains may reject
 		"GOFLAGS=",
-		"GO111MODULE=on",
 		"GOTOOLCHAIN="+toolchain,
 		"GOOS="+p.goos,
 		"GOARCH="+p.goarch,
@@ -367,7 +407,10 @@ func (p *plan) environ() []string {
 
 // args returns the arguments of go build writing to out.
 func (p *plan) args(out string) []string {
-	args := []string{"build", "-trimpath", "-o", out}
+	args := []string{"build", "-o", out}
+	if !version.IsValid(p.goVersion) || version.Compare(p.goVersion, "go1.13") >= 0 {
+		args = append(args, "-trimpath") // since Go 1.13
+	}
 	ldflags := p.cfg.Ldflags
 	if p.cfg.LinkMode != "" {
 		ldflags = strings.TrimSpace(ldflags + " -linkmode=" + p.cfg.LinkMode)
@@ -380,6 +423,9 @@ func (p *plan) args(out string) []string {
 	}
 	if p.cfg.BuildMode != "" {
 		args = append(args, "-buildmode="+p.cfg.BuildMode)
+	}
+	if p.cfg.Package != "" {
+		return append(args, p.cfg.Package)
 	}
 	return append(args, ".")
 }
@@ -412,6 +458,9 @@ func (p *plan) build(ctx context.Context) error {
 	}
 	tmpName := tmp.Name()
 	tmp.Close()
+	// go1.2–go1.4 refuse to overwrite a file that is not an object file:
+	// keep the unique name, not the empty file.
+	os.Remove(tmpName)
 	defer os.Remove(tmpName) // no-op after a successful rename
 
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)

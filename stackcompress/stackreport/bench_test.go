@@ -5,9 +5,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pctab/pctab/internal/stackcapture"
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackcapture"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // BenchmarkInsertCapture inserts every stack of the compress/flate test

@@ -5,8 +5,8 @@ import (
 	"log"
 
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
 	"github.com/pctab/pctab/stackcompress/stackreport"
+	"github.com/pctab/pctab/stackinput"
 )
 
 func ExampleMeasure() {
@@ -20,8 +20,8 @@ func ExampleMeasure() {
 		c.Add(1, 1, 1, []stackinput.Location{leaf, foo, main})
 	}
 	r, err := stackreport.Measure(c, stackreport.Options{Variants: []stackreport.Variant{
-		{Frames: stackreport.FramesPC, Layout: stackcompress.LayoutSeed},
-		{Frames: stackreport.FramesPC, Layout: stackcompress.LayoutPacked},
+		{Frames: stackreport.FramesPC, Layout: stackcompress.LayoutSeed()},
+		{Frames: stackreport.FramesPC, Layout: stackcompress.LayoutPacked()},
 	}})
 	if err != nil {
 		log.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // Frame kinds.
@@ -36,12 +36,12 @@ func (v Variant) Name() string { return v.Frames + "/" + v.Layout.String() }
 // offsets, on dictionary-coded PCs and on logical frames.
 func DefaultVariants() []Variant {
 	return []Variant{
-		{FramesPC, stackcompress.LayoutSeed},
-		{FramesText, stackcompress.LayoutFrame32},
-		{FramesText, stackcompress.LayoutDelta32},
+		{FramesPC, stackcompress.LayoutSeed()},
+		{FramesText, stackcompress.LayoutFrame32()},
+		{FramesText, stackcompress.LayoutDelta32()},
 		{FramesText, stackcompress.Layout{Parents: stackcompress.ParentChain}},
-		{FramesPC, stackcompress.LayoutPacked},
-		{FramesLine, stackcompress.LayoutFrame32},
+		{FramesPC, stackcompress.LayoutPacked()},
+		{FramesLine, stackcompress.LayoutFrame32()},
 		{FramesLine, stackcompress.Layout{Parents: stackcompress.ParentChain}},
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pctab/pctab/internal/stackcapture"
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackcapture"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 //go:noinline
@@ -134,7 +134,7 @@ func TestMeasureInProcess(t *testing.T) {
 	if _, err := Measure(c, Options{CacheKey: "bogus"}); err == nil {
 		t.Error("bogus cache key accepted")
 	}
-	if _, err := Measure(c, Options{Variants: []Variant{{"bogus", stackcompress.LayoutSeed}}}); err == nil {
+	if _, err := Measure(c, Options{Variants: []Variant{{"bogus", stackcompress.LayoutSeed()}}}); err == nil {
 		t.Error("bogus frame kind accepted")
 	}
 	if _, err := Measure(c, Options{TextBase: 1 << 62}); err == nil {
@@ -194,13 +194,13 @@ func TestMeasureCapture(t *testing.T) {
 				// Small pages and a budget of a few pages force evictions.
 				path := filepath.Join(t.TempDir(), "dag")
 				opts := Options{PageNodes: 256}
-				probe, err := WriteFile(c, Variant{FramesPC, stackcompress.LayoutPacked}, opts, path, 0, false)
+				probe, err := WriteFile(c, Variant{FramesPC, stackcompress.LayoutPacked()}, opts, path, 0, false)
 				if err != nil {
 					t.Fatal(err)
 				}
 				budget := probe.MinBudget + (probe.Reader.PeakResident-probe.MinBudget)/4
 				for _, noMmap := range []bool{false, true} {
-					fr, err := WriteFile(c, Variant{FramesPC, stackcompress.LayoutPacked}, opts, path, budget, noMmap)
+					fr, err := WriteFile(c, Variant{FramesPC, stackcompress.LayoutPacked()}, opts, path, budget, noMmap)
 					if err != nil {
 						t.Fatal(err)
 					}

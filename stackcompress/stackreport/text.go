@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/pctab/pctab/stackcompress"
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // WriteText writes r as the text report of pctab-stats stacks.

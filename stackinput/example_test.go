@@ -3,7 +3,7 @@ package stackinput_test
 import (
 	"fmt"
 
-	"github.com/pctab/pctab/stackcompress/stackinput"
+	"github.com/pctab/pctab/stackinput"
 )
 
 // Any source of symbolized stacks can fill a corpus; here, two samples of

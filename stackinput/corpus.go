@@ -1,5 +1,5 @@
-// Package stackinput reads real Go stacks for the stackcompress DAG: every
-// stack of a Go execution trace (golang.org/x/exp/trace), every sample of a
+// Package stackinput reads real Go stacks, for the stackcompress DAG and for
+// runtimeshim's replays: every stack of a Go execution trace (golang.org/x/exp/trace), every sample of a
 // pprof profile (github.com/google/pprof/profile), or stacks that another
 // source, such as a symbolizer, adds one by one. It also maps their frames
 // to the integers a DAG stores, in three ways: raw PCs, 32-bit offsets
