@@ -274,7 +274,8 @@ func TestReportEndToEndGofmt(t *testing.T) {
 func TestReportSeveralBinaries(t *testing.T) {
 	features := testbuild.Build(t, testbuild.Config{Archive: "features"})
 	gofmt := gofmtBinary(t)
-	cfg, err := parseReportFlags([]string{"-bench=set=hot/pcs=0/enc=(varint|linear|flat)$", "-benchtime=10x", "-variants=false", features, gofmt}, &bytes.Buffer{})
+	pairs := filepath.Join(t.TempDir(), "p")
+	cfg, err := parseReportFlags([]string{"-bench=set=hot/pcs=0/enc=(varint|linear|flat)$", "-benchtime=10x", "-variants=false", "-pairs=" + pairs, features, gofmt}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,6 +297,16 @@ func TestReportSeveralBinaries(t *testing.T) {
 	}
 	if strings.Contains(out, "cold set") || strings.Contains(out, "pcs=random") {
 		t.Errorf("-bench ran unselected benchmarks:\n%s", out)
+	}
+	// -pairs wrote the hot sets and the cold random set of both binaries
+	// (lookupbench tests the format).
+	for _, bin := range []string{filepath.Base(features), "gofmt"} {
+		for _, set := range []string{"hot-random", "hot-0", "cold-random"} {
+			name := pairs + "." + bin + "." + set + ".pairs"
+			if st, err := os.Stat(name); err != nil || st.Size() < int64(len(lookupbench.PairsMagic)+8) {
+				t.Errorf("-pairs: %s: %v", name, err)
+			}
+		}
 	}
 }
 
@@ -323,6 +334,7 @@ func TestReportFlags(t *testing.T) {
 		{args: []string{"-benchtime=0x"}, err: "invalid count"},
 		{args: []string{"-bench=("}, err: "missing closing"},
 		{args: []string{"-sample=funcs"}, err: "unknown sampling"},
+		{args: []string{"-pairs=/tmp/p"}, err: "-pairs needs -bench"},
 	} {
 		name := strings.Join(tc.args, " ")
 		cfg, err := parseReportFlags(append(tc.args, "BIN"), &bytes.Buffer{})
