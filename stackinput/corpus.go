@@ -40,6 +40,10 @@ type Sample struct {
 	// stores those stacks as logical PCs, already inline-expanded, and
 	// other trace stacks as physical return PCs.
 	CPU bool
+	// Time is the event's time in an execution trace, in nanoseconds on
+	// the trace's clock (the runtime's nanotime, CLOCK_MONOTONIC on
+	// Linux); 0 for pprof.
+	Time int64
 }
 
 // A Corpus holds the stacks of one input: each distinct stack once, as a

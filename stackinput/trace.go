@@ -33,6 +33,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 	handles := make(map[trace.Stack]uint32) // stack handles of the current generation
 	var locs []uint32
 	cpu := false // the current event is a CPU sample
+	var now int64 // the current event's time
 	add := func(g, m int64, s trace.Stack) {
 		idx, ok := handles[s]
 		if !ok {
@@ -43,7 +44,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 			idx, _ = c.AddStack(locs) // indices come from AddLocation
 			handles[s] = idx
 		}
-		c.Samples = append(c.Samples, Sample{Goroutine: g, Thread: m, Generation: gen, Stack: idx, CPU: cpu})
+		c.Samples = append(c.Samples, Sample{Goroutine: g, Thread: m, Generation: gen, Stack: idx, CPU: cpu, Time: now})
 	}
 	for {
 		e, err := tr.ReadEvent()
@@ -61,6 +62,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 		g, m := int64(e.Goroutine()), int64(e.Thread())
 		s := e.Stack()
 		cpu = e.Kind() == trace.EventStackSample
+		now = int64(e.Time())
 		if e.Kind() != trace.EventStateTransition {
 			if s != trace.NoStack {
 				add(g, m, s)

@@ -7,6 +7,7 @@
 //	pctab-stats verify BINARY...         check every codec at every PC of every table
 //	pctab-stats stacks [flags] [BINARY]  traceback memory of real stacks
 //	pctab-stats replay [flags] BINARY    replay real stacks through the runtime's lookups
+//	pctab-stats labels [flags] BINARY    trampoline labels onto CPU samples (a labelled pprof profile)
 //
 // Run "pctab-stats -h" or "pctab-stats verify -h" for the flags.
 package main
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			err = runStacks(args[1:], stdout, stderr)
 		case "replay":
 			err = runReplay(args[1:], stdout, stderr)
+		case "labels":
+			err = runLabels(args[1:], stdout, stderr)
 		default:
 			err = runReport(args, stdout, stderr)
 		}
