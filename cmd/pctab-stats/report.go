@@ -122,9 +122,10 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 			"Reports the size of each binary's PC-value tables in Go's varint format and\n"+
 			"in the linear-index format of golang/go#61984. Without a BINARY it reads\n"+
 			"$(go env GOROOT)/bin/go.\n\n"+
-			"With -bench it also times lookups: a hot set of 1,024 and a cold set of\n"+
-			"1,048,576 (table, PC) pairs, at random PCs, PC 0, PC 4096 and return\n"+
-			"addresses, in every encoding (see go doc github.com/pctab/pctab/lookupbench).\n"+
+			"With -bench it also times lookups: a hot set of 1,024 (table, PC) pairs in a\n"+
+			"fixed order and shuffled every pass, and a cold set of 1,048,576 pairs, at\n"+
+			"random PCs, PC 0, PC 4096 and return addresses, in every encoding, against\n"+
+			"the runtime's own code shape (see go doc github.com/pctab/pctab/lookupbench).\n"+
 			"The tables are decoded by host code: to time lookups on arm64, run an arm64\n"+
 			"build under emulation; its numbers are labelled emulated:\n\n"+
 			"\tGOARCH=arm64 go build -o pctab-stats-arm64 ./cmd/pctab-stats\n"+
