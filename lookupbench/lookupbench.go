@@ -20,7 +20,8 @@
 //   - [PC4096]: byte offset 4096 from the entry, only in tables that cover it;
 //   - [PCReturn]: a return address, the PC right after a call instruction of
 //     the function, found by disassembling the function's code with
-//     golang.org/x/arch (x86asm for amd64 and 386, arm64asm for arm64).
+//     internal/callsites (golang.org/x/arch: x86asm for amd64 and 386,
+//     arm64asm for arm64).
 //     As in the runtime's unwinder (runtime/traceback.go), pcsp is looked up
 //     at the return address itself (funcspdelta(f, frame.pc)) and every other
 //     table at the return address minus one (symPC for pcfile, pcln and the

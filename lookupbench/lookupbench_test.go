@@ -481,52 +481,6 @@ func TestNameValue(t *testing.T) {
 		}
 	}
 }
-
-func TestX86Calls(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		code []byte
-		mode int
-		want []uint32
-	}{
-		{"call rel32", []byte{0x90, 0xe8, 1, 2, 3, 4, 0xc3}, 64, []uint32{6}},
-		{"call indirect", []byte{0xff, 0xd0, 0xff, 0x14, 0x24}, 64, []uint32{2, 5}}, // CALL AX; CALL (SP)
-		{"not a call", []byte{0x48, 0x8b, 0x44, 0x24, 0x08, 0xcc, 0xcc}, 64, nil},   // MOVQ 8(SP), AX; INT3
-		{"bad byte", []byte{0x0f, 0x0b, 0xe8, 0, 0, 0, 0}, 64, []uint32{7}},         // UD2, CALL
-		{"386", []byte{0xe8, 0, 0, 0, 0, 0xff, 0xd0}, 32, []uint32{5, 7}},
-		{"truncated", []byte{0xe8, 0, 0}, 64, nil},
-	} {
-		if got := x86Calls(tc.code, tc.mode); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
-func TestARM64Calls(t *testing.T) {
-	le := func(ws ...uint32) []byte {
-		var b []byte
-		for _, w := range ws {
-			b = append(b, byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
-		}
-		return b
-	}
-	for _, tc := range []struct {
-		name string
-		code []byte
-		want []uint32
-	}{
-		{"bl", le(0xd503201f, 0x97ffdd41), []uint32{8}},  // NOP; BL
-		{"blr", le(0xd63f0020, 0xd65f03c0), []uint32{4}}, // BLR X1; RET
-		{"b is not a call", le(0x17ffffff), nil},         // B
-		{"br is not a call", le(0xd61f0020), nil},        // BR X1
-		{"trailing bytes", append(le(0x94000001), 0x94), []uint32{4}},
-	} {
-		if got := arm64Calls(tc.code); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestOrder checks the access patterns: in order, one pass of the identity;
 // shuffled, ShuffledPasses passes, each a permutation of the samples, not
 // all alike.

@@ -119,11 +119,36 @@ func (f *File) textBase(hdrText uint64) error {
 	return formatErr("binary", -1, "cannot find the text base: no runtime.text symbol, no moduledata, no executable section")
 }
 
+// MaxModuledataWords bounds how many pointer-sized words of the runtime's
+// moduledata objscan reads, and rewrite updates: enough for every field up
+// to itablinks in Go 1.16 to 1.27 (the whole struct is 74 words on Go 1.26), the fields
+// that point at the pclntab and the sections after it.
+const MaxModuledataWords = 96
+
+// minModuledataWords is the prefix every Go 1.16+ moduledata shares,
+// pcHeader through etext; a candidate with fewer words before the end of
+// its section is not one.
+const minModuledataWords = 24
+
+// Moduledata returns the address of the runtime's moduledata for this
+// pclntab and how many of its words objscan read (at least the 24-word
+// prefix, at most MaxModuledataWords, fewer when its section ends
+// earlier). ok is false when there is none: a Go 1.2 layout, or no data
+// word points at the pcHeader followed by the funcnametab.
+func (f *File) Moduledata() (addr uint64, words int, ok bool) {
+	m := f.findModuledata()
+	if m == nil {
+		return 0, 0, false
+	}
+	return m.addr, minModuledataWords + len(m.words), true
+}
+
 type moduledata struct {
 	addr        uint64
 	text        uint64
 	findfunctab uint64
-	// words holds the moduledata words after etext. Their layout changes
+	// words holds the moduledata words after etext, up to
+	// MaxModuledataWords in all. Their layout changes
 	// between releases (Go 1.27 added fields before gofunc), so gofunc is
 	// picked from them by validation, not by a fixed index.
 	words []uint64
@@ -225,7 +250,6 @@ func (f *File) findModuledata() *moduledata {
 			order = append(order, s)
 		}
 	}
-	const mdWords = 48
 	for _, s := range order {
 		if s.filesize > 1<<30 {
 			continue
@@ -241,15 +265,16 @@ func (f *File) findModuledata() *moduledata {
 			}
 			at := uint64(off + j)
 			off += j + 1
-			if at%ps != 0 || at+mdWords*ps > uint64(len(data)) {
+			if at%ps != 0 || at+minModuledataWords*ps > uint64(len(data)) {
 				continue
 			}
 			md := data[at:]
 			if word(md, 1) != f.PclntabAddr+funcnameOff {
 				continue
 			}
+			n := min(MaxModuledataWords, (uint64(len(data))-at)/ps)
 			m := &moduledata{addr: s.addr + at, findfunctab: word(md, 19), text: word(md, 22)}
-			for i := uint64(24); i < mdWords; i++ {
+			for i := uint64(minModuledataWords); i < n; i++ {
 				m.words = append(m.words, word(md, i))
 			}
 			m.textsects = f.findTextSects(m)

@@ -303,11 +303,12 @@ func pclnHeaderOf(f *objscan.File) pclnHeader {
 	return pclnHeader{w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7)}
 }
 
-// fixModuledata finds the moduledata that points at the old pclntab and
-// updates its pointers into the moved sections and the lengths of its pctab
-// and pclntable slices. The first 24 words are Go 1.20+'s stable prefix
-// (pcHeader through etext); later words that point into the moved sections
-// (gofunc, epclntab, typelinks, itablinks) are found by value.
+// fixModuledata updates the moduledata that objscan found for the old
+// pclntab (objscan.File.Moduledata): its pointers into the moved sections
+// and the lengths of its pctab and pclntable slices. The first 24 words
+// are Go 1.20+'s stable prefix (pcHeader through etext); later words that
+// point into the moved sections (gofunc, epclntab, typelinks, itablinks)
+// are found by value.
 func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[uint64]struct{ old, new uint64 }, oldPcln uint64) (string, error) {
 	ps := e.ptrSize()
 	o := e.order
@@ -324,69 +325,63 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 			o.PutUint64(b[i*ps:], v)
 		}
 	}
-	h := pclnHeaderOf(f)
-	var pat [8]byte
-	if ps == 4 {
-		o.PutUint32(pat[:], uint32(oldPcln))
-	} else {
-		o.PutUint64(pat[:], oldPcln)
+	mdAddr, words, ok := f.Moduledata()
+	if !ok {
+		return "", fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
 	}
-	// Candidate sections, .go.module first. Their headers are already the
-	// output's: offsets index out.
-	var cands []int
+	// Where the moduledata is in the output: its section's header is
+	// already the output's, so offsets index out.
+	addr := mdAddr
+	if nv, in, err := m.addr(mdAddr); in {
+		if err != nil {
+			return "", fmt.Errorf("moduledata at %#x: %w", mdAddr, err)
+		}
+		addr = nv
+	}
+	var md []byte
+	var where string
 	for i := range e.sects {
 		s := &e.sects[i]
-		if s.nobits() || !s.alloc() || s.Flags&uint64(elf.SHF_WRITE) == 0 {
+		if s.nobits() || !s.alloc() || addr < s.Addr || addr-s.Addr >= s.Size {
 			continue
 		}
-		if s.Name == ".go.module" {
-			cands = append([]int{i}, cands...)
-		} else {
-			cands = append(cands, i)
+		end := s.Off + s.Size
+		if end > uint64(len(out)) || (addr-s.Addr)+uint64(words)*ps > s.Size {
+			return "", fmt.Errorf("moduledata at %#x: %d words run past section %s", addr, words, s.Name)
+		}
+		md, where = out[s.Off+(addr-s.Addr):end], fmt.Sprintf("moduledata at %#x (section %s)", addr, s.Name)
+		break
+	}
+	if md == nil {
+		return "", fmt.Errorf("moduledata at %#x is in no section of the output", addr)
+	}
+	if word(md, 0) != oldPcln {
+		return "", fmt.Errorf("%s: word 0 is %#x, not the old pclntab address %#x", where, word(md, 0), oldPcln)
+	}
+	n := uint64(words)
+	var changed int
+	for i := uint64(0); i < n; i++ {
+		v := word(md, i)
+		if i >= 20 && v == oldPcln {
+			continue // an end pointer of what precedes the pclntab (etypes, say), not the pcHeader
+		}
+		nv, in, err := m.addr(v)
+		if !in {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("moduledata word %d: %w", i, err)
+		}
+		put(md, i, nv)
+		changed++
+		if fix, ok := lenFix[v]; ok && i+2 < n && word(md, i+1) == fix.old && word(md, i+2) == fix.old {
+			put(md, i+1, fix.new)
+			put(md, i+2, fix.new)
+			changed += 2
+			i += 2
 		}
 	}
-	const maxWords = 96
-	for _, ci := range cands {
-		s := &e.sects[ci]
-		d := out[s.Off : s.Off+s.Size]
-		for at := 0; ; {
-			j := bytes.Index(d[at:], pat[:ps])
-			if j < 0 {
-				break
-			}
-			pos := uint64(at + j)
-			at += j + 1
-			if pos%ps != 0 || uint64(len(d))-pos < 24*ps || word(d[pos:], 1) != oldPcln+h.funcnameOff {
-				continue
-			}
-			md := d[pos:]
-			n := min(maxWords, uint64(len(md))/ps)
-			var changed int
-			for i := uint64(0); i < n; i++ {
-				v := word(md, i)
-				if i >= 20 && v == oldPcln {
-					continue // an end pointer of what precedes the pclntab (etypes, say), not the pcHeader
-				}
-				nv, in, err := m.addr(v)
-				if !in {
-					continue
-				}
-				if err != nil {
-					return "", fmt.Errorf("moduledata word %d: %w", i, err)
-				}
-				put(md, i, nv)
-				changed++
-				if fix, ok := lenFix[v]; ok && i+2 < n && word(md, i+1) == fix.old && word(md, i+2) == fix.old {
-					put(md, i+1, fix.new)
-					put(md, i+2, fix.new)
-					changed += 2
-					i += 2
-				}
-			}
-			return fmt.Sprintf("moduledata at %#x (section %s): %d words updated", s.Addr+pos, s.Name, changed), nil
-		}
-	}
-	return "", fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
+	return fmt.Sprintf("%s: %d words updated", where, changed), nil
 }
 
 // fixSymbols updates the symbols defined in the moved sections: their

@@ -26,11 +26,11 @@ type ReaderOptions struct {
 
 // ReaderStats counts a Reader's page traffic.
 type ReaderStats struct {
-	Hits         uint64 // page accesses that found the page loaded
-	Loads        uint64 // page loads, each verified against its checksum
-	Evictions    uint64 // pages evicted to stay within the budget
-	Resident     int64  // bytes held now: loaded pages plus the dictionary
-	PeakResident int64  // the most bytes ever held
+	Hits         uint64 `json:"hits"`                // page accesses that found the page loaded
+	Loads        uint64 `json:"loads"`               // page loads, each verified against its checksum
+	Evictions    uint64 `json:"evictions"`           // pages evicted to stay within the budget
+	Resident     int64  `json:"resident_bytes"`      // bytes held now: loaded pages plus the dictionary
+	PeakResident int64  `json:"peak_resident_bytes"` // the most bytes ever held
 }
 
 // A Reader reads stacks from a DAG file. Pages are loaded on first use,

@@ -32,7 +32,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 	var gen uint32
 	handles := make(map[trace.Stack]uint32) // stack handles of the current generation
 	var locs []uint32
-	cpu := false // the current event is a CPU sample
+	cpu := false  // the current event is a CPU sample
 	var now int64 // the current event's time
 	add := func(g, m int64, s trace.Stack) {
 		idx, ok := handles[s]

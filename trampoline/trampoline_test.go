@@ -155,3 +155,21 @@ func BenchmarkTask(b *testing.B) {
 		})
 	}
 }
+
+// FuzzReadHistory reads arbitrary bytes as a history: an error or a
+// history whose bindings all name real trampolines.
+func FuzzReadHistory(f *testing.F) {
+	f.Add([]byte(`{"schema_version":1,"trampolines":2,"bindings":[{"trampoline":1,"key":"q","value":"a","start_mono_ns":5,"end_mono_ns":0,"start_unix_ns":7,"end_unix_ns":0}]}`))
+	f.Add([]byte(`{"schema_version":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, err := ReadHistory(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, b := range h.Bindings {
+			if b.Trampoline < 0 || b.Trampoline >= h.Trampolines {
+				t.Fatalf("binding %+v of %d trampolines accepted", b, h.Trampolines)
+			}
+		}
+	})
+}

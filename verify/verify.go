@@ -13,8 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 
+	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
@@ -23,11 +23,11 @@ import (
 
 // Result summarizes a verification run.
 type Result struct {
-	Tables     int      // distinct tables checked
-	PCs        int64    // (table, PC) pairs checked, variants not counted separately
-	Lookups    int64    // lookups compared, all encodings included
-	Mismatches int64    // disagreements found
-	Examples   []string // the first few mismatches, described
+	Tables     int      `json:"tables"`             // distinct tables checked
+	PCs        int64    `json:"pcs"`                // (table, PC) pairs checked, variants not counted separately
+	Lookups    int64    `json:"lookups"`            // lookups compared, all encodings included
+	Mismatches int64    `json:"mismatches"`         // disagreements found
+	Examples   []string `json:"examples,omitempty"` // the first few mismatches, described
 }
 
 // OK reports whether the run found no mismatch.
@@ -73,18 +73,10 @@ func File(f *objscan.File, workers int) (*Result, error) {
 	}
 
 	results := make([]Result, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			res := &results[w]
-			for i := w; i < len(tabs); i += workers {
-				checkTable(res, f, i, tabs[i], funcLen[i], variants, sets, offs)
-			}
-		}(w)
-	}
-	wg.Wait()
+	par.For(len(tabs), workers, func(w, i int) error {
+		checkTable(&results[w], f, i, tabs[i], funcLen[i], variants, sets, offs)
+		return nil
+	})
 	total := &Result{Tables: len(tabs)}
 	for _, r := range results {
 		total.PCs += r.PCs

@@ -16,8 +16,20 @@ import (
 	"github.com/pctab/pctab/trampoline/resolve"
 )
 
-// labelsSchemaVersion versions the -json output of pctab-stats labels.
+// labelsSchemaVersion versions the -json output of pctab-stats labels
+// (testdata/labels.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
 const labelsSchemaVersion = 1
+
+// labelsJSON is the JSON form of a labels run: the schema version, the
+// binary, its trampolines, the profile written and the counts.
+type labelsJSON struct {
+	SchemaVersion int    `json:"schema_version"`
+	Binary        string `json:"binary"`
+	Trampolines   int    `json:"trampolines"`
+	Output        string `json:"output"`
+	resolve.Stats
+}
 
 // runLabels is pctab-stats labels: trampoline labels onto CPU samples.
 func runLabels(args []string, stdout, stderr io.Writer) error {
@@ -101,13 +113,7 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(struct {
-			SchemaVersion int    `json:"schema_version"`
-			Binary        string `json:"binary"`
-			Trampolines   int    `json:"trampolines"`
-			Output        string `json:"output"`
-			resolve.Stats
-		}{labelsSchemaVersion, fs.Arg(0), tr.N, *out, st})
+		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, fs.Arg(0), tr.N, *out, st})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
 		fs.Arg(0), tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *out)

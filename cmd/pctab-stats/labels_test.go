@@ -87,6 +87,7 @@ func TestLabels(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout.String())
 	}
+	checkJSONValue(t, "labels", stdout.Bytes())
 	if res.SchemaVersion != labelsSchemaVersion || res.Trampolines != trampoline.N || res.Through == 0 || res.Labelled != res.Through {
 		t.Fatalf("result %+v", res)
 	}

@@ -67,7 +67,7 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 	var cfg replayConfig
 	fs.StringVar(&cfg.tracePath, "trace", "", "replay the stacks of this Go execution trace `file`, written by BINARY")
 	fs.StringVar(&cfg.pprofPath, "pprof", "", "replay the stacks of this CPU profile `file`, written by BINARY")
-	fs.IntVar(&cfg.synthetic, "synthetic", 0, "replay `N` stacks drawn from BINARY's static call graph (amd64 and arm64)")
+	fs.IntVar(&cfg.synthetic, "synthetic", 0, "replay `N` stacks drawn from BINARY's static call graph (amd64, 386 and arm64)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic stacks")
 	fs.IntVar(&cfg.minDepth, "min-depth", 4, "smallest target depth of a synthetic stack")
 	fs.IntVar(&cfg.maxDepth, "max-depth", 40, "largest target depth of a synthetic stack")
@@ -152,22 +152,28 @@ func encodingNames() []string {
 	return names
 }
 
+// replaySchemaVersion is the schema_version of replay's JSON
+// (testdata/replay.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
+const replaySchemaVersion = 1
+
 // replayReport is everything a replay run found; it is also the JSON
 // output.
 type replayReport struct {
-	Binary    string         `json:"binary"`
-	Name      string         `json:"name"`
-	GOOS      string         `json:"goos"`
-	GOARCH    string         `json:"goarch"`
-	GoVersion string         `json:"goVersion"`
-	Source    string         `json:"source"` // "trace", "pprof" or "synthetic"
-	File      string         `json:"file,omitempty"`
-	Slide     uint64         `json:"slide"`
-	Timer     string         `json:"timer"`
-	Check     replayCheck    `json:"check"`
-	Inputs    []replayInput  `json:"inputs"`
-	Results   []replayResult `json:"results"`
-	Ratios    []replayRatio  `json:"ratios"`
+	SchemaVersion int            `json:"schema_version"`
+	Binary        string         `json:"binary"`
+	Name          string         `json:"name"`
+	GOOS          string         `json:"goos"`
+	GOARCH        string         `json:"goarch"`
+	GoVersion     string         `json:"go_version"`
+	Source        string         `json:"source"` // "trace", "pprof" or "synthetic"
+	File          string         `json:"file,omitempty"`
+	Slide         uint64         `json:"slide"`
+	Timer         string         `json:"timer"`
+	Check         replayCheck    `json:"check"`
+	Inputs        []replayInput  `json:"inputs"`
+	Results       []replayResult `json:"results"`
+	Ratios        []replayRatio  `json:"ratios"`
 }
 
 // replayCheck is the outcome of the correctness checks.
@@ -184,10 +190,10 @@ type replayCheck struct {
 type replayInput struct {
 	Name          string `json:"name"`
 	Stacks        int    `json:"stacks"`
-	Frames        int    `json:"frames"`        // physical frames replayed per pass
-	LogicalFrames int    `json:"logicalFrames"` // recorded (logical) frames they came from, if any
-	Ms            int    `json:"ms"`            // simulated Ms
-	Truncated     int    `json:"truncated"`     // stacks left out by -frames
+	Frames        int    `json:"frames"`         // physical frames replayed per pass
+	LogicalFrames int    `json:"logical_frames"` // recorded (logical) frames they came from, if any
+	Ms            int    `json:"ms"`             // simulated Ms
+	Truncated     int    `json:"truncated"`      // stacks left out by -frames
 }
 
 // replayResult is one input, workload and encoding.
@@ -196,18 +202,18 @@ type replayResult struct {
 	Workload        string    `json:"workload"`
 	Encoding        string    `json:"encoding"`
 	Frames          uint64    `json:"frames"`
-	LogicalFrames   uint64    `json:"logicalFrames"`
+	LogicalFrames   uint64    `json:"logical_frames"`
 	Lookups         uint64    `json:"lookups"`
 	Walks           uint64    `json:"walks"`
-	CacheHits       uint64    `json:"cacheHits"`
-	CacheMisses     uint64    `json:"cacheMisses"`
-	NsPerFrame      []float64 `json:"nsPerFrame"` // one per timed pass
-	MedianNs        float64   `json:"medianNsPerFrame"`
+	CacheHits       uint64    `json:"cache_hits"`
+	CacheMisses     uint64    `json:"cache_misses"`
+	NsPerFrame      []float64 `json:"ns_per_frame"` // one per timed pass
+	MedianNs        float64   `json:"median_ns_per_frame"`
 	CILowNs         float64   `json:"ci_low_ns_per_frame,omitempty"` // 95% CI of the median (benchmath), with at least 6 passes
 	CIHighNs        float64   `json:"ci_high_ns_per_frame,omitempty"`
-	LookupsPerFrame float64   `json:"lookupsPerFrame"`
-	WalksPerFrame   float64   `json:"walksPerFrame"`
-	CacheHitRate    float64   `json:"cacheHitRate"`
+	LookupsPerFrame float64   `json:"lookups_per_frame"`
+	WalksPerFrame   float64   `json:"walks_per_frame"`
+	CacheHitRate    float64   `json:"cache_hit_rate"`
 }
 
 // replayRatio compares an encoding's time with the baseline's: Ratio is the
@@ -241,7 +247,7 @@ func doReplay(cfg replayConfig) (*replayReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: %s: %w", cfg.binary, err)
 	}
-	rep := &replayReport{Binary: cfg.binary, Name: cfg.name, GOOS: obj.GOOS, GOARCH: obj.GOARCH, GoVersion: obj.GoVersion, Timer: runtimeshim.Timer()}
+	rep := &replayReport{SchemaVersion: replaySchemaVersion, Binary: cfg.binary, Name: cfg.name, GOOS: obj.GOOS, GOARCH: obj.GOARCH, GoVersion: obj.GoVersion, Timer: runtimeshim.Timer()}
 	shims := make([]*runtimeshim.Shim, len(cfg.encodings))
 	for i, e := range cfg.encodings {
 		if shims[i], err = md.NewShim(e); err != nil {

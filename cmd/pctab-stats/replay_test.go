@@ -187,6 +187,7 @@ func TestReplayJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replay: %v\n%s", err, errOut)
 	}
+	checkJSONValue(t, "replay", []byte(out))
 	var rep replayReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, out)

@@ -177,9 +177,16 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 	return cfg, nil
 }
 
-// jsonReport is the JSON form of one binary: the size report's fields,
-// unchanged, and with -bench the lookup speed under "speed".
+// reportSchemaVersion is the schema_version of the size report's JSON
+// (testdata/report.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
+const reportSchemaVersion = 1
+
+// jsonReport is the JSON form of one binary: the schema version, the size
+// report's fields, unchanged, and with -bench the lookup speed under
+// "speed".
 type jsonReport struct {
+	SchemaVersion int `json:"schema_version"`
 	*report.Report
 	Speed *lookupbench.Result `json:"speed,omitempty"`
 }
@@ -219,7 +226,7 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 		done = append(done, res)
 		switch cfg.format {
 		case formatJSON:
-			b, err := json.Marshal(jsonReport{res.size, res.speed})
+			b, err := json.Marshal(jsonReport{reportSchemaVersion, res.size, res.speed})
 			if err != nil {
 				return err
 			}

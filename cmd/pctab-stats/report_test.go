@@ -85,7 +85,7 @@ func TestReportGolden(t *testing.T) {
 
 // stableKeys are JSON fields scripts rely on; they must never disappear.
 var stableKeys = []string{
-	"path", "file_bytes", "goos", "goarch", "go_version", "pclntab_version", "pclntab_magic",
+	"schema_version", "path", "file_bytes", "goos", "goarch", "go_version", "pclntab_version", "pclntab_magic",
 	"byte_order", "ptr_size", "pc_quantum", "functions", "pclntab_bytes", "pclntab_parts",
 	"tables", "kinds", "out_of_band_bytes", "file_delta_percent", "tables_file_delta_percent",
 	"assumption", "shape", "variants", "hybrid", "best_variant",
@@ -127,6 +127,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 			t.Errorf("-json differs from report.Compute (-want +got):\n%s", diff)
 		}
 		checkKeys(t, stdout.Bytes(), stableKeys)
+		checkJSONValue(t, "report", stdout.Bytes())
 	})
 
 	t.Run("bench", func(t *testing.T) {
@@ -156,7 +157,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		if got.Speed == nil || len(got.Speed.Groups) != 12 || got.Speed.Count != 2 || got.Speed.BenchTime != "50x" {
 			t.Fatalf("speed = %+v", got.Speed)
 		}
-		again, err := json.Marshal(jsonReport{&got.Report, got.Speed})
+		again, err := json.Marshal(jsonReport{reportSchemaVersion, &got.Report, got.Speed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,6 +168,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 			t.Errorf("JSON does not round-trip (-printed +re-encoded):\n%s", diff)
 		}
 		checkKeys(t, line, append(stableKeys, "speed"))
+		checkJSONValue(t, "report", line)
 		var raw struct {
 			Speed json.RawMessage `json:"speed"`
 		}

@@ -28,7 +28,7 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 	pageNodes := fs.Int("page-nodes", stackcompress.DefaultPageNodes, "nodes per DAG `page` (a power of two)")
 	cacheKey := fs.String("cache-key", stackreport.KeyGoroutine, "coherency cache key: goroutine, thread, single or off")
 	maxThreads := fs.Int("max-threads", stackcompress.DefaultMaxThreads, "threads the coherency cache remembers at most")
-	textBase := fs.Uint64("text-base", 0, "text base for text frames (default: the BINARY's, else the lowest PC seen)")
+	textBase := fs.Uint64("text-base", 0, "run-time text base for text frames, used as given (default: the BINARY's, moved by the load offset found in the trace, else the lowest PC seen)")
 	layouts := fs.String("variants", "", "comma-separated `frames/layout` variants to measure, e.g. pc/seed,text/delta32,pc/packed (default: all)")
 	outPath := fs.String("o", "", "also write the DAG of the -file-variant to this `file` and read every stack back from it")
 	fileVariant := fs.String("file-variant", "pc/packed", "the `frames/layout` variant that -o writes")
@@ -87,11 +87,7 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *jsonOut {
-		out := struct {
-			*stackreport.Report
-			File *stackreport.FileReport `json:",omitempty"`
-		}{rep, fileRep}
-		b, err := json.MarshalIndent(out, "", "  ")
+		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -107,17 +103,33 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// stacksSchemaVersion is the schema_version of stacks' JSON
+// (testdata/stacks.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
+const stacksSchemaVersion = 1
+
+// stacksJSON is the JSON form of the stacks report: the schema version, the
+// report's fields and, with -o, the file read back under "file".
+type stacksJSON struct {
+	SchemaVersion int `json:"schema_version"`
+	*stackreport.Report
+	File *stackreport.FileReport `json:"file,omitempty"`
+}
+
 // fromBinary takes the text base from the binary and, for a trace, the
 // physical frames of every sample, which runtimeshim derives from the
 // binary's inline trees, so that the report costs the tracer's table with
-// the PCs the runtime stores.
+// the PCs the runtime stores. The binary's text base is moved by the load
+// offset (slide) found in the trace's PCs; a text base the user gave
+// (opts.TextBase != 0) is a run-time address already and is kept as it is.
 func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, isTrace bool, stderr io.Writer) error {
 	f, err := objscan.Open(path)
 	if err != nil {
 		return fmt.Errorf("stacks: %w", err)
 	}
 	defer f.Close()
-	if opts.TextBase == 0 {
+	userBase := opts.TextBase != 0
+	if !userBase {
 		opts.TextBase = f.TextStart
 	}
 	if !isTrace {
@@ -137,7 +149,7 @@ func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, is
 		fmt.Fprintf(stderr, "pctab-stats stacks: no physical frames: %v\n", err)
 		return nil
 	}
-	if slide != 0 {
+	if !userBase {
 		opts.TextBase += slide
 	}
 	stacks, _ := shim.StacksFromCorpus(c, slide)

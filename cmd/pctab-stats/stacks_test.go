@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/stackcompress/stackreport"
 )
 
 //go:noinline
@@ -115,20 +118,13 @@ func TestRunStacksJSON(t *testing.T) {
 	if err := runStacks([]string{"-json", "-trace", tracePath, "-o", filepath.Join(dir, "dag")}, &stdout, &stderr); err != nil {
 		t.Fatal(err, stderr.String())
 	}
-	var out struct {
-		Stacks, Frames, RawBytes, DedupBytes uint64
-		Variants                             []struct {
-			Name                  string
-			Nodes, DAGBytes       uint64
-			BytesPerNode          float64
-			MeanProbe, CacheSaved float64
-			FramesPerSecond       float64
-			Verified              uint64
-		}
-		File struct{ Verified uint64 }
-	}
+	checkJSONValue(t, "stacks", stdout.Bytes())
+	var out stacksJSON
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if out.File == nil {
+		t.Fatalf("no file report with -o:\n%s", stdout.String())
 	}
 	if out.Stacks == 0 || out.RawBytes != 8*out.Frames || len(out.Variants) == 0 || out.File.Verified != out.Stacks {
 		t.Fatalf("JSON report %+v", out)
@@ -170,5 +166,60 @@ func TestRunStacksErrors(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "usage: pctab-stats stacks") {
 		t.Errorf("-h printed %q", stderr.String())
+	}
+}
+
+// TestFromBinaryTextBase moves the PCs of a trace of this process by a
+// page-aligned slide, as a position-independent binary loaded elsewhere
+// records them, and checks the text base fromBinary sets: the binary's
+// text start plus the slide when none is given, and exactly the given one
+// (a run-time address already) when the user gives -text-base.
+func TestFromBinaryTextBase(t *testing.T) {
+	dir := t.TempDir()
+	tracePath, _ := stacksInputs(t, dir)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := objscan.Open(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textStart := f.TextStart
+	f.Close()
+	const slide = 0x5550000
+	for _, tc := range []struct {
+		name     string
+		slide    uint64
+		userBase uint64
+		wantBase uint64
+	}{
+		{"no slide, binary's base", 0, 0, textStart},
+		{"slide, binary's base", slide, 0, textStart + slide},
+		{"no slide, user's base", 0, 0x401000, 0x401000},
+		{"slide, user's base", slide, textStart + slide, textStart + slide},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := readCorpus(tracePath, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range c.Locations {
+				if c.Locations[i].PC != 0 {
+					c.Locations[i].PC += tc.slide
+				}
+			}
+			opts := stackreport.Options{TextBase: tc.userBase}
+			var stderr bytes.Buffer
+			if err := fromBinary(self, c, &opts, true, &stderr); err != nil {
+				t.Fatal(err)
+			}
+			if opts.Physical == nil {
+				t.Fatalf("no physical frames: the slide was not found: %s", stderr.String())
+			}
+			if opts.TextBase != tc.wantBase {
+				t.Errorf("text base %#x, want %#x", opts.TextBase, tc.wantBase)
+			}
+		})
 	}
 }

@@ -58,6 +58,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// schemaVersion is the schema_version of rewrite-binary's JSON
+// (testdata/rewrite.fields lists its fields). Bump it when a field is
+// removed, renamed or changes meaning, and say so in the README.
+const schemaVersion = 1
+
+// rewriteJSON is the JSON form of one rewrite: the schema version, the
+// files, the result and, with -estimate, pctab-stats' estimate and the gap
+// between the two.
+type rewriteJSON struct {
+	SchemaVersion int               `json:"schema_version"`
+	In            string            `json:"in"`
+	Out           string            `json:"out"`
+	Result        *rewrite.Result   `json:"result"`
+	Estimate      *rewrite.Estimate `json:"estimate,omitempty"`
+	Gap           []rewrite.GapItem `json:"gap,omitempty"`
+}
+
 func runRewrite(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rewrite-binary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -101,13 +118,7 @@ func runRewrite(args []string, stdout, stderr io.Writer) error {
 	if *jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		v := struct {
-			In       string            `json:"in"`
-			Out      string            `json:"out"`
-			Result   *rewrite.Result   `json:"result"`
-			Estimate *rewrite.Estimate `json:"estimate,omitempty"`
-			Gap      []rewrite.GapItem `json:"gap,omitempty"`
-		}{In: in, Out: *out, Result: res, Estimate: est}
+		v := rewriteJSON{SchemaVersion: schemaVersion, In: in, Out: *out, Result: res, Estimate: est}
 		if est != nil {
 			v.Gap = rewrite.Gap(res, est)
 		}

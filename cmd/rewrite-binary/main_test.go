@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/internal/testbuild"
 )
 
@@ -91,6 +93,9 @@ func TestJSON(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatalf("%v\n%s", err, stdout.String())
 	}
+	if err := jsonschema.CheckValue(stdout.Bytes(), rewriteSchema()); err != nil {
+		t.Errorf("-json output: %v", err)
+	}
 	var gap int64
 	for _, g := range v.Gap {
 		gap += g.Bytes
@@ -98,4 +103,16 @@ func TestJSON(t *testing.T) {
 	if v.Result.Variant != "compact" || v.Result.Verify.Tables == 0 || v.Result.Verify.Mismatches != 0 || gap != v.Result.DeltaBytes-v.Estimate.Bytes {
 		t.Errorf("unexpected result: %+v", v)
 	}
+}
+
+func rewriteSchema() jsonschema.Schema {
+	return jsonschema.Of(reflect.TypeFor[rewriteJSON](), schemaVersion)
+}
+
+// TestJSONSchema fails when a field of the -json output is added, removed
+// or renamed without schemaVersion changing, or is not snake_case.
+// PCTAB_UPDATE_GOLDEN=1 rewrites testdata/rewrite.fields after a
+// deliberate change (bump the version and update the README first).
+func TestJSONSchema(t *testing.T) {
+	jsonschema.Golden(t, filepath.Join("testdata", "rewrite.fields"), rewriteSchema())
 }

@@ -4,9 +4,10 @@
 //
 // # The call graph
 //
-// [Build] disassembles every function of the binary (golang.org/x/arch:
-// x86asm for amd64, arm64asm for arm64) and keeps each direct call: a
-// CALL with a relative target on amd64, a BL on arm64. The call's return
+// [Build] disassembles every function of the binary with pctab's
+// disassembler, internal/callsites (golang.org/x/arch: x86asm for amd64
+// and 386, arm64asm for arm64), and keeps each direct call: a CALL with a
+// relative target on x86, a BL on arm64. The call's return
 // address is the PC after the instruction; its callee is the function that
 // holds the target (a target inside a function, such as an entry into
 // runtime.duffzero, counts as a call of that function). Indirect calls
@@ -69,9 +70,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/arch/arm64/arm64asm"
-	"golang.org/x/arch/x86/x86asm"
-
+	"github.com/pctab/pctab/internal/callsites"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 )
@@ -88,10 +87,10 @@ type Stats struct {
 	Calls         int // direct calls kept
 	Cold          int // direct calls to morestack and panic functions, left out
 	OutsideText   int // direct calls whose target is in no function
-	DecodeErrors  int // instructions that did not decode (skipped)
+	DecodeErrors  int // bytes (x86) or call-shaped words (arm64) that did not decode, skipped (callsites.Decoder.Calls)
 	Roots         int // functions no direct call reaches, with call sites
 	MissingFuncs  int // functions outside the text section read
-	TextBytes     int // bytes of text read
+	TextBytes     int // bytes of code read (every executable section)
 	LongestCalls  int // most call sites in one function
 	FuncsWithCall int // functions with at least one call site
 }
@@ -112,36 +111,27 @@ type Graph struct {
 
 // Build builds the call graph of the binary f: its pclntab gives the
 // functions, and its code (read through f, which must still be open) the
-// call sites. It supports amd64 and arm64.
+// call sites. It supports the architectures internal/callsites
+// disassembles: amd64, 386 and arm64.
 func Build(f *objscan.File) (*Graph, error) {
 	if len(f.Funcs) == 0 {
 		return nil, fmt.Errorf("synth: no functions")
 	}
-	var decode func(code []byte, pc uint64) (n int, target uint64, call, ok bool)
-	switch f.GOARCH {
-	case "amd64":
-		decode = decodeAMD64
-	case "arm64":
-		decode = decodeARM64
-	default:
-		return nil, fmt.Errorf("synth: disassembly of %s is not supported (amd64 and arm64 are)", f.GOARCH)
+	dec := callsites.For(f.GOARCH)
+	if dec == nil {
+		return nil, fmt.Errorf("synth: disassembly of %s is not supported (amd64, 386 and arm64 are)", f.GOARCH)
 	}
 	secs, err := f.Code()
 	if err != nil {
 		return nil, fmt.Errorf("synth: %w", err)
 	}
-	var base uint64
-	var text []byte
-	for _, sec := range secs {
-		if e := f.Funcs[0].Entry; sec.Addr <= e && e-sec.Addr < uint64(len(sec.Data)) {
-			base, text = sec.Addr, sec.Data
-		}
-	}
-	if text == nil {
+	if objscan.CodeAt(secs, f.Funcs[0].Entry, f.Funcs[0].Entry+1) == nil {
 		return nil, fmt.Errorf("synth: no executable section holds the first function's entry %#x", f.Funcs[0].Entry)
 	}
 	g := &Graph{names: make([]string, len(f.Funcs)), sites: make([][]Site, len(f.Funcs))}
-	g.stats.TextBytes = len(text)
+	for _, sec := range secs {
+		g.stats.TextBytes += len(sec.Data)
+	}
 	entries := make([]uint64, len(f.Funcs))
 	for i := range f.Funcs {
 		entries[i] = f.Funcs[i].Entry
@@ -155,29 +145,27 @@ func Build(f *objscan.File) (*Graph, error) {
 		return sort.Search(len(entries), func(i int) bool { return entries[i] > pc }) - 1
 	}
 	called := make([]bool, len(f.Funcs))
+	var calls []callsites.Call
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		size := fn.Size
 		if size == 0 {
 			size = fn.End - fn.Entry
 		}
-		if fn.Entry < base || size > uint64(len(text)) || fn.Entry-base > uint64(len(text))-size {
+		code := objscan.CodeAt(secs, fn.Entry, fn.Entry+size)
+		if uint64(len(code)) != size {
 			g.stats.MissingFuncs++
 			continue
 		}
 		g.stats.Funcs++
-		code := text[fn.Entry-base : fn.Entry-base+size]
-		for off := 0; off < len(code); {
-			pc := fn.Entry + uint64(off)
-			n, target, call, ok := decode(code[off:], pc)
-			if !ok {
-				g.stats.DecodeErrors++
-			}
-			off += n
-			if !call {
+		var bad int
+		calls, bad = dec.Calls(calls[:0], code, fn.Entry)
+		g.stats.DecodeErrors += bad
+		for _, c := range calls {
+			if !c.Direct {
 				continue
 			}
-			callee := funcAt(target)
+			callee := funcAt(c.Target)
 			if callee < 0 {
 				g.stats.OutsideText++
 				continue
@@ -186,7 +174,7 @@ func Build(f *objscan.File) (*Graph, error) {
 				g.stats.Cold++
 				continue
 			}
-			g.sites[i] = append(g.sites[i], Site{Ret: pc + uint64(n), Callee: callee})
+			g.sites[i] = append(g.sites[i], Site{Ret: c.Ret, Callee: callee})
 			called[callee] = true
 			g.stats.Calls++
 		}
@@ -227,37 +215,6 @@ func isRuntime(name string) bool {
 // graph (see the package documentation).
 func cold(name string) bool {
 	return strings.HasPrefix(name, "runtime.morestack") || strings.HasPrefix(name, "runtime.panic")
-}
-
-// decodeAMD64 decodes one instruction and reports a direct CALL's target.
-func decodeAMD64(code []byte, pc uint64) (n int, target uint64, call, ok bool) {
-	inst, err := x86asm.Decode(code, 64)
-	if err != nil || inst.Len == 0 {
-		return 1, 0, false, false
-	}
-	if inst.Op == x86asm.CALL {
-		if rel, isRel := inst.Args[0].(x86asm.Rel); isRel {
-			return inst.Len, pc + uint64(inst.Len) + uint64(int64(rel)), true, true
-		}
-	}
-	return inst.Len, 0, false, true
-}
-
-// decodeARM64 decodes one instruction and reports a BL's target.
-func decodeARM64(code []byte, pc uint64) (n int, target uint64, call, ok bool) {
-	if len(code) < 4 {
-		return len(code), 0, false, false
-	}
-	inst, err := arm64asm.Decode(code[:4])
-	if err != nil {
-		return 4, 0, false, false
-	}
-	if inst.Op == arm64asm.BL {
-		if rel, isRel := inst.Args[0].(arm64asm.PCRel); isRel {
-			return 4, pc + uint64(int64(rel)), true, true
-		}
-	}
-	return 4, 0, false, true
 }
 
 // computeHeights sets height[f] to the largest number of frames a walk

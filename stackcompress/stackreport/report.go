@@ -86,13 +86,13 @@ func TracerStackBytes(n int) uint64 { return TracerNodeBytes + TracerBytesPerPC*
 
 // Anchors are the published figures the report compares against.
 type Anchors struct {
-	SuperluminalBytesPerNodeMin float64 // 8-bit parent pages
-	SuperluminalBytesPerNodeMax float64 // 64-bit parent pages
-	SuperluminalMeanProbe       float64
-	SuperluminalCacheSavedMin   float64
-	SuperluminalCacheSavedMax   float64
-	PyroscopeBuildBytesPerNode  float64
-	PyroscopeBytesPerNode       float64
+	SuperluminalBytesPerNodeMin float64 `json:"superluminal_bytes_per_node_min"` // 8-bit parent pages
+	SuperluminalBytesPerNodeMax float64 `json:"superluminal_bytes_per_node_max"` // 64-bit parent pages
+	SuperluminalMeanProbe       float64 `json:"superluminal_mean_probe"`
+	SuperluminalCacheSavedMin   float64 `json:"superluminal_cache_saved_min"`
+	SuperluminalCacheSavedMax   float64 `json:"superluminal_cache_saved_max"`
+	PyroscopeBuildBytesPerNode  float64 `json:"pyroscope_build_bytes_per_node"`
+	PyroscopeBytesPerNode       float64 `json:"pyroscope_bytes_per_node"`
 }
 
 // PublishedAnchors returns the anchors of the issue: Superluminal's 9 to 16
@@ -104,75 +104,75 @@ func PublishedAnchors() Anchors {
 
 // A Report holds every number of the stacks report.
 type Report struct {
-	Source   string
-	CacheKey string
-	TextBase uint64 // base of the text frames
+	Source   string `json:"source"`
+	CacheKey string `json:"cache_key"`
+	TextBase uint64 `json:"text_base"` // base of the text frames
 
-	Stacks        uint64 // samples: recorded stacks
-	Frames        uint64 // PC frames in all samples, as the source records them
-	LogicalFrames uint64 // logical frames in all samples, after inline expansion
-	RawBytes      uint64 // 8 bytes per PC frame
-	UniqueStacks  uint64 // distinct PC stacks
-	DistinctPCs   uint64
+	Stacks        uint64 `json:"stacks"`         // samples: recorded stacks
+	Frames        uint64 `json:"frames"`         // PC frames in all samples, as the source records them
+	LogicalFrames uint64 `json:"logical_frames"` // logical frames in all samples, after inline expansion
+	RawBytes      uint64 `json:"raw_bytes"`      // 8 bytes per PC frame
+	UniqueStacks  uint64 `json:"unique_stacks"`  // distinct PC stacks
+	DistinctPCs   uint64 `json:"distinct_pcs"`
 	// DedupBytes costs each unique stack as the Go tracer stores it:
 	// TracerStackBytes(n).
-	DedupBytes uint64
+	DedupBytes uint64 `json:"dedup_bytes"`
 	// Generations is the number of trace generations, and
 	// DedupBytesPerGeneration the tracer's cost when, as the runtime does,
 	// each generation's table holds the stacks of that generation.
-	Generations             uint64
-	DedupBytesPerGeneration uint64
+	Generations             uint64 `json:"generations"`
+	DedupBytesPerGeneration uint64 `json:"dedup_bytes_per_generation"`
 
 	// With Options.Physical: the tracer's table costed with the PCs it
 	// stores, physical for all but CPU samples. PhysicalFrames counts
 	// them over all samples.
-	PhysicalFrames                  uint64
-	UniquePhysicalStacks            uint64
-	DedupBytesPhysical              uint64
-	DedupBytesPhysicalPerGeneration uint64
+	PhysicalFrames                  uint64 `json:"physical_frames"`
+	UniquePhysicalStacks            uint64 `json:"unique_physical_stacks"`
+	DedupBytesPhysical              uint64 `json:"dedup_bytes_physical"`
+	DedupBytesPhysicalPerGeneration uint64 `json:"dedup_bytes_physical_per_generation"`
 
-	Variants []VariantReport
-	Anchors  Anchors
+	Variants []VariantReport `json:"variants"`
+	Anchors  Anchors         `json:"anchors"`
 }
 
 // A VariantReport holds the numbers of one variant.
 type VariantReport struct {
-	Name      string
-	Frames    string
-	Layout    string
-	PageNodes int
+	Name      string `json:"name"`
+	Frames    string `json:"frames"`
+	Layout    string `json:"layout"`
+	PageNodes int    `json:"page_nodes"`
 
-	Nodes        uint64  // DAG nodes, the root included
-	Pages        int     // pages
-	PageBytes    uint64  // bytes of all pages
-	DictBytes    uint64  // bytes of the frame dictionary
-	DAGBytes     uint64  // PageBytes + DictBytes
-	BytesPerNode float64 // DAGBytes / Nodes
-	FileBytes    uint64  // the DAG file: DAGBytes plus header and directory
+	Nodes        uint64  `json:"nodes"`          // DAG nodes, the root included
+	Pages        int     `json:"pages"`          // pages
+	PageBytes    uint64  `json:"page_bytes"`     // bytes of all pages
+	DictBytes    uint64  `json:"dict_bytes"`     // bytes of the frame dictionary
+	DAGBytes     uint64  `json:"dag_bytes"`      // PageBytes + DictBytes
+	BytesPerNode float64 `json:"bytes_per_node"` // DAGBytes / Nodes
+	FileBytes    uint64  `json:"file_bytes"`     // the DAG file: DAGBytes plus header and directory
 	// SymbolBytes is the table that turns line frames back into
 	// functions, files and lines (LineFrames.TableBytes); 0 for other kinds.
-	SymbolBytes uint64
+	SymbolBytes uint64 `json:"symbol_bytes"`
 
 	// BuildBytes is what the builder holds at the end: pages, the open
 	// page, maps, dictionary and caches (Builder.MemBytes).
-	BuildBytes   uint64
-	MapPeakBytes uint64  // largest node map plus largest dictionary map
-	MapSlots     uint64  // node map slots at the end
-	Lookups      uint64  // node map lookups
-	MeanProbe    float64 // node map slots inspected per lookup
-	CacheSaved   float64 // share of frames resolved by the coherency cache
-	CacheThreads uint64  // threads the coherency cache remembers at the end
+	BuildBytes   uint64  `json:"build_bytes"`
+	MapPeakBytes uint64  `json:"map_peak_bytes"` // largest node map plus largest dictionary map
+	MapSlots     uint64  `json:"map_slots"`      // node map slots at the end
+	Lookups      uint64  `json:"lookups"`        // node map lookups
+	MeanProbe    float64 `json:"mean_probe"`     // node map slots inspected per lookup
+	CacheSaved   float64 `json:"cache_saved"`    // share of frames resolved by the coherency cache
+	CacheThreads uint64  `json:"cache_threads"`  // threads the coherency cache remembers at the end
 
-	InsertFrames uint64 // frames inserted
-	InsertNanos  int64  // wall time spent inserting them
+	InsertFrames uint64 `json:"insert_frames"` // frames inserted
+	InsertNanos  int64  `json:"insert_nanos"`  // wall time spent inserting them
 	// InsertCPUNanos is the CPU time of the inserting thread (Linux), which
 	// leaves out the time other processes held the CPU; 0 if unavailable.
-	InsertCPUNanos  int64
-	FramesPerSecond float64 // InsertFrames per second of CPU time, or of wall time without it
+	InsertCPUNanos  int64   `json:"insert_cpu_nanos"`
+	FramesPerSecond float64 `json:"frames_per_second"` // InsertFrames per second of CPU time, or of wall time without it
 
 	// Verified counts the samples whose stack came back exactly, both
 	// from the builder and from the DAG file read back through a Reader.
-	Verified uint64
+	Verified uint64 `json:"verified"`
 }
 
 // converted holds a corpus's distinct stacks as frames of one kind.

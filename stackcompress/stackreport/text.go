@@ -89,15 +89,15 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 // A FileReport describes a DAG written to a file and read back under a
 // memory budget.
 type FileReport struct {
-	Variant   string
-	Path      string
-	FileBytes int64
-	Pages     int
-	Budget    int64 // 0: no budget
-	MinBudget int64 // the smallest budget the file allows: dictionary plus largest page
-	Mmap      bool  // whether pages were mapped rather than read
-	Verified  uint64
-	Reader    stackcompress.ReaderStats
+	Variant   string                    `json:"variant"`
+	Path      string                    `json:"path"`
+	FileBytes int64                     `json:"file_bytes"`
+	Pages     int                       `json:"pages"`
+	Budget    int64                     `json:"budget_bytes"`     // 0: no budget
+	MinBudget int64                     `json:"min_budget_bytes"` // the smallest budget the file allows: dictionary plus largest page
+	Mmap      bool                      `json:"mmap"`             // whether pages were mapped rather than read
+	Verified  uint64                    `json:"verified"`
+	Reader    stackcompress.ReaderStats `json:"reader"`
 }
 
 // WriteFile builds variant v from the corpus, writes its DAG to path, opens

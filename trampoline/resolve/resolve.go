@@ -146,22 +146,28 @@ func Profile(p *profile.Profile, t *Trampolines, h trampoline.History) (*profile
 	}
 	var st Stats
 	for _, s := range out.Sample {
-		st.Samples++
-		n := sampleTrampoline(s, t, &st)
-		if n < 0 {
-			continue
-		}
-		st.Through++
-		b, ok := x.only(n, lo, hi)
-		if !ok {
-			st.Unattributed++
-			continue
-		}
-		st.Labelled++
-		setLabel(s, b)
+		st.label(s, t, func(n int) (trampoline.Binding, bool) { return x.only(n, lo, hi) })
 	}
 	fold(out)
 	return out, st, out.CheckValid()
+}
+
+// label labels one sample: through its innermost trampoline, with the
+// binding that binding(n) chooses for trampoline n, and counts it.
+func (st *Stats) label(s *profile.Sample, t *Trampolines, binding func(n int) (trampoline.Binding, bool)) {
+	st.Samples++
+	n := sampleTrampoline(s, t, st)
+	if n < 0 {
+		return
+	}
+	st.Through++
+	b, ok := binding(n)
+	if !ok {
+		st.Unattributed++
+		return
+	}
+	st.Labelled++
+	setLabel(s, b)
 }
 
 // sampleTrampoline returns the innermost trampoline of a sample's stack:
@@ -258,24 +264,12 @@ func Trace(c *stackinput.Corpus, t *Trampolines, h trampoline.History) (*profile
 		if !s.CPU {
 			continue
 		}
-		st.Samples++
 		ps := &profile.Sample{Value: []int64{1}}
 		for _, li := range c.Stack(s.Stack) {
 			ps.Location = append(ps.Location, location(li))
 		}
 		p.Sample = append(p.Sample, ps)
-		n := sampleTrampoline(ps, t, &st)
-		if n < 0 {
-			continue
-		}
-		st.Through++
-		b, ok := x.at(n, s.Time)
-		if !ok {
-			st.Unattributed++
-			continue
-		}
-		st.Labelled++
-		setLabel(ps, b)
+		st.label(ps, t, func(n int) (trampoline.Binding, bool) { return x.at(n, s.Time) })
 	}
 	fold(p)
 	return p, st, p.CheckValid()
