@@ -180,7 +180,7 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 // reportSchemaVersion is the schema_version of the size report's JSON
 // (testdata/report.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in the README.
-const reportSchemaVersion = 1
+const reportSchemaVersion = 2
 
 // jsonReport is the JSON form of one binary: the schema version, the size
 // report's fields, unchanged, and with -bench the lookup speed under
