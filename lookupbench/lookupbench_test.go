@@ -481,6 +481,7 @@ func TestNameValue(t *testing.T) {
 		}
 	}
 }
+
 // TestOrder checks the access patterns: in order, one pass of the identity;
 // shuffled, ShuffledPasses passes, each a permutation of the samples, not
 // all alike.
