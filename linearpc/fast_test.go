@@ -49,10 +49,12 @@ func (fc *fastCase) check(t *testing.T, name string, pc uint32) {
 		Lookup(fc.padded, fc.tab.Len, pc),
 		Lookup(fc.enc, fc.tab.Len, pc),
 		lookupBounded(fc.padded, fc.tab.Len, pc),
+		fc.set.LookupBranchy(fc.off, fc.tab.Len, pc),
+		fc.last.LookupBranchy(0, fc.tab.Len, pc),
 	}
 	for k, g := range got {
 		if g != want {
-			path := [...]string{"Set.Lookup", "Set.Lookup (last table)", "Lookup (long data)", "Lookup (exact data)", "lookupBounded"}[k]
+			path := [...]string{"Set.Lookup", "Set.Lookup (last table)", "Lookup (long data)", "Lookup (exact data)", "lookupBounded", "Set.LookupBranchy", "Set.LookupBranchy (last table)"}[k]
 			t.Fatalf("%s (len %d): pc %d: %s = %d, want %d", name, fc.tab.Len, pc, path, g, want)
 		}
 	}

@@ -118,6 +118,9 @@ func TestRealLookup(t *testing.T) {
 				if got := s.Lookup(offs[i], rt.t.Len, pc); got != want {
 					t.Fatalf("%s: table %#x pc %d: Set.Lookup = %d, want %d", v.Name, rt.off, pc, got, want)
 				}
+				if got := s.LookupBranchy(offs[i], rt.t.Len, pc); got != want {
+					t.Fatalf("%s: table %#x pc %d: Set.LookupBranchy = %d, want %d", v.Name, rt.off, pc, got, want)
+				}
 				if got := v.Lookup(enc, rt.t.Len, pc); got != want {
 					t.Fatalf("%s: table %#x pc %d: Lookup = %d, want %d", v.Name, rt.off, pc, got, want)
 				}

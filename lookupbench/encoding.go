@@ -10,11 +10,18 @@ import (
 // Names of the encodings that are not linear variants. Linear variants are
 // named "linear" (the spec) and "linear-" + variant name.
 const (
-	EncVarint          = "varint"
+	// EncVarint is runtime.pcvalue without its cache in the runtime's code
+	// shape (varintpc.PCValue): the baseline of every ratio.
+	EncVarint = "varint"
+	// EncVarintWalk is varintpc.Lookup's one-loop walk, faster than the
+	// runtime's code: a second, labelled baseline.
+	EncVarintWalk      = "varint-walk"
 	EncVarintCacheCold = "varint-cache-cold"
 	EncVarintCacheHit  = "varint-cache-7in8"
 	EncLinear          = "linear"
-	EncFlat            = "flat"
+	// EncLinearBranchy is the spec encoding read by the branchy lookup.
+	EncLinearBranchy = "linear-branchy"
+	EncFlat          = "flat"
 )
 
 // The varint-cache-7in8 access pattern: groups of hitKeys samples, looked up
@@ -32,22 +39,58 @@ type EncodingInfo struct {
 	Doc  string `json:"doc"`
 }
 
+// encoding is one timed encoding: its name and the constructor of its
+// kernel. Each encoding has its own kernel, with its own timing loop.
+type encoding struct {
+	info    EncodingInfo
+	prepare func(b *Bench, in kernelInput) kernel
+}
+
+// kernelInput is what a kernel is prepared from: the samples, the order in
+// which one pass of the pattern visits them (indexes into samples; its
+// length is a power of two), the flat tables (for flat only) and the cache
+// seed.
+type kernelInput struct {
+	samples []Sample
+	order   []uint32
+	flat    *flatTables
+	seed    uint64
+}
+
+// encodings lists the encodings Run times, in order: the varint ones, the
+// linear variants (the spec first) and flat.
+func (b *Bench) encodings() []encoding {
+	out := []encoding{
+		{EncodingInfo{EncVarint, "runtime.pcvalue without its cache, in the runtime's code shape: a non-inlined step per entry (varintpc.PCValue); the baseline"}, (*Bench).kernelVarint},
+		{EncodingInfo{EncVarintWalk, "varintpc.Lookup: the same walk in one inlined loop, faster than the runtime's code (second baseline)"}, (*Bench).kernelVarintWalk},
+		{EncodingInfo{EncVarintCacheCold, "runtime.pcvalue in the runtime's code shape with the per-M cache (varintpc.Cache.PCValue); consecutive keys differ, so it misses"}, (*Bench).kernelCacheCold},
+		{EncodingInfo{EncVarintCacheHit, fmt.Sprintf("the same with groups of %d keys looked up alternately %d times each (at most 7 hits in 8)", hitKeys, hitRepeat)}, (*Bench).kernelCacheHit},
+	}
+	for v := range b.variants {
+		name := EncLinear
+		if !b.variants[v].IsSpec() {
+			name += "-" + b.variants[v].Name
+		}
+		out = append(out, encoding{EncodingInfo{name, "linearpc Set.Lookup, " + b.variants[v].Doc},
+			func(b *Bench, in kernelInput) kernel { return b.kernelLinear(v, in) }})
+	}
+	for v := range b.variants {
+		if b.variants[v].IsSpec() {
+			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.LookupBranchy on the spec set: plain branches, a PC scan loop and 4-byte value loads, as the #61984 reference decoder"},
+				func(b *Bench, in kernelInput) kernel { return b.kernelLinearBranchy(v, in) }})
+		}
+	}
+	return append(out, encoding{EncodingInfo{EncFlat, "one int32 per PC quantum (speed-of-light reference)"}, (*Bench).kernelFlat})
+}
+
 // Encodings returns the encodings Run times, in order: the varint ones, the
 // linear variants (the spec first) and flat.
 func (b *Bench) Encodings() []EncodingInfo {
-	out := []EncodingInfo{
-		{EncVarint, "varint walk as runtime.pcvalue, no cache"},
-		{EncVarintCacheCold, "runtime.pcvalue with the per-M cache; consecutive keys differ, so it misses"},
-		{EncVarintCacheHit, fmt.Sprintf("runtime.pcvalue with the per-M cache; groups of %d keys looked up alternately %d times each (at most 7 hits in 8)", hitKeys, hitRepeat)},
+	var out []EncodingInfo
+	for _, e := range b.encodings() {
+		out = append(out, e.info)
 	}
-	for _, v := range b.variants {
-		name := EncLinear
-		if !v.IsSpec() {
-			name += "-" + v.Name
-		}
-		out = append(out, EncodingInfo{name, "linearpc Set.Lookup, " + v.Doc})
-	}
-	return append(out, EncodingInfo{EncFlat, "one int32 per PC quantum (speed-of-light reference)"})
+	return out
 }
 
 // flatTables is the flat encoding of the tables a sample set touches.
@@ -121,108 +164,191 @@ func (k *kernel) check(name string, samples []Sample, ref []int32) error {
 	return nil
 }
 
-// kernel prepares encoding e (an index into Encodings) for samples.
-func (b *Bench) kernel(e int, samples []Sample, flat *flatTables, seed uint64) kernel {
-	mask := len(samples) - 1
-	plain := func(i int) int { return i & mask }
-	pctab, q := b.pctab, b.q
-	nv := len(b.variants)
-	switch {
-	case e == 0: // varint
-		type vs struct{ off, pc uint32 }
-		xs := make([]vs, len(samples))
-		for i, s := range samples {
-			xs[i] = vs{b.f.Tabs[s.Tab].Offset, s.PC}
-		}
-		one := func(i int) int32 {
-			v, _, _ := varintpc.Lookup(pctab[xs[i].off:], uintptr(xs[i].pc), q, false)
-			return v
-		}
-		run := func(n int) int64 {
-			var sum int64
-			for i := 0; i < n; i++ {
-				x := &xs[i&mask]
-				v, _, _ := varintpc.Lookup(pctab[x.off:], uintptr(x.pc), q, false)
-				sum += int64(v)
-			}
-			return sum
-		}
-		return kernel{run: run, one: one, idx: plain, period: len(xs)}
-	case e == 1 || e == 2: // varint with the cache
-		type cs struct {
-			entry, target uintptr
-			off           uint32
-		}
-		xs := make([]cs, len(samples))
-		for i, s := range samples {
-			entry := uintptr(b.f.Funcs[s.Func].Entry)
-			xs[i] = cs{entry, entry + uintptr(s.PC), b.f.Tabs[s.Tab].Offset}
-		}
-		c := varintpc.NewCache(seed)
-		c.PtrSize = uintptr(b.f.PtrSize)
-		one := func(i int) int32 {
-			x := &xs[i]
-			v, _, _ := c.Lookup(x.off, pctab[x.off:], x.entry, x.target, q, false)
-			return v
-		}
-		if e == 1 {
-			run := func(n int) int64 {
-				c.Reset(seed)
-				var sum int64
-				for i := 0; i < n; i++ {
-					x := &xs[i&mask]
-					v, _, _ := c.Lookup(x.off, pctab[x.off:], x.entry, x.target, q, false)
-					sum += int64(v)
-				}
-				return sum
-			}
-			return kernel{run: run, one: one, idx: plain, period: len(xs), cache: c}
-		}
-		hit := func(i int) int { return (i>>hitGroupLog<<hitKeysShift | i&(hitKeys-1)) & mask }
-		run := func(n int) int64 {
-			c.Reset(seed)
-			var sum int64
-			for i := 0; i < n; i++ {
-				x := &xs[(i>>hitGroupLog<<hitKeysShift|i&(hitKeys-1))&mask]
-				v, _, _ := c.Lookup(x.off, pctab[x.off:], x.entry, x.target, q, false)
-				sum += int64(v)
-			}
-			return sum
-		}
-		return kernel{run: run, one: one, idx: hit, period: len(xs) * hitRepeat, cache: c}
-	case e < 3+nv: // linear variant
-		set, offs := b.sets[e-3], b.offs[e-3]
-		type ls struct{ off, n, pc uint32 }
-		xs := make([]ls, len(samples))
-		for i, s := range samples {
-			xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / q}
-		}
-		one := func(i int) int32 { return set.Lookup(xs[i].off, xs[i].n, xs[i].pc) }
-		run := func(n int) int64 {
-			var sum int64
-			for i := 0; i < n; i++ {
-				x := &xs[i&mask]
-				sum += int64(set.Lookup(x.off, x.n, x.pc))
-			}
-			return sum
-		}
-		return kernel{run: run, one: one, idx: plain, period: len(xs)}
+// kernelVarint is EncVarint's kernel.
+func (b *Bench) kernelVarint(in kernelInput) kernel {
+	xs := b.varintSamples(in.samples)
+	pctab, q, order := b.pctab, b.q, in.order
+	mask := len(order) - 1
+	one := func(i int) int32 {
+		x := &xs[i]
+		v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
+		return v
 	}
-	// flat
-	type fs struct{ off, pc uint32 }
-	xs := make([]fs, len(samples))
+	run := func(n int) int64 {
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
+			sum += int64(v)
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// varintSample is a sample as the runtime-shaped lookups take it.
+type varintSample struct {
+	entry, target uintptr
+	off           uint32
+}
+
+func (b *Bench) varintSamples(samples []Sample) []varintSample {
+	xs := make([]varintSample, len(samples))
 	for i, s := range samples {
-		xs[i] = fs{flat.base[s.Tab], s.PC / q}
+		entry := uintptr(b.f.Funcs[s.Func].Entry)
+		xs[i] = varintSample{entry, entry + uintptr(s.PC), b.f.Tabs[s.Tab].Offset}
 	}
-	vals := flat.vals
+	return xs
+}
+
+// orderIdx maps the i-th lookup of a pass over order to its sample.
+func orderIdx(order []uint32) func(int) int {
+	mask := len(order) - 1
+	return func(i int) int { return int(order[i&mask]) }
+}
+
+// kernelVarintWalk is EncVarintWalk's kernel.
+func (b *Bench) kernelVarintWalk(in kernelInput) kernel {
+	type vs struct{ off, pc uint32 }
+	xs := make([]vs, len(in.samples))
+	for i, s := range in.samples {
+		xs[i] = vs{b.f.Tabs[s.Tab].Offset, s.PC}
+	}
+	pctab, q, order := b.pctab, b.q, in.order
+	mask := len(order) - 1
+	one := func(i int) int32 {
+		v, _, _ := varintpc.Lookup(pctab[xs[i].off:], uintptr(xs[i].pc), q, false)
+		return v
+	}
+	run := func(n int) int64 {
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			v, _, _ := varintpc.Lookup(pctab[x.off:], uintptr(x.pc), q, false)
+			sum += int64(v)
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// newCache returns the cache of a cached kernel.
+func (b *Bench) newCache(seed uint64) *varintpc.Cache {
+	c := varintpc.NewCache(seed)
+	c.PtrSize = uintptr(b.f.PtrSize)
+	return c
+}
+
+// kernelCacheCold is EncVarintCacheCold's kernel.
+func (b *Bench) kernelCacheCold(in kernelInput) kernel {
+	xs := b.varintSamples(in.samples)
+	pctab, q, order, seed := b.pctab, b.q, in.order, in.seed
+	mask := len(order) - 1
+	c := b.newCache(seed)
+	one := func(i int) int32 {
+		v, _, _ := c.PCValue(pctab, xs[i].off, xs[i].entry, xs[i].target, q)
+		return v
+	}
+	run := func(n int) int64 {
+		c.Reset(seed)
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			v, _, _ := c.PCValue(pctab, x.off, x.entry, x.target, q)
+			sum += int64(v)
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order), cache: c}
+}
+
+// kernelCacheHit is EncVarintCacheHit's kernel: lookup i is of position
+// (i/16)*2 + i%2 of the order.
+func (b *Bench) kernelCacheHit(in kernelInput) kernel {
+	xs := b.varintSamples(in.samples)
+	pctab, q, order, seed := b.pctab, b.q, in.order, in.seed
+	mask := len(order) - 1
+	c := b.newCache(seed)
+	one := func(i int) int32 {
+		v, _, _ := c.PCValue(pctab, xs[i].off, xs[i].entry, xs[i].target, q)
+		return v
+	}
+	run := func(n int) int64 {
+		c.Reset(seed)
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[(i>>hitGroupLog<<hitKeysShift|i&(hitKeys-1))&mask]]
+			v, _, _ := c.PCValue(pctab, x.off, x.entry, x.target, q)
+			sum += int64(v)
+		}
+		return sum
+	}
+	idx := func(i int) int { return int(order[(i>>hitGroupLog<<hitKeysShift|i&(hitKeys-1))&mask]) }
+	return kernel{run: run, one: one, idx: idx, period: len(order) * hitRepeat, cache: c}
+}
+
+// kernelLinear is the kernel of linear variant v.
+func (b *Bench) kernelLinear(v int, in kernelInput) kernel {
+	set, offs := b.sets[v], b.offs[v]
+	type ls struct{ off, n, pc uint32 }
+	xs := make([]ls, len(in.samples))
+	for i, s := range in.samples {
+		xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / b.q}
+	}
+	order := in.order
+	mask := len(order) - 1
+	one := func(i int) int32 { return set.Lookup(xs[i].off, xs[i].n, xs[i].pc) }
+	run := func(n int) int64 {
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			sum += int64(set.Lookup(x.off, x.n, x.pc))
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// kernelFlat is EncFlat's kernel.
+func (b *Bench) kernelFlat(in kernelInput) kernel {
+	type fs struct{ off, pc uint32 }
+	xs := make([]fs, len(in.samples))
+	for i, s := range in.samples {
+		xs[i] = fs{in.flat.base[s.Tab], s.PC / b.q}
+	}
+	vals, order := in.flat.vals, in.order
+	mask := len(order) - 1
 	one := func(i int) int32 { return vals[xs[i].off+xs[i].pc] }
 	run := func(n int) int64 {
 		var sum int64
 		for i := 0; i < n; i++ {
-			x := &xs[i&mask]
+			x := &xs[order[i&mask]]
 			sum += int64(vals[x.off+x.pc])
 		}
 		return sum
 	}
-	return kernel{run: run, one: one, idx: plain, period: len(xs)}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// kernelLinearBranchy is EncLinearBranchy's kernel, on the set of the spec
+// variant v.
+func (b *Bench) kernelLinearBranchy(v int, in kernelInput) kernel {
+	set, offs := b.sets[v], b.offs[v]
+	type ls struct{ off, n, pc uint32 }
+	xs := make([]ls, len(in.samples))
+	for i, s := range in.samples {
+		xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / b.q}
+	}
+	order := in.order
+	mask := len(order) - 1
+	one := func(i int) int32 { return set.LookupBranchy(xs[i].off, xs[i].n, xs[i].pc) }
+	run := func(n int) int64 {
+		var sum int64
+		for i := 0; i < n; i++ {
+			x := &xs[order[i&mask]]
+			sum += int64(set.LookupBranchy(x.off, x.n, x.pc))
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
 }

@@ -29,20 +29,29 @@
 //     architectures have no disassembler here and fall back to random PCs,
 //     under the name "random-fallback".
 //
-// Two sample sets are timed for each rule: "hot", 1,024 pairs that are looked
-// up over and over (their tables stay in the CPU caches), and "cold",
-// 1,048,576 pairs spread over the whole pctab in random order (most lookups
-// miss the caches). Both sizes are powers of two so that the timing loops
-// index them with a mask.
+// Three access patterns are timed for each rule: "hot", 1,024 pairs that
+// are looked up over and over in the same order (their tables stay in the
+// CPU caches, and a branch predictor can learn the sequence, as in
+// golang/go#61984's benchmark); "hot-shuffled", the same pairs in an order
+// shuffled for every pass (ShuffledPasses different permutations, then the
+// pattern repeats), which no predictor learns; and "cold", 1,048,576 pairs
+// spread over the whole pctab in random order (most lookups miss the
+// caches). Both sizes are powers of two so that the timing loops index them
+// with a mask. Every encoding visits the samples through the same order
+// array, so the patterns differ only in its contents.
 //
 // # Encodings
 //
-//   - "varint": varintpc.Lookup, runtime.pcvalue's walk without the cache.
-//   - "varint-cache-cold": runtime.pcvalue with its per-M cache
-//     (varintpc.Cache), looking up the samples in order: consecutive keys
-//     differ, so the cache (2x8 entries) misses, except where a set has few
-//     distinct keys (PC 0 or PC 4096 in a small binary) and a key comes back
-//     while still cached.
+//   - "varint": runtime.pcvalue without the cache in the runtime's code
+//     shape (varintpc.PCValue: a step call per entry that is not inlined,
+//     updating pc and val through pointers): the baseline of every ratio.
+//   - "varint-walk": varintpc.Lookup, the same walk in one inlined loop,
+//     faster than the runtime's code: a second, labelled baseline.
+//   - "varint-cache-cold": the runtime-shaped pcvalue with its per-M cache
+//     (varintpc.Cache.PCValue), looking up the samples in order: consecutive
+//     keys differ, so the cache (2x8 entries) misses, except where a set has
+//     few distinct keys (PC 0 or PC 4096 in a small binary) and a key comes
+//     back while still cached.
 //   - "varint-cache-7in8": the same cache, with an access pattern in which
 //     each key repeats: groups of 2 samples are looked up alternately 8 times
 //     (a b a b ...), so 7 of 8 lookups hit. Random replacement in the cache
@@ -51,6 +60,8 @@
 //   - "linear": the spec encoding in a linearpc.Set holding every distinct
 //     table of the binary, looked up with Set.Lookup.
 //   - "linear-<variant>": the same for every other linearpc variant.
+//   - "linear-branchy": the spec set looked up with Set.LookupBranchy, a
+//     plain branchy decoder shaped like the #61984 reference's.
 //   - "flat": one int32 per PC quantum for every table the sample set
 //     touches, the speed-of-light reference: one load per lookup, at the
 //     price of memory (174 MB for the tables of the go command of Go 1.26.8).
@@ -66,7 +77,11 @@
 // -benchtime (or is a fixed count, "100x"), and -count repeats it. For each
 // set and PC rule, the encodings run back to back, in an order rotated every
 // round, so the ratios between them are measured side by side. One op is one
-// lookup.
+// lookup. Group.Ratios summarizes each encoding's time over a baseline's
+// (varint, varint-walk, varint-cache-7in8) as the median of the per-round
+// ratios with a 95% confidence interval (internal/stat, on
+// golang.org/x/perf/benchmath); with fewer than 6 rounds there is no
+// interval.
 //
 // Each run records its wall time, as go test does (ns/op), and on Linux the
 // CPU time of the timing thread (cpu-ns/op; the goroutine is locked to its

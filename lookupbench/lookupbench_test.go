@@ -3,6 +3,8 @@ package lookupbench
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"golang.org/x/perf/benchfmt"
 )
@@ -266,11 +269,11 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	encs := b.Encodings()
-	if want := 2*4*len(encs)*2 + 1; len(calls) != want {
+	if want := 3*4*len(encs)*2 + 1; len(calls) != want {
 		t.Errorf("%d progress calls, want %d", len(calls), want)
 	}
-	if len(res.Groups) != 8 {
-		t.Fatalf("%d groups, want 8", len(res.Groups))
+	if len(res.Groups) != 12 {
+		t.Fatalf("%d groups, want 12", len(res.Groups))
 	}
 	for _, g := range res.Groups {
 		if len(g.Timings) != len(encs) {
@@ -306,6 +309,14 @@ func TestRun(t *testing.T) {
 		if g.LinearVsVarint <= 0 || g.LinearVsCacheHit <= 0 {
 			t.Errorf("%s/%s: ratios %v %v", g.Set, g.PCs, g.LinearVsVarint, g.LinearVsCacheHit)
 		}
+		// Every encoding against each baseline but itself, from the
+		// same rounds' times.
+		if want := len(Baselines) * (len(encs) - 1); len(g.Ratios) != want {
+			t.Errorf("%s/%s: %d ratios, want %d", g.Set, g.PCs, len(g.Ratios), want)
+		}
+		if r := g.Ratio(EncLinear, EncVarintWalk); r == nil || r.Summary.N != 2 || r.Summary.Median <= 0 {
+			t.Errorf("%s/%s: linear / varint-walk: %+v", g.Set, g.PCs, r)
+		}
 	}
 	if wantClock := map[bool]string{true: ClockThreadCPU, false: ClockWall}[runtime.GOOS == "linux"]; res.Clock != wantClock {
 		t.Errorf("clock %q, want %q", res.Clock, wantClock)
@@ -317,12 +328,12 @@ func TestRun(t *testing.T) {
 	if err := WriteBench(benchfmt.NewWriter(&buf), "features", res); err != nil {
 		t.Fatal(err)
 	}
-	checkBenchfmt(t, buf.Bytes(), 8*len(encs)*2)
+	checkBenchfmt(t, buf.Bytes(), 12*len(encs)*2)
 	buf.Reset()
 	if err := WriteText(&buf, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"hot set, 64 pairs", "cold set, 1,024 pairs", "linear / varint-cache-7in8", "pcs=ret", "\nflat "} {
+	for _, want := range []string{"hot set, 64 pairs", "hot-shuffled set, 64 pairs", "cold set, 1,024 pairs", "linear / varint-cache-7in8", "linear / varint-walk", "linear-compact-fast / varint", "pcs=ret", "\nflat "} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, buf.String())
 		}
@@ -468,5 +479,66 @@ func TestNameValue(t *testing.T) {
 		if got := NameValue(in); got != want {
 			t.Errorf("NameValue(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOrder checks the access patterns: in order, one pass of the identity;
+// shuffled, ShuffledPasses passes, each a permutation of the samples, not
+// all alike.
+func TestOrder(t *testing.T) {
+	const n = 64
+	if o := order(SetHot, n, 1); len(o) != n || o[0] != 0 || o[n-1] != n-1 {
+		t.Errorf("hot order %v", o)
+	}
+	o := order(SetHotShuffled, n, 1)
+	if len(o) != n*ShuffledPasses {
+		t.Fatalf("shuffled order has %d entries, want %d", len(o), n*ShuffledPasses)
+	}
+	distinct := map[string]bool{}
+	for p := 0; p < ShuffledPasses; p++ {
+		pass := o[p*n : (p+1)*n]
+		seen := make([]bool, n)
+		for _, i := range pass {
+			if i >= n || seen[i] {
+				t.Fatalf("pass %d is not a permutation: %v", p, pass)
+			}
+			seen[i] = true
+		}
+		distinct[fmt.Sprint(pass)] = true
+	}
+	if len(distinct) < ShuffledPasses/2 {
+		t.Errorf("only %d distinct passes of %d", len(distinct), ShuffledPasses)
+	}
+}
+
+// TestWritePairs reads back the pairs file and checks every pair's value
+// with linearpc.Lookup on the written bytes.
+func TestWritePairs(t *testing.T) {
+	_, b := open(t, testbuild.Config{Archive: "features"}, Options{})
+	var buf bytes.Buffer
+	if err := b.WritePairs(&buf, PCRandom, 256); err != nil {
+		t.Fatal(err)
+	}
+	d := buf.Bytes()
+	if !bytes.HasPrefix(d, []byte(PairsMagic)) {
+		t.Fatalf("no magic: %q", d[:min(len(d), 20)])
+	}
+	d = d[len(PairsMagic):]
+	size := binary.LittleEndian.Uint32(d)
+	data := append(d[4:4+size:4+size], make([]byte, linearpc.SetPad)...)
+	d = d[4+size:]
+	n := binary.LittleEndian.Uint32(d)
+	d = d[4:]
+	if n != 256 || len(d) != 16*int(n) {
+		t.Fatalf("%d pairs in %d bytes", n, len(d))
+	}
+	for i := 0; i < int(n); i++ {
+		off, tl, pc, want := binary.LittleEndian.Uint32(d[16*i:]), binary.LittleEndian.Uint32(d[16*i+4:]), binary.LittleEndian.Uint32(d[16*i+8:]), int32(binary.LittleEndian.Uint32(d[16*i+12:]))
+		if got := linearpc.Lookup(data[off:], tl, pc); got != want {
+			t.Fatalf("pair %d: table at %d, len %d, pc %d: %d, want %d", i, off, tl, pc, got, want)
+		}
+	}
+	if err := b.WritePairs(&buf, PCRandom, 3); err == nil {
+		t.Error("3 pairs: no error")
 	}
 }

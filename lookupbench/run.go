@@ -2,13 +2,15 @@ package lookupbench
 
 import (
 	"fmt"
-	"github.com/pctab/pctab/internal/cputime"
 	"math"
+	"math/rand/v2"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/internal/stat"
 )
 
 // BenchTime is how long each benchmark runs, with the meaning of go test's
@@ -108,7 +110,7 @@ const (
 
 // Group is the timings of one sample set under one PC rule.
 type Group struct {
-	Set       string   `json:"set"`                  // "hot" or "cold"
+	Set       string   `json:"set"`                  // "hot", "hot-shuffled" or "cold"
 	PCs       string   `json:"pcs"`                  // "random", "0", "4096", "ret" or "random-fallback"
 	Samples   int      `json:"samples"`              // (table, PC) pairs
 	Tables    int      `json:"tables"`               // distinct tables among them
@@ -116,18 +118,47 @@ type Group struct {
 	Note      string   `json:"note,omitempty"`       // why the group fell back or was skipped
 	Timings   []Timing `json:"timings,omitempty"`
 	// LinearVsVarint and LinearVsCacheHit are the median, over rounds,
-	// of linear's time per lookup divided by varint's (no cache) and by
-	// varint-cache-7in8's in the same round, on the Result's Clock; 0 when
-	// either was not timed.
+	// of linear's time per lookup divided by varint's (the runtime-shaped
+	// walk, no cache) and by varint-cache-7in8's in the same round, on the
+	// Result's Clock; 0 when either was not timed.
 	LinearVsVarint   float64 `json:"linear_vs_varint,omitempty"`
 	LinearVsCacheHit float64 `json:"linear_vs_varint_cache_hit,omitempty"`
+	// Ratios holds, for every encoding and each baseline (varint,
+	// varint-walk, varint-cache-7in8), the median over rounds of the two
+	// times in the same round, with its 95% confidence interval
+	// (benchmath, at least 6 rounds).
+	Ratios []Ratio `json:"ratios,omitempty"`
 }
+
+// Ratio is an encoding's time per lookup divided by a baseline's, summarized
+// over the rounds that timed both side by side.
+type Ratio struct {
+	Encoding string       `json:"encoding"`
+	Baseline string       `json:"baseline"`
+	Summary  stat.Summary `json:"summary"`
+}
+
+// Ratio returns the ratio of enc to baseline, or nil.
+func (g *Group) Ratio(enc, baseline string) *Ratio {
+	for i := range g.Ratios {
+		if r := &g.Ratios[i]; r.Encoding == enc && r.Baseline == baseline {
+			return r
+		}
+	}
+	return nil
+}
+
+// Baselines are the encodings Group.Ratios divides by.
+var Baselines = []string{EncVarint, EncVarintWalk, EncVarintCacheHit}
 
 // Timing is the timings of one encoding in one group.
 type Timing struct {
 	Encoding   string  `json:"encoding"`
 	NsPerOp    float64 `json:"ns_per_op"`               // median over the runs, wall time
 	CPUNsPerOp float64 `json:"cpu_ns_per_op,omitempty"` // median over the runs, thread CPU time
+	// Summary is the median over the runs on the Result's Clock, with its
+	// 95% confidence interval (benchmath, at least 6 runs).
+	Summary stat.Summary `json:"summary"`
 	// HitRate is the varint cache's hits per lookup, over all runs, for
 	// the cache encodings.
 	HitRate *float64 `json:"hit_rate,omitempty"`
@@ -184,10 +215,11 @@ func (b *Bench) Run(ro RunOptions) (*Result, error) {
 	if bt.N <= 0 && bt.D <= 0 {
 		bt = BenchTime{D: defaultBenchTime}
 	}
-	encs := b.Encodings()
+	encs := b.encodings()
+	infos := b.Encodings()
 	res := &Result{
 		Host: CurrentHost(), Sampling: b.opt.Sampling.String(), BenchTime: bt.String(), Count: count,
-		ReturnAddresses: b.numCalls, Disassembler: b.disasm, NoReturnAddresses: b.noCalls, Encodings: encs,
+		ReturnAddresses: b.numCalls, Disassembler: b.disasm, NoReturnAddresses: b.noCalls, Encodings: infos,
 	}
 	plans := b.plans(encs, ro.Match)
 	st := &runState{ro: ro, bt: bt, count: count, encs: encs}
@@ -224,13 +256,50 @@ type plan struct {
 	encs []int
 }
 
+// Sample sets (access patterns) of Group.Set.
+const (
+	// SetHot is the hot set looked up in the same order on every pass, as
+	// golang/go#61984's benchmark does.
+	SetHot = "hot"
+	// SetHotShuffled is the same pairs in an order shuffled for every
+	// pass: ShuffledPasses passes, each a different permutation, repeat.
+	SetHotShuffled = "hot-shuffled"
+	// SetCold is the cold set, looked up in order.
+	SetCold = "cold"
+)
+
+// ShuffledPasses is the number of differently shuffled passes over the hot
+// set after which the hot-shuffled pattern repeats: 32 passes of 1,024
+// pairs are far more lookups than a branch predictor can learn.
+const ShuffledPasses = 32
+
+// order returns the order in which one pass of a pattern visits n samples.
+func order(set string, n int, seed uint64) []uint32 {
+	passes := 1
+	if set == SetHotShuffled {
+		passes = ShuffledPasses
+	}
+	o := make([]uint32, n*passes)
+	rng := rand.New(rand.NewPCG(seed, 0x5f))
+	for p := 0; p < passes; p++ {
+		pass := o[p*n : (p+1)*n]
+		for i := range pass {
+			pass[i] = uint32(i)
+		}
+		if passes > 1 {
+			rng.Shuffle(n, func(i, j int) { pass[i], pass[j] = pass[j], pass[i] })
+		}
+	}
+	return o
+}
+
 // plans lists the groups that have a benchmark match selects.
-func (b *Bench) plans(encs []EncodingInfo, match func(string) bool) []plan {
+func (b *Bench) plans(encs []encoding, match func(string) bool) []plan {
 	var plans []plan
 	for _, set := range []struct {
 		name string
 		size int
-	}{{"hot", b.opt.HotSize}, {"cold", b.opt.ColdSize}} {
+	}{{SetHot, b.opt.HotSize}, {SetHotShuffled, b.opt.HotSize}, {SetCold, b.opt.ColdSize}} {
 		for _, p := range AllPCs() {
 			g := Group{Set: set.name, PCs: p.String()}
 			if p == PCReturn && b.calls == nil {
@@ -240,7 +309,7 @@ func (b *Bench) plans(encs []EncodingInfo, match func(string) bool) []plan {
 			}
 			var sel []int
 			for e := range encs {
-				if match == nil || match(g.Name(encs[e].Name)) {
+				if match == nil || match(g.Name(encs[e].info.Name)) {
 					sel = append(sel, e)
 				}
 			}
@@ -257,7 +326,7 @@ type runState struct {
 	ro          RunOptions
 	bt          BenchTime
 	count       int
-	encs        []EncodingInfo
+	encs        []encoding
 	done, total int
 	noCPU       bool          // some run had no CPU time
 	wall, cpu   time.Duration // totals over all runs
@@ -282,8 +351,9 @@ func (b *Bench) runGroup(pl plan, st *runState) (Group, error) {
 	g.Samples, g.Tables = len(samples), tables
 	g.Timings = make([]Timing, len(pl.encs))
 	for k, e := range pl.encs {
-		g.Timings[k].Encoding = st.encs[e].Name
+		g.Timings[k].Encoding = st.encs[e].info.Name
 	}
+	ord := order(g.Set, len(samples), seed)
 	for round := 0; round < st.count; round++ {
 		for k0 := range pl.encs {
 			k := (k0 + round) % len(pl.encs)
@@ -300,7 +370,7 @@ func (b *Bench) runGroup(pl plan, st *runState) (Group, error) {
 				}
 				g.FlatBytes = 4 * int64(len(flat.vals))
 			}
-			kern := b.kernel(pl.encs[k], samples, flat, seed)
+			kern := st.encs[pl.encs[k]].prepare(b, kernelInput{samples: samples, order: ord, flat: flat, seed: seed})
 			if round == 0 {
 				if err := kern.check(name, samples, ref); err != nil {
 					return g, err
@@ -342,8 +412,8 @@ func (b *Bench) reference(samples []Sample) ([]int32, int, error) {
 	return ref, len(seen), nil
 }
 
-// summarize fills in the medians, hit rates and ratios of g; the ratios
-// on clock.
+// summarize fills in the medians, hit rates and ratios of g; the
+// summaries and ratios on clock.
 func summarize(g *Group, clock string) {
 	for i := range g.Timings {
 		t := &g.Timings[i]
@@ -358,42 +428,43 @@ func summarize(g *Group, clock string) {
 				ops += float64(r.Iters)
 			}
 		}
-		t.NsPerOp = median(ns)
-		t.CPUNsPerOp = median(cpu)
+		t.NsPerOp = stat.Of(ns).Median
+		t.CPUNsPerOp = stat.Of(cpu).Median
+		t.Summary = stat.Of(runsOn(t, clock))
 		if ops > 0 {
 			h := hits / ops
 			t.HitRate = &h
 		}
 	}
-	g.LinearVsVarint = ratio(g.Timing(EncLinear), g.Timing(EncVarint), clock)
-	g.LinearVsCacheHit = ratio(g.Timing(EncLinear), g.Timing(EncVarintCacheHit), clock)
-}
-
-// ratio is the median over rounds of a's time per lookup divided by b's,
-// on clock.
-func ratio(a, b *Timing, clock string) float64 {
-	if a == nil || b == nil {
-		return 0
-	}
-	var rs []float64
-	for i := 0; i < len(a.Runs) && i < len(b.Runs); i++ {
-		if d := b.Runs[i].ns(clock); d > 0 {
-			rs = append(rs, a.Runs[i].ns(clock)/d)
+	g.Ratios = nil
+	for _, base := range Baselines {
+		bt := g.Timing(base)
+		if bt == nil {
+			continue
+		}
+		for i := range g.Timings {
+			t := &g.Timings[i]
+			if t.Encoding == base {
+				continue
+			}
+			g.Ratios = append(g.Ratios, Ratio{t.Encoding, base, stat.Ratios(runsOn(t, clock), runsOn(bt, clock))})
 		}
 	}
-	return median(rs)
+	if r := g.Ratio(EncLinear, EncVarint); r != nil {
+		g.LinearVsVarint = r.Summary.Median
+	}
+	if r := g.Ratio(EncLinear, EncVarintCacheHit); r != nil {
+		g.LinearVsCacheHit = r.Summary.Median
+	}
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
+// runsOn returns the time per lookup of each of t's runs on clock.
+func runsOn(t *Timing, clock string) []float64 {
+	ns := make([]float64, len(t.Runs))
+	for i := range t.Runs {
+		ns[i] = t.Runs[i].ns(clock)
 	}
-	v = append([]float64(nil), v...)
-	sort.Float64s(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return ns
 }
 
 // maxIters bounds the lookups of one run, as go test bounds b.N.

@@ -104,6 +104,9 @@ func WriteText(w io.Writer, r *Result) error {
 		clock = "CPU time of the timing thread"
 	}
 	p("lookup speed: ns per lookup in %s (%s of %s each), samples uniform over %s\n", clock, runs, r.BenchTime, r.Sampling)
+	p("  ratios: median of the per-round ratios [95%% confidence interval, benchmath; none below 6 rounds]\n")
+	p("  varint is runtime.pcvalue's code shape (non-inlined step); varint-walk the faster one-loop walk\n")
+	p("  sets: hot in the same order every pass; hot-shuffled reshuffled every pass (%d permutations); cold in order\n", ShuffledPasses)
 	h := r.Host
 	p("  timed on %s/%s", h.GOOS, h.GOARCH)
 	if h.CPU != "" {
@@ -121,7 +124,7 @@ func WriteText(w io.Writer, r *Result) error {
 	} else {
 		p("  return addresses: none (%s)\n", r.NoReturnAddresses)
 	}
-	for _, set := range []string{"hot", "cold"} {
+	for _, set := range []string{SetHot, SetHotShuffled, SetCold} {
 		var gs []*Group
 		size := 0
 		for i := range r.Groups {
@@ -179,8 +182,17 @@ func WriteText(w io.Writer, r *Result) error {
 				return ""
 			})
 		}
-		extra("linear / varint", func(g *Group) string { return ratioString(g.LinearVsVarint) })
-		extra("linear / varint-cache-7in8", func(g *Group) string { return ratioString(g.LinearVsCacheHit) })
+		// Ratios to the runtime-shaped varint of every encoding, and of
+		// linear to the other baselines: medians of the per-round ratios
+		// with their 95% confidence intervals.
+		for _, e := range r.Encodings {
+			if e.Name != EncVarint {
+				extra(e.Name+" / "+EncVarint, func(g *Group) string { return ciString(g.Ratio(e.Name, EncVarint)) })
+			}
+		}
+		for _, base := range Baselines[1:] {
+			extra(EncLinear+" / "+base, func(g *Group) string { return ciString(g.Ratio(EncLinear, base)) })
+		}
 		writeTable(ew, rows)
 		for _, g := range gs {
 			if g.Note != "" {
@@ -256,6 +268,17 @@ func nsString(ns float64) string {
 		return fmt.Sprintf("%.1f", ns)
 	}
 	return fmt.Sprintf("%.0f", ns)
+}
+
+// ciString formats a ratio with its confidence interval, "" for nil.
+func ciString(r *Ratio) string {
+	if r == nil || r.Summary.N == 0 {
+		return ""
+	}
+	if !r.Summary.Bounded() {
+		return fmt.Sprintf("%.3f", r.Summary.Median)
+	}
+	return fmt.Sprintf("%.3f [%.3f,%.3f]", r.Summary.Median, r.Summary.Low, r.Summary.High)
 }
 
 func ratioString(r float64) string {

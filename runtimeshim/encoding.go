@@ -10,9 +10,11 @@ import (
 type encKind uint8
 
 const (
-	encVarint      encKind = iota // varint walk, no cache
-	encVarintCache                // varint walk behind the runtime's per-M cache
-	encLinear                     // a linearpc variant in a Set
+	encVarint          encKind = iota // runtime-shaped varint pcvalue, no cache
+	encVarintCache                    // runtime-shaped varint pcvalue behind the per-M cache
+	encVarintWalk                     // varintpc's one-loop walk, no cache
+	encVarintWalkCache                // varintpc's one-loop walk behind the per-M cache
+	encLinear                         // a linearpc variant in a Set
 )
 
 // An Encoding is one way of storing the PC-value tables that a [Shim] can
@@ -31,14 +33,17 @@ type Encoding struct {
 
 // Cached reports whether the encoding sits behind the runtime's pcvalue
 // cache.
-func (e Encoding) Cached() bool { return e.kind == encVarintCache }
+func (e Encoding) Cached() bool { return e.kind == encVarintCache || e.kind == encVarintWalkCache }
 
 // Encodings returns every encoding, in a stable order: "varint",
-// "varint+cache", "linear" and then the other linear variants.
+// "varint+cache" (the runtime's code: the baselines), "varint-walk",
+// "varint-walk+cache", "linear" and then the other linear variants.
 func Encodings() []Encoding {
 	encs := []Encoding{
-		{Name: "varint", Doc: "Go's varint-delta tables, walked by runtime.pcvalue's loop without its cache", kind: encVarint},
-		{Name: "varint+cache", Doc: "Go's varint-delta tables behind the runtime's per-M pcvalue cache (2 sets of 8, exact PC and table offset)", kind: encVarintCache},
+		{Name: "varint", Doc: "Go's varint-delta tables, runtime.pcvalue without its cache in the runtime's code shape (varintpc.PCValue: a non-inlined step per entry)", kind: encVarint},
+		{Name: "varint+cache", Doc: "Go's varint-delta tables, runtime.pcvalue in the runtime's code shape behind its per-M cache (2 sets of 8, exact PC and table offset)", kind: encVarintCache},
+		{Name: "varint-walk", Doc: "Go's varint-delta tables, varintpc.Lookup's one-loop walk (faster than the runtime's code), no cache", kind: encVarintWalk},
+		{Name: "varint-walk+cache", Doc: "Go's varint-delta tables, varintpc.Lookup's one-loop walk behind the per-M cache", kind: encVarintWalkCache},
 	}
 	for _, v := range linearpc.Variants() {
 		name := "linear"
@@ -91,7 +96,7 @@ func (m *Module) NewShim(enc Encoding) (*Shim, error) {
 	s.funcs = make([]_func, len(m.funcs))
 	copy(s.funcs, m.funcs)
 	switch enc.kind {
-	case encVarint, encVarintCache:
+	case encVarint, encVarintCache, encVarintWalk, encVarintWalkCache:
 		// The module's records already hold pctab offsets.
 	case encLinear:
 		r, err := m.linearSet(enc.variant)
@@ -127,7 +132,7 @@ func (m *Module) NewShim(enc Encoding) (*Shim, error) {
 }
 
 // SetM selects the simulated M whose pcvalue cache the following lookups
-// use (only the varint+cache encoding has one). Ms are numbered from 0;
+// use (only the cached varint encodings have one). Ms are numbered from 0;
 // each gets its own cache, seeded with its number.
 func (s *Shim) SetM(i int) {
 	for len(s.caches) <= i {

@@ -128,7 +128,25 @@ func (s *Shim) pcvalue(f funcInfo, t tab, targetpc uint64, strict bool) int32 {
 			return -1
 		}
 		return s.set.Lookup(t.off, t.n, uint32(pc))
-	case encVarintCache:
+	case encVarint, encVarintCache:
+		if t.off == 0 {
+			return -1
+		}
+		s.lookups++
+		// Every table the module references decoded within pctab
+		// (NewModule), so the trusting runtime-shaped walk is safe.
+		var v int32
+		var ok bool
+		if s.kind == encVarint {
+			v, _, ok = varintpc.PCValue(s.pctab, t.off, uintptr(f.entry()), uintptr(targetpc), s.quantum)
+		} else {
+			v, _, ok = s.cache.PCValue(s.pctab, t.off, uintptr(f.entry()), uintptr(targetpc), s.quantum)
+		}
+		if !ok && strict {
+			s.errors++
+		}
+		return v
+	case encVarintWalkCache:
 		if t.off == 0 {
 			return -1
 		}

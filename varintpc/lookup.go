@@ -175,13 +175,7 @@ func (c *Cache) Lookup(off uint32, data []byte, entry, targetpc uintptr, quantum
 	if off == 0 {
 		return -1, 0, nil
 	}
-	// The runtime divides by the constant goarch.PtrSize; a shift keeps
-	// this model as cheap.
-	sh := uint(3)
-	if c.PtrSize == 4 {
-		sh = 2
-	}
-	set := &c.entries[(targetpc>>sh)%CacheSets]
+	set := c.set(targetpc)
 	for i := range set {
 		ent := &set[i]
 		if ent.off == off && ent.targetpc == targetpc {
@@ -198,4 +192,16 @@ func (c *Cache) Lookup(off uint32, data []byte, entry, targetpc uintptr, quantum
 	set[ci] = set[0]
 	set[0] = cacheEnt{targetpc: targetpc, off: off, val: val, valPC: start}
 	return val, start, nil
+}
+
+// set returns the cache set of targetpc, as runtime.pcvalueCacheKey
+// chooses it.
+func (c *Cache) set(targetpc uintptr) *[CacheWays]cacheEnt {
+	// The runtime divides by the constant goarch.PtrSize; a shift keeps
+	// this model as cheap.
+	sh := uint(3)
+	if c.PtrSize == 4 {
+		sh = 2
+	}
+	return &c.entries[(targetpc>>sh)%CacheSets]
 }

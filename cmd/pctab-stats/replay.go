@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/pctab/pctab/internal/stat"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/runtimeshim/synth"
@@ -155,7 +155,7 @@ func encodingNames() []string {
 // replaySchemaVersion is the schema_version of replay's JSON
 // (testdata/replay.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in the README.
-const replaySchemaVersion = 1
+const replaySchemaVersion = 2
 
 // replayReport is everything a replay run found; it is also the JSON
 // output.
@@ -209,18 +209,26 @@ type replayResult struct {
 	CacheMisses     uint64    `json:"cache_misses"`
 	NsPerFrame      []float64 `json:"ns_per_frame"` // one per timed pass
 	MedianNs        float64   `json:"median_ns_per_frame"`
+	CILowNs         float64   `json:"ci_low_ns_per_frame,omitempty"` // 95% CI of the median (benchmath), with at least 6 passes
+	CIHighNs        float64   `json:"ci_high_ns_per_frame,omitempty"`
 	LookupsPerFrame float64   `json:"lookups_per_frame"`
 	WalksPerFrame   float64   `json:"walks_per_frame"`
 	CacheHitRate    float64   `json:"cache_hit_rate"`
 }
 
-// replayRatio compares an encoding's median time with the baseline's.
+// replayRatio compares an encoding's time with the baseline's: Ratio is the
+// median over passes of the two times in the same pass (benchmath), with
+// its 95% confidence interval when there are at least 6 passes, and
+// MedianRatio the ratio of the two medians.
 type replayRatio struct {
-	Input    string  `json:"input"`
-	Workload string  `json:"workload"`
-	Encoding string  `json:"encoding"`
-	Baseline string  `json:"baseline"`
-	Ratio    float64 `json:"ratio"`
+	Input       string  `json:"input"`
+	Workload    string  `json:"workload"`
+	Encoding    string  `json:"encoding"`
+	Baseline    string  `json:"baseline"`
+	Ratio       float64 `json:"ratio"`
+	CILow       float64 `json:"ci_low,omitempty"`
+	CIHigh      float64 `json:"ci_high,omitempty"`
+	MedianRatio float64 `json:"median_ratio"`
 }
 
 // namedStacks is one input to replay.
@@ -250,9 +258,11 @@ func doReplay(cfg replayConfig) (*replayReport, error) {
 	if err != nil || rep.Check.Mismatches > 0 {
 		return rep, err
 	}
+	// The baseline is the runtime's code: varint+cache (runtime.pcvalue's
+	// shape behind its cache), else the first cached encoding selected.
 	baseline := ""
 	for _, e := range cfg.encodings {
-		if e.Cached() {
+		if e.Cached() && (baseline == "" || e.Name == "varint+cache") {
 			baseline = e.Name
 		}
 	}
@@ -261,6 +271,7 @@ func doReplay(cfg replayConfig) (*replayReport, error) {
 		for _, w := range cfg.workloads {
 			counts, times := runtimeshim.Compare(shims, w, in.stacks, cfg.count)
 			medians := map[string]float64{}
+			passes := map[string][]float64{}
 			for i, s := range shims {
 				c := counts[i]
 				ref := counts[0]
@@ -276,7 +287,10 @@ func doReplay(cfg replayConfig) (*replayReport, error) {
 				for _, d := range times[i] {
 					r.NsPerFrame = append(r.NsPerFrame, perFrame(float64(d.Nanoseconds()), c.Frames))
 				}
-				r.MedianNs = median(r.NsPerFrame)
+				sum := stat.Of(r.NsPerFrame)
+				r.MedianNs = sum.Median
+				r.CILowNs, r.CIHighNs = sum.Low, sum.High
+				passes[r.Encoding] = r.NsPerFrame
 				r.LookupsPerFrame = perFrame(float64(c.Lookups), c.Frames)
 				r.WalksPerFrame = perFrame(float64(c.Walks()), c.Frames)
 				r.CacheHitRate = c.HitRate()
@@ -286,7 +300,10 @@ func doReplay(cfg replayConfig) (*replayReport, error) {
 			if base, ok := medians[baseline]; ok && base > 0 {
 				for _, e := range cfg.encodings {
 					if e.Name != baseline {
-						rep.Ratios = append(rep.Ratios, replayRatio{Input: in.info.Name, Workload: w.String(), Encoding: e.Name, Baseline: baseline, Ratio: medians[e.Name] / base})
+						// Ratios of the passes timed side by side.
+						rs := stat.Ratios(passes[e.Name], passes[baseline])
+						rep.Ratios = append(rep.Ratios, replayRatio{Input: in.info.Name, Workload: w.String(), Encoding: e.Name, Baseline: baseline,
+							Ratio: rs.Median, CILow: rs.Low, CIHigh: rs.High, MedianRatio: medians[e.Name] / base})
 					}
 				}
 			}
@@ -407,18 +424,6 @@ func perFrame(x float64, frames uint64) float64 {
 	return x / float64(frames)
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // writeReplay prints the report: one JSON object, or configuration lines
 // and one benchmark line per timed pass followed by the ratios as comments.
 func writeReplay(w io.Writer, cfg replayConfig, rep *replayReport) error {
@@ -485,7 +490,11 @@ func writeReplay(w io.Writer, cfg replayConfig, rep *replayReport) error {
 		}
 	}
 	for _, r := range rep.Ratios {
-		if _, err := fmt.Fprintf(w, "# ratio input=%s workload=%s: %s / %s = %.3f (median ns/frame)\n", r.Input, r.Workload, r.Encoding, r.Baseline, r.Ratio); err != nil {
+		ci := "no CI: fewer than 6 passes"
+		if r.CIHigh > 0 {
+			ci = fmt.Sprintf("95%% CI [%.3f, %.3f]", r.CILow, r.CIHigh)
+		}
+		if _, err := fmt.Fprintf(w, "# ratio input=%s workload=%s: %s / %s = %.3f, %s (median of per-pass ratios)\n", r.Input, r.Workload, r.Encoding, r.Baseline, r.Ratio, ci); err != nil {
 			return err
 		}
 	}

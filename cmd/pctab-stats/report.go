@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,7 +38,8 @@ type reportConfig struct {
 	bench    *regexp.Regexp
 	run      lookupbench.RunOptions
 	bopt     lookupbench.Options
-	progress bool // show progress on stderr
+	progress bool   // show progress on stderr
+	pairs    string // -pairs: prefix of the pairs files, "" for none
 }
 
 // benchFlag is -bench: a boolean flag ("-bench" alone selects every lookup
@@ -108,6 +110,9 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 	benchtime := lookupbench.BenchTime{D: time.Second}
 	fs.Var(&benchtime, "benchtime", "run each lookup benchmark for `t`: a duration, or Nx for N lookups, as go test -benchtime (default 1s)")
 	format := fs.String("format", formatText, "output `format`: text, json, or bench (Go benchmark lines only, for benchstat; implies -bench)")
+	pairs := fs.String("pairs", "", "with -bench, also write the spec-encoded tables and the sampled (table, PC) pairs of the hot sets\n"+
+		"and the cold random set to `PREFIX`.BIN.SET-PCS.pairs, for timing another decoder on the same pairs\n"+
+		"(format: go doc github.com/pctab/pctab/lookupbench Bench.WritePairs)")
 	sample := fs.String("sample", "refs", "draw lookup samples uniformly over `refs` (references of functions to tables) or tables (distinct tables)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pctab-stats [flags] [BINARY...]\n"+
@@ -117,9 +122,10 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 			"Reports the size of each binary's PC-value tables in Go's varint format and\n"+
 			"in the linear-index format of golang/go#61984. Without a BINARY it reads\n"+
 			"$(go env GOROOT)/bin/go.\n\n"+
-			"With -bench it also times lookups: a hot set of 1,024 and a cold set of\n"+
-			"1,048,576 (table, PC) pairs, at random PCs, PC 0, PC 4096 and return\n"+
-			"addresses, in every encoding (see go doc github.com/pctab/pctab/lookupbench).\n"+
+			"With -bench it also times lookups: a hot set of 1,024 (table, PC) pairs in a\n"+
+			"fixed order and shuffled every pass, and a cold set of 1,048,576 pairs, at\n"+
+			"random PCs, PC 0, PC 4096 and return addresses, in every encoding, against\n"+
+			"the runtime's own code shape (see go doc github.com/pctab/pctab/lookupbench).\n"+
 			"The tables are decoded by host code: to time lookups on arm64, run an arm64\n"+
 			"build under emulation; its numbers are labelled emulated:\n\n"+
 			"\tGOARCH=arm64 go build -o pctab-stats-arm64 ./cmd/pctab-stats\n"+
@@ -160,6 +166,10 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 		return cfg, err
 	}
 	cfg.bopt = lookupbench.Options{Sampling: s, Workers: *workers}
+	cfg.pairs = *pairs
+	if cfg.pairs != "" && cfg.bench == nil {
+		return cfg, errors.New("-pairs needs -bench")
+	}
 	if cfg.paths, err = binariesOrDefault(fs.Args()); err != nil {
 		return cfg, err
 	}
@@ -170,7 +180,7 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 // reportSchemaVersion is the schema_version of the size report's JSON
 // (testdata/report.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in the README.
-const reportSchemaVersion = 1
+const reportSchemaVersion = 2
 
 // jsonReport is the JSON form of one binary: the schema version, the size
 // report's fields, unchanged, and with -bench the lookup speed under
@@ -294,6 +304,11 @@ func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
+	if cfg.pairs != "" {
+		if err := writePairs(cfg, b, filepath.Base(path)); err != nil {
+			return res, err
+		}
+	}
 	ro := cfg.run
 	start := time.Now()
 	ro.Progress = func(done, total int, name string) {
@@ -360,4 +375,38 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// writePairs writes the pairs files of -pairs for binary bin.
+func writePairs(cfg reportConfig, b *lookupbench.Bench, bin string) error {
+	hot, cold := cfg.bopt.HotSize, cfg.bopt.ColdSize
+	if hot == 0 {
+		hot = lookupbench.HotSize
+	}
+	if cold == 0 {
+		cold = lookupbench.ColdSize
+	}
+	type job struct {
+		set string
+		pcs lookupbench.PCs
+		n   int
+	}
+	var jobs []job
+	for _, p := range lookupbench.AllPCs() {
+		jobs = append(jobs, job{"hot", p, hot})
+	}
+	jobs = append(jobs, job{"cold", lookupbench.PCRandom, cold})
+	for _, j := range jobs {
+		name := fmt.Sprintf("%s.%s.%s-%s.pairs", cfg.pairs, lookupbench.NameValue(bin), j.set, j.pcs)
+		var buf bytes.Buffer
+		if err := b.WritePairs(&buf, j.pcs, j.n); err != nil {
+			// A rule without pairs (no return addresses, no 4 KiB
+			// function) has no file.
+			continue
+		}
+		if err := os.WriteFile(name, buf.Bytes(), 0o666); err != nil {
+			return fmt.Errorf("-pairs: %w", err)
+		}
+	}
+	return nil
 }

@@ -154,7 +154,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		if diff := cmp.Diff(want, &got.Report); diff != "" {
 			t.Errorf("size part differs from report.Compute (-want +got):\n%s", diff)
 		}
-		if got.Speed == nil || len(got.Speed.Groups) != 8 || got.Speed.Count != 2 || got.Speed.BenchTime != "50x" {
+		if got.Speed == nil || len(got.Speed.Groups) != 12 || got.Speed.Count != 2 || got.Speed.BenchTime != "50x" {
 			t.Fatalf("speed = %+v", got.Speed)
 		}
 		again, err := json.Marshal(jsonReport{reportSchemaVersion, &got.Report, got.Speed})
@@ -265,8 +265,8 @@ func TestReportEndToEndGofmt(t *testing.T) {
 				encs++
 			}
 		}
-		if len(names) != 8*encs || encs < 9 {
-			t.Errorf("%d benchmarks, %d encodings; want 8 per encoding and at least 9 encodings", len(names), encs)
+		if len(names) != 12*encs || encs < 9 {
+			t.Errorf("%d benchmarks, %d encodings; want 12 per encoding (3 sets, 4 PC rules) and at least 9 encodings", len(names), encs)
 		}
 	})
 }
@@ -276,7 +276,8 @@ func TestReportEndToEndGofmt(t *testing.T) {
 func TestReportSeveralBinaries(t *testing.T) {
 	features := testbuild.Build(t, testbuild.Config{Archive: "features"})
 	gofmt := gofmtBinary(t)
-	cfg, err := parseReportFlags([]string{"-bench=set=hot/pcs=0/enc=(varint|linear|flat)$", "-benchtime=10x", "-variants=false", features, gofmt}, &bytes.Buffer{})
+	pairs := filepath.Join(t.TempDir(), "p")
+	cfg, err := parseReportFlags([]string{"-bench=set=hot/pcs=0/enc=(varint|linear|flat)$", "-benchtime=10x", "-variants=false", "-pairs=" + pairs, features, gofmt}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +299,16 @@ func TestReportSeveralBinaries(t *testing.T) {
 	}
 	if strings.Contains(out, "cold set") || strings.Contains(out, "pcs=random") {
 		t.Errorf("-bench ran unselected benchmarks:\n%s", out)
+	}
+	// -pairs wrote the hot sets and the cold random set of both binaries
+	// (lookupbench tests the format).
+	for _, bin := range []string{filepath.Base(features), "gofmt"} {
+		for _, set := range []string{"hot-random", "hot-0", "cold-random"} {
+			name := pairs + "." + bin + "." + set + ".pairs"
+			if st, err := os.Stat(name); err != nil || st.Size() < int64(len(lookupbench.PairsMagic)+8) {
+				t.Errorf("-pairs: %s: %v", name, err)
+			}
+		}
 	}
 }
 
@@ -325,6 +336,7 @@ func TestReportFlags(t *testing.T) {
 		{args: []string{"-benchtime=0x"}, err: "invalid count"},
 		{args: []string{"-bench=("}, err: "missing closing"},
 		{args: []string{"-sample=funcs"}, err: "unknown sampling"},
+		{args: []string{"-pairs=/tmp/p"}, err: "-pairs needs -bench"},
 	} {
 		name := strings.Join(tc.args, " ")
 		cfg, err := parseReportFlags(append(tc.args, "BIN"), &bytes.Buffer{})
