@@ -53,6 +53,22 @@ func (f *Forest[T]) Append(v T) {
 	f.vals = append(f.vals, f.vals[n-1<<levels])
 }
 
+// FromValues returns a forest over vals, the values of a forest as Values
+// returned them (written to a file and mapped back, say): it reads them in
+// place, without copying or checking them. len(vals) must be even.
+// Appending to the forest may copy vals to the heap, as append does.
+func FromValues[T any](vals []T, combine func(a, b T) T, identity T) (*Forest[T], error) {
+	if len(vals)%2 != 0 {
+		return nil, fmt.Errorf("forest: %d values: a forest holds two per leaf", len(vals))
+	}
+	return &Forest[T]{vals: vals, combine: combine, identity: identity}, nil
+}
+
+// Values returns the forest's values, leaves and aggregation nodes in
+// order, two per leaf: what FromValues reads back. The slice aliases the
+// forest until the next Append.
+func (f *Forest[T]) Values() []T { return f.vals }
+
 // Len returns the number of leaves.
 func (f *Forest[T]) Len() int { return (len(f.vals) + 1) / 2 }
 

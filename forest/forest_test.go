@@ -149,3 +149,28 @@ func FuzzForest(f *testing.F) {
 		}
 	})
 }
+
+func TestFromValues(t *testing.T) {
+	f := New(Longest, NoSpan)
+	for i := range 1000 {
+		f.Append(Span{Dur: int64(i * 7919 % 1013), ID: uint64(i)})
+	}
+	g, err := FromValues(append([]Span(nil), f.Values()...), Longest, NoSpan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lo := 0; lo < 1000; lo += 37 {
+		for hi := lo; hi <= 1000; hi += 53 {
+			if g.Query(lo, hi) != f.Query(lo, hi) {
+				t.Fatalf("Query(%d, %d) differs", lo, hi)
+			}
+		}
+	}
+	g.Append(Span{Dur: 5000, ID: 1000})
+	if g.Query(0, 1001) != (Span{Dur: 5000, ID: 1000}) || g.Len() != 1001 {
+		t.Error("append after FromValues")
+	}
+	if _, err := FromValues(make([]Span, 3), Longest, NoSpan); err == nil {
+		t.Error("FromValues accepted 3 values")
+	}
+}
