@@ -160,7 +160,7 @@ type builder struct {
 	page     []byte
 	pageN    uint32
 	pageT    int64 // base time of the current page
-	prevT    int64
+	rec      recState
 	pageIdx  []byte // pages.idx records
 	pageFrst uint64
 	pageLast int64
@@ -337,23 +337,26 @@ func (b *builder) add(ev *trace.Event) error {
 // full. b.pages is then the page that holds e.
 func (b *builder) appendEvent(e *Event) error {
 	var rec [maxEventBytes]byte
-	prev := b.prevT
 	if b.pageN == 0 {
-		prev = e.Time
+		b.rec = newRecState(e.Time)
 	}
-	r := appendEvent(rec[:0], e, prev)
+	st := b.rec
+	r := appendEvent(rec[:0], e, &st)
 	if len(b.page)+len(r) > cap(b.page) {
 		if err := b.flushPage(); err != nil {
 			return err
 		}
-		r = appendEvent(rec[:0], e, e.Time)
+		b.rec = newRecState(e.Time)
+		st = b.rec
+		r = appendEvent(rec[:0], e, &st)
 	}
 	if b.pageN == 0 {
 		b.pageT, b.pageFrst = e.Time, e.Index
 	}
+	b.rec = st
 	b.page = append(b.page, r...)
 	b.pageN++
-	b.prevT, b.pageLast = e.Time, e.Time
+	b.pageLast = e.Time
 	return nil
 }
 

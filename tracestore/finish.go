@@ -92,7 +92,7 @@ func (b *builder) finish() (*Manifest, error) {
 		Lanes:         len(b.laneList),
 		Spans:         b.numSpans,
 	}
-	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileForest, fileFuncIdx, fileLineIdx} {
+	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileFuncIdx, fileLineIdx} {
 		s, err := sumFile(filepath.Join(b.dir, name))
 		if err != nil {
 			return nil, err
@@ -122,7 +122,8 @@ func sumFile(path string) (FileSum, error) {
 }
 
 // writeLanes sorts the lanes, scatters the spans from the temporary file
-// into their lanes in spans.bin, and writes every lane's forest.
+// into their lanes through a mapping of a second temporary file, then
+// writes every lane's blocks, block index and forest.
 func (b *builder) writeLanes() error {
 	order := make([]int, len(b.laneList))
 	for i := range order {
@@ -134,30 +135,54 @@ func (b *builder) writeLanes() error {
 	})
 	newID := make([]uint32, len(order))
 	lanes := make([]Lane, len(order))
-	var spanOff, forestOff int64
+	first := make([]int64, len(order)) // index of each lane's first span in the scatter file
+	var spanOff, blockOff, forestOff int64
 	for n, i := range order {
 		newID[i] = uint32(n)
 		l := b.laneList[i]
-		l.spanOff, l.forestOff = spanOff, forestOff
+		first[n] = spanOff
+		l.blockOff, l.forestOff = blockOff, forestOff
 		spanOff += l.Spans
+		blockOff += blocks(l.Spans)
 		forestOff += forestValues(l.Spans)
 		lanes[n] = l
 	}
 	b.laneList = lanes
-	// Scatter the spans through a mapping of spans.bin.
-	out, err := os.Create(filepath.Join(b.dir, fileSpans))
-	if err != nil {
-		return fmt.Errorf("tracestore: %w", err)
+	create := func(name string) (*os.File, *bufio.Writer, error) {
+		f, err := os.Create(filepath.Join(b.dir, name))
+		if err != nil {
+			return nil, nil, fmt.Errorf("tracestore: %w", err)
+		}
+		return f, bufio.NewWriterSize(f, 1<<20), nil
 	}
-	defer out.Close()
-	size := spanOff * spanBytes
-	if size > 0 {
-		if err := out.Truncate(size); err != nil {
+	sf, sw, err := create(fileSpans)
+	if err != nil {
+		return err
+	}
+	defer sf.Close()
+	bf, bw, err := create(fileBlocks)
+	if err != nil {
+		return err
+	}
+	defer bf.Close()
+	ff, fw, err := create(fileForest)
+	if err != nil {
+		return err
+	}
+	defer ff.Close()
+	if size := spanOff * spanBytes; size > 0 {
+		raw, err := os.CreateTemp(b.dir, "scatter-*.tmp")
+		if err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
-		mem, err := unix.Mmap(int(out.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		defer os.Remove(raw.Name())
+		defer raw.Close()
+		if err := raw.Truncate(size); err != nil {
+			return fmt.Errorf("tracestore: %w", err)
+		}
+		mem, err := unix.Mmap(int(raw.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		if err != nil {
-			return fmt.Errorf("tracestore: mapping %s: %w", fileSpans, err)
+			return fmt.Errorf("tracestore: mapping the span scatter file: %w", err)
 		}
 		defer unix.Munmap(mem)
 		next := make([]int64, len(lanes)) // spans placed per lane
@@ -171,40 +196,45 @@ func (b *builder) writeLanes() error {
 				return fmt.Errorf("tracestore: reading back spans: %w", err)
 			}
 			lane := newID[binary.LittleEndian.Uint32(rec[:4])]
-			l := &lanes[lane]
-			at := (l.spanOff + next[lane]) * spanBytes
+			at := (first[lane] + next[lane]) * spanBytes
 			next[lane]++
 			copy(mem[at:at+spanBytes], rec[4:])
 		}
-		// Forests, lane by lane.
-		fo, err := os.Create(filepath.Join(b.dir, fileForest))
-		if err != nil {
-			return fmt.Errorf("tracestore: %w", err)
-		}
-		defer fo.Close()
-		w := bufio.NewWriterSize(fo, 1<<20)
-		var buf [aggBytes]byte
-		for _, l := range lanes {
+		var off int64
+		var enc []byte
+		var buf [max(aggBytes, blockIndexBytes)]byte
+		var blk []Span
+		for n, l := range lanes {
 			f := forest.New(combine, noAgg)
-			spans := mem[l.spanOff*spanBytes : (l.spanOff+l.Spans)*spanBytes]
-			for blk := int64(0); blk+BlockSpans <= l.Spans; blk += BlockSpans {
+			raw := mem[first[n]*spanBytes : (first[n]+l.Spans)*spanBytes]
+			for i0 := int64(0); i0 < l.Spans; i0 += BlockSpans {
+				blk = blk[:0]
 				a := noAgg
-				for i := blk; i < blk+BlockSpans; i++ {
-					s := getSpan(spans[i*spanBytes:])
-					a = combine(a, Agg{Longest: s.Dur, Index: i, Busy: s.Dur})
+				for i := i0; i < min(i0+BlockSpans, l.Spans); i++ {
+					sp := getSpan(raw[i*spanBytes:])
+					blk = append(blk, sp)
+					a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
 				}
-				f.Append(a)
+				enc = appendBlock(enc[:0], blk)
+				binary.LittleEndian.PutUint64(buf[0:], uint64(off))
+				binary.LittleEndian.PutUint64(buf[8:], uint64(blk[0].Start))
+				bw.Write(buf[:blockIndexBytes])
+				sw.Write(enc)
+				off += int64(len(enc))
+				if len(blk) == BlockSpans {
+					f.Append(a)
+				}
 			}
 			for _, v := range f.Values() {
 				putAgg(buf[:], v)
-				w.Write(buf[:])
+				fw.Write(buf[:aggBytes])
 			}
 		}
+	}
+	for _, w := range []*bufio.Writer{sw, bw, fw} {
 		if err := w.Flush(); err != nil {
-			return fmt.Errorf("tracestore: writing %s: %w", fileForest, err)
+			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
-	} else if err := os.WriteFile(filepath.Join(b.dir, fileForest), nil, 0o666); err != nil {
-		return fmt.Errorf("tracestore: %w", err)
 	}
 	lt := make([]byte, laneBytes*len(lanes))
 	for i, l := range lanes {

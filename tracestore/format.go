@@ -134,8 +134,8 @@ type Span struct {
 // End returns the span's end.
 func (s Span) End() int64 { return s.Start + s.Dur }
 
-// spanBytes is the size of a span in spans.bin: start, duration, kind and
-// name (kind in the top 8 bits), stack.
+// spanBytes is the size of a span in the builder's temporary files:
+// start, duration, kind and name (kind in the top 8 bits), stack.
 const spanBytes = 24
 
 func putSpan(b []byte, s Span) {
@@ -201,7 +201,7 @@ type Lane struct {
 	Depth int // nesting depth of regions, or the row of overlapping ranges or tasks
 	Spans int64
 
-	spanOff   int64 // index of the lane's first span in spans.bin
+	blockOff  int64 // index of the lane's first block in blocks.idx
 	forestOff int64 // index of the lane's first forest value in forest.bin
 }
 
@@ -213,7 +213,7 @@ func putLane(b []byte, l Lane) {
 	binary.LittleEndian.PutUint32(b[4:], 0)
 	binary.LittleEndian.PutUint64(b[8:], uint64(l.ID))
 	binary.LittleEndian.PutUint64(b[16:], uint64(l.Spans))
-	binary.LittleEndian.PutUint64(b[24:], uint64(l.spanOff))
+	binary.LittleEndian.PutUint64(b[24:], uint64(l.blockOff))
 	binary.LittleEndian.PutUint64(b[32:], uint64(l.forestOff))
 }
 
@@ -224,9 +224,57 @@ func getLane(b []byte) Lane {
 		Depth:     int(binary.LittleEndian.Uint16(b[2:])),
 		ID:        int64(binary.LittleEndian.Uint64(b[8:])),
 		Spans:     int64(binary.LittleEndian.Uint64(b[16:])),
-		spanOff:   int64(binary.LittleEndian.Uint64(b[24:])),
+		blockOff:  int64(binary.LittleEndian.Uint64(b[24:])),
 		forestOff: int64(binary.LittleEndian.Uint64(b[32:])),
 	}
+}
+
+// blocks returns the number of blocks of a lane of n spans.
+func blocks(n int64) int64 { return (n + BlockSpans - 1) / BlockSpans }
+
+// A block of spans in spans.bin is, for each of its spans, four varints:
+// the start minus the previous span's end (the block's first start, kept
+// in blocks.idx, for the first), the duration, the kind plus eight times
+// the name's string index, and the stack. blocks.idx holds, per block, its
+// offset in spans.bin and its first start (8 bytes each).
+const blockIndexBytes = 16
+
+func appendBlock(b []byte, spans []Span) []byte {
+	prev := spans[0].Start
+	for _, s := range spans {
+		b = binary.AppendUvarint(b, uint64(s.Start-prev))
+		b = binary.AppendUvarint(b, uint64(s.Dur))
+		b = binary.AppendUvarint(b, uint64(s.Kind)|uint64(s.Name)<<3)
+		b = binary.AppendUvarint(b, uint64(s.Stack))
+		prev = s.End()
+	}
+	return b
+}
+
+// decodeBlock decodes the n spans of a block from b, the first starting at
+// start, into dst. It checks that no value overflows.
+func decodeBlock(dst []Span, b []byte, start int64, n int) ([]Span, error) {
+	prev := start
+	for k := range n {
+		var v [4]uint64
+		for j := range v {
+			x, m := binary.Uvarint(b)
+			if m <= 0 {
+				return dst, fmt.Errorf("span %d: bad varint", k)
+			}
+			v[j], b = x, b[m:]
+		}
+		if v[0] > 1<<62 || v[1] > 1<<62 || v[2]>>3 > 0xffffff || v[2]&7 >= uint64(numSpanKinds) || v[3] > 0xffffffff {
+			return dst, fmt.Errorf("span %d: value out of range", k)
+		}
+		s := Span{Start: prev + int64(v[0]), Dur: int64(v[1]), Kind: SpanKind(v[2] & 7), Name: uint32(v[2] >> 3), Stack: uint32(v[3])}
+		if s.Start < prev || s.End() < s.Start || (k == 0 && s.Start != start) {
+			return dst, fmt.Errorf("span %d: time overflows", k)
+		}
+		prev = s.End()
+		dst = append(dst, s)
+	}
+	return dst, nil
 }
 
 // forestValues returns the number of forest values of a lane of n spans:
@@ -245,3 +293,5 @@ type hash32 interface {
 	io.Writer
 	Sum32() uint32
 }
+
+const fileBlocks = "blocks.idx"

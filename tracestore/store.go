@@ -23,7 +23,8 @@ type Store struct {
 	lanes    []Lane
 	forests  []*forest.Forest[Agg]
 	pageIdx  []byte
-	spans    []byte
+	spans    []byte // blocks of spans
+	blockIdx []byte // per block: offset in spans, first start
 	events   *os.File
 	dag      *stackcompress.Reader
 	funcIdx  *diskmap.Map
@@ -122,8 +123,11 @@ func (s *Store) open() error {
 	if s.spans, err = read(fileSpans); err != nil {
 		return err
 	}
-	if int64(len(s.spans)) != s.m.Spans*spanBytes {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d spans", fileSpans, len(s.spans), s.m.Spans)
+	if s.blockIdx, err = read(fileBlocks); err != nil {
+		return err
+	}
+	if len(s.blockIdx)%blockIndexBytes != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileBlocks, len(s.blockIdx), blockIndexBytes)
 	}
 	fb, err := read(fileForest)
 	if err != nil {
@@ -143,11 +147,14 @@ func (s *Store) open() error {
 	if len(lt) != laneBytes*s.m.Lanes {
 		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
 	}
-	var spanOff, forestOff int64
+	var spanTotal, blockOff, forestOff int64
+	nblocks := int64(len(s.blockIdx) / blockIndexBytes)
+	var blk []Span
 	for i := range s.m.Lanes {
 		l := getLane(lt[i*laneBytes:])
-		if l.spanOff != spanOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanOff {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): spans [%d, +%d) do not follow the previous lane's", fileLanes, i, i*laneBytes, l.spanOff, l.Spans)
+		nb := blocks(l.Spans)
+		if l.blockOff != blockOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanTotal || nb > nblocks-blockOff {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not follow the previous lane's", fileLanes, i, i*laneBytes, l.Spans, l.blockOff)
 		}
 		nv := forestValues(l.Spans)
 		if forestOff+nv > int64(len(vals)) {
@@ -157,13 +164,43 @@ func (s *Store) open() error {
 		if err != nil {
 			return fmt.Errorf("tracestore: lane %d: %w", i, err)
 		}
-		spanOff += l.Spans
+		// Every block decodes, exactly filling its bytes, and the lane's
+		// spans are sorted and do not overlap; the forest's longest spans
+		// are in their blocks.
+		end := int64(-1 << 63)
+		for k := range nb {
+			bi := l.blockOff + k
+			n := int(min(BlockSpans, l.Spans-k*BlockSpans))
+			lo, hi, start := s.blockAt(bi)
+			if lo > hi || hi > int64(len(s.spans)) {
+				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*blockIndexBytes, lo, hi, len(s.spans))
+			}
+			if start < end {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before the previous span ends (%d)", fileBlocks, i, k, start, end)
+			}
+			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n)
+			if err != nil {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, i, k, lo, err)
+			}
+			if got := int64(len(appendBlock(nil, blk))); got != hi-lo {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
+			}
+			end = blk[len(blk)-1].End()
+			if n == BlockSpans {
+				a := f.Leaf(int(k))
+				if a.Index < k*BlockSpans || a.Index >= (k+1)*BlockSpans {
+					return fmt.Errorf("tracestore: %s: lane %d, block %d: longest span %d is not in the block", fileForest, i, k, a.Index)
+				}
+			}
+		}
+		spanTotal += l.Spans
+		blockOff += nb
 		forestOff += nv
 		s.lanes = append(s.lanes, l)
 		s.forests = append(s.forests, f)
 	}
-	if spanOff != s.m.Spans || forestOff != int64(len(vals)) {
-		return fmt.Errorf("tracestore: %s: lanes hold %d spans and %d forest values, the files %d and %d", fileLanes, spanOff, forestOff, s.m.Spans, len(vals))
+	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != int64(len(vals)) {
+		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, len(vals))
 	}
 	// The event log is read page by page, each checked by its own sum;
 	// its size is checked here.
@@ -242,13 +279,48 @@ func (s *Store) String(i uint32) string {
 	return ""
 }
 
+// blockAt returns the bytes and first start of block bi.
+func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
+	e := s.blockIdx[bi*blockIndexBytes:]
+	lo, start = int64(binary.LittleEndian.Uint64(e)), int64(binary.LittleEndian.Uint64(e[8:]))
+	hi = int64(len(s.spans))
+	if (bi+1)*blockIndexBytes < int64(len(s.blockIdx)) {
+		hi = int64(binary.LittleEndian.Uint64(e[blockIndexBytes:]))
+	}
+	return lo, hi, start
+}
+
+// block decodes block k of lane l into dst (Open checked that it decodes).
+func (s *Store) block(l int, k int64, dst []Span) []Span {
+	ln := &s.lanes[l]
+	lo, hi, start := s.blockAt(ln.blockOff + k)
+	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)))
+	return dst
+}
+
 // Span returns span i of lane l. It panics if either is out of range.
 func (s *Store) Span(l int, i int64) Span {
 	ln := &s.lanes[l]
 	if i < 0 || i >= ln.Spans {
 		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
 	}
-	return getSpan(s.spans[(ln.spanOff+i)*spanBytes:])
+	var buf [BlockSpans]Span
+	return s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
+}
+
+// locate returns the index of the first span of lane l that starts at or
+// after t: a binary search of the block index, then of one block.
+func (s *Store) locate(l int, t int64) int64 {
+	ln := &s.lanes[l]
+	nb := blocks(ln.Spans)
+	k := int64(sort.Search(int(nb), func(k int) bool { _, _, st := s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	if k == 0 {
+		return 0
+	}
+	var buf [BlockSpans]Span
+	blk := s.block(l, k-1, buf[:0])
+	j := sort.Search(len(blk), func(j int) bool { return blk[j].Start >= t })
+	return (k-1)*BlockSpans + int64(j)
 }
 
 // Stack returns the frames of stack id, innermost first.
@@ -289,32 +361,41 @@ func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	if n == 0 || t1 <= t0 {
 		return LaneAgg{Longest: -1}
 	}
-	span := func(i int64) Span { return getSpan(s.spans[(ln.spanOff+i)*spanBytes:]) }
-	j := int64(sort.Search(int(n), func(i int) bool { return span(int64(i)).Start >= t0 }))
+	span := func(i int64) Span { return s.Span(l, i) }
+	j := s.locate(l, t0)
 	i0 := j
 	if j > 0 && span(j-1).End() > t0 {
 		i0 = j - 1
 	}
-	i1 := int64(sort.Search(int(n), func(i int) bool { return span(int64(i)).Start >= t1 }))
+	i1 := s.locate(l, t1)
 	if i0 >= i1 {
 		return LaneAgg{Longest: -1, First: i0}
 	}
-	item := func(i int64) Agg { sp := span(i); return Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur} }
+	var buf [BlockSpans]Span
+	// fold combines spans [lo, hi) of one block.
+	fold := func(a Agg, lo, hi int64) Agg {
+		if lo >= hi {
+			return a
+		}
+		k := lo / BlockSpans
+		blk := s.block(l, k, buf[:0])
+		for i := lo; i < hi; i++ {
+			sp := blk[i-k*BlockSpans]
+			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
+		}
+		return a
+	}
 	a := noAgg
 	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
 	lastWhole := i1 / BlockSpans
 	if firstWhole >= lastWhole {
-		for i := i0; i < i1; i++ {
-			a = combine(a, item(i))
-		}
+		// Within one block, or two neighbours.
+		mid := min(i1, (i0/BlockSpans+1)*BlockSpans)
+		a = fold(fold(a, i0, mid), mid, i1)
 	} else {
-		for i := i0; i < firstWhole*BlockSpans; i++ {
-			a = combine(a, item(i))
-		}
+		a = fold(a, i0, firstWhole*BlockSpans)
 		a = combine(a, s.forests[l].Query(int(firstWhole), int(lastWhole)))
-		for i := lastWhole * BlockSpans; i < i1; i++ {
-			a = combine(a, item(i))
-		}
+		a = fold(a, lastWhole*BlockSpans, i1)
 	}
 	busy := a.Busy
 	if f := span(i0); f.Start < t0 {
