@@ -22,6 +22,8 @@ type Store struct {
 	frames   []Frame
 	lanes    []Lane
 	forests  []*forest.Forest[Agg]
+	kindName []uint32 // kind<<24 | name of every span, lane after lane
+	laneSpan []int64  // index of each lane's first span in kindName
 	pageIdx  []byte
 	spans    []byte // blocks of spans
 	blockIdx []byte // per block: offset in spans, first start
@@ -186,6 +188,9 @@ func (s *Store) open() error {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
 			}
 			end = blk[len(blk)-1].End()
+			for _, sp := range blk {
+				s.kindName = append(s.kindName, uint32(sp.Kind)<<24|sp.Name)
+			}
 			if n == BlockSpans {
 				a := f.Leaf(int(k))
 				if a.Index < k*BlockSpans || a.Index >= (k+1)*BlockSpans {
@@ -193,6 +198,7 @@ func (s *Store) open() error {
 				}
 			}
 		}
+		s.laneSpan = append(s.laneSpan, spanTotal)
 		spanTotal += l.Spans
 		blockOff += nb
 		forestOff += nv
@@ -308,19 +314,173 @@ func (s *Store) Span(l int, i int64) Span {
 	return s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
 }
 
-// locate returns the index of the first span of lane l that starts at or
-// after t: a binary search of the block index, then of one block.
-func (s *Store) locate(l int, t int64) int64 {
+// A LaneAgg aggregates the spans of a lane that overlap a time range.
+type LaneAgg struct {
+	Count   int64 // spans that overlap the range
+	Busy    int64 // nanoseconds of the range they cover
+	Longest int64 // index of the longest of them (by whole duration), -1 if none
+	First   int64 // index of the first of them
+}
+
+// Query aggregates the spans of lane l that overlap [t0, t1), from the
+// lane's forest: O(log N) for N spans, plus at most 2*BlockSpans spans
+// read at the ends.
+func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return LaneAgg{Longest: -1}
+	}
+	r := rowCursor{s: s, l: l, k: -1}
+	j := r.locate(t0)
+	i0 := j
+	if j > 0 && r.span(j-1).End() > t0 {
+		i0 = j - 1
+	}
+	i1 := r.locate(t1)
+	if i0 >= i1 {
+		return LaneAgg{Longest: -1, First: i0}
+	}
+	a := r.aggregate(i0, i1)
+	busy := a.Busy
+	if f := r.span(i0); f.Start < t0 {
+		busy -= t0 - f.Start
+	}
+	if e := r.span(i1 - 1).End(); e > t1 {
+		busy -= e - t1
+	}
+	longest := a.Index
+	if longest < i0 || longest >= i1 {
+		longest = -1 // a forest that does not match its spans
+	}
+	return LaneAgg{Count: i1 - i0, Busy: max(0, busy), Longest: longest, First: i0}
+}
+
+// A Cell is what a viewer draws for one lane over one pixel's time range:
+// the longest span that overlaps it, how many spans do, and which share of
+// the range they cover.
+type Cell struct {
+	Kind  SpanKind // NoSpan if no span overlaps the range
+	Busy  uint8    // covered share of the range, 0-255
+	Count uint16   // overlapping spans, saturating at 65535
+	Name  uint32   // the longest span's name (string index)
+	Span  int64    // the longest span's index in its lane, -1 if none
+}
+
+// NoSpan is a Cell's Kind where no span overlaps.
+const NoSpan SpanKind = 255
+
+// QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
+// equal pixel ranges: one range query per pixel, with the pixel
+// boundaries located once each and decoded blocks reused between
+// neighbouring pixels.
+func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
+	px := int64(len(cells))
+	if px == 0 {
+		return
+	}
+	for i := range cells {
+		cells[i] = Cell{Kind: NoSpan, Span: -1}
+	}
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return
+	}
+	r := rowCursor{s: s, l: l, k: -1}
+	w := t1 - t0
+	at := func(p int64) int64 { return t0 + w*p/px } // fits: w*px < 2^63 for any real trace and screen
+	if w > (1<<62)/px {
+		at = func(p int64) int64 { return t0 + int64(float64(w)*float64(p)/float64(px)) }
+	}
+	// Pixels before the first span and after the last are empty.
+	first := r.span(0).Start
+	last := r.span(ln.Spans - 1).End()
+	j := r.locate(at(0))
+	for p := int64(0); p < px; p++ {
+		a, b := at(p), at(p+1)
+		if b <= first || a >= last {
+			if a >= last {
+				break
+			}
+			j = r.locate(b)
+			continue
+		}
+		i0 := j
+		if j > 0 && r.span(j-1).End() > a {
+			i0 = j - 1
+		}
+		j = r.locate(b)
+		i1 := j
+		if i0 >= i1 {
+			continue
+		}
+		agg := r.aggregate(i0, i1)
+		busy := agg.Busy
+		if f := r.span(i0); f.Start < a {
+			busy -= a - f.Start
+		}
+		if e := r.span(i1 - 1).End(); e > b {
+			busy -= e - b
+		}
+		c := &cells[p]
+		c.Count = uint16(min(i1-i0, 65535))
+		c.Busy = uint8(min(255, max(0, busy)*255/max(1, b-a)))
+		if agg.Index >= i0 && agg.Index < i1 {
+			kn := s.kindName[s.laneSpan[l]+agg.Index]
+			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+		}
+	}
+}
+
+// rowCursor reads one lane, keeping the last decoded block.
+type rowCursor struct {
+	s   *Store
+	l   int
+	k   int64 // block in buf, -1 for none
+	buf [BlockSpans]Span
+	n   int
+}
+
+func (r *rowCursor) blk(k int64) []Span {
+	if k != r.k {
+		r.n = len(r.s.block(r.l, k, r.buf[:0]))
+		r.k = k
+	}
+	return r.buf[:r.n]
+}
+
+func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpans] }
+
+// locate is Store.locate through the cursor's block.
+func (r *rowCursor) locate(t int64) int64 {
+	ln := &r.s.lanes[r.l]
 	nb := blocks(ln.Spans)
-	k := int64(sort.Search(int(nb), func(k int) bool { _, _, st := s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	k := int64(sort.Search(int(nb), func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
 	if k == 0 {
 		return 0
 	}
-	var buf [BlockSpans]Span
-	blk := s.block(l, k-1, buf[:0])
+	blk := r.blk(k - 1)
 	j := sort.Search(len(blk), func(j int) bool { return blk[j].Start >= t })
 	return (k-1)*BlockSpans + int64(j)
+}
+
+// aggregate combines spans [i0, i1): whole blocks from the forest, the
+// rest span by span.
+func (r *rowCursor) aggregate(i0, i1 int64) Agg {
+	fold := func(a Agg, lo, hi int64) Agg {
+		for i := lo; i < hi; i++ {
+			sp := r.span(i)
+			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
+		}
+		return a
+	}
+	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
+	lastWhole := i1 / BlockSpans
+	if firstWhole >= lastWhole {
+		return fold(noAgg, i0, i1)
+	}
+	a := fold(noAgg, i0, firstWhole*BlockSpans)
+	a = combine(a, r.s.forests[r.l].Query(int(firstWhole), int(lastWhole)))
+	return fold(a, lastWhole*BlockSpans, i1)
 }
 
 // Stack returns the frames of stack id, innermost first.
@@ -342,71 +502,4 @@ func (s *Store) Stack(id uint64) ([]Frame, error) {
 		out[i] = s.frames[f]
 	}
 	return out, nil
-}
-
-// A LaneAgg aggregates the spans of a lane that overlap a time range.
-type LaneAgg struct {
-	Count   int64 // spans that overlap the range
-	Busy    int64 // nanoseconds of the range they cover
-	Longest int64 // index of the longest of them (by whole duration), -1 if none
-	First   int64 // index of the first of them
-}
-
-// Query aggregates the spans of lane l that overlap [t0, t1), from the
-// lane's forest: O(log N) for N spans, plus at most 2*BlockSpans spans
-// read at the ends.
-func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
-	ln := &s.lanes[l]
-	n := ln.Spans
-	if n == 0 || t1 <= t0 {
-		return LaneAgg{Longest: -1}
-	}
-	span := func(i int64) Span { return s.Span(l, i) }
-	j := s.locate(l, t0)
-	i0 := j
-	if j > 0 && span(j-1).End() > t0 {
-		i0 = j - 1
-	}
-	i1 := s.locate(l, t1)
-	if i0 >= i1 {
-		return LaneAgg{Longest: -1, First: i0}
-	}
-	var buf [BlockSpans]Span
-	// fold combines spans [lo, hi) of one block.
-	fold := func(a Agg, lo, hi int64) Agg {
-		if lo >= hi {
-			return a
-		}
-		k := lo / BlockSpans
-		blk := s.block(l, k, buf[:0])
-		for i := lo; i < hi; i++ {
-			sp := blk[i-k*BlockSpans]
-			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
-		}
-		return a
-	}
-	a := noAgg
-	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
-	lastWhole := i1 / BlockSpans
-	if firstWhole >= lastWhole {
-		// Within one block, or two neighbours.
-		mid := min(i1, (i0/BlockSpans+1)*BlockSpans)
-		a = fold(fold(a, i0, mid), mid, i1)
-	} else {
-		a = fold(a, i0, firstWhole*BlockSpans)
-		a = combine(a, s.forests[l].Query(int(firstWhole), int(lastWhole)))
-		a = fold(a, lastWhole*BlockSpans, i1)
-	}
-	busy := a.Busy
-	if f := span(i0); f.Start < t0 {
-		busy -= t0 - f.Start
-	}
-	if e := span(i1 - 1).End(); e > t1 {
-		busy -= e - t1
-	}
-	longest := a.Index
-	if longest < i0 || longest >= i1 {
-		longest = -1 // a corrupt forest
-	}
-	return LaneAgg{Count: i1 - i0, Busy: max(0, busy), Longest: longest, First: i0}
 }

@@ -320,3 +320,36 @@ func FuzzBuild(f *testing.F) {
 		}
 	})
 }
+
+// TestQueryRow checks every pixel of rows of every lane against Query over
+// the pixel's range.
+func TestQueryRow(t *testing.T) {
+	s, _ := build(t, recordTrace(t))
+	d := s.Manifest().Duration
+	for l := range s.Lanes() {
+		for _, v := range [][3]int64{{0, d + 1, 200}, {d / 4, d / 3, 97}, {d / 2, d/2 + 1000, 50}} {
+			cells := make([]Cell, v[2])
+			s.QueryRow(l, v[0], v[1], cells)
+			w := v[1] - v[0]
+			for p := range cells {
+				a, b := v[0]+w*int64(p)/v[2], v[0]+w*int64(p+1)/v[2]
+				q := s.Query(l, a, b)
+				c := cells[p]
+				if int64(c.Count) != min(q.Count, 65535) || c.Span != q.Longest {
+					t.Fatalf("lane %d pixel %d [%d, %d): cell %+v, Query %+v", l, p, a, b, c, q)
+				}
+				if q.Longest >= 0 {
+					sp := s.Span(l, q.Longest)
+					if c.Kind != sp.Kind || c.Name != sp.Name {
+						t.Fatalf("lane %d pixel %d: cell %+v, longest span %+v", l, p, c, sp)
+					}
+					if want := uint8(min(255, q.Busy*255/max(1, b-a))); c.Busy != want {
+						t.Fatalf("lane %d pixel %d: busy %d, want %d", l, p, c.Busy, want)
+					}
+				} else if c.Kind != NoSpan {
+					t.Fatalf("lane %d pixel %d: cell %+v for no span", l, p, c)
+				}
+			}
+		}
+	}
+}
