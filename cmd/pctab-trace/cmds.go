@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/view"
 )
 
 // timeFlag parses nanoseconds or a duration.
@@ -249,4 +252,26 @@ func runAgg(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.3f\t%s\t%.3f\t%.3f\n", la.Track, la.ID, la.Layer, la.Depth, la.Spans, float64(la.Busy)/1e6, name, float64(la.LongestNs)/1e6, float64(la.LongestAt)/1e6)
 	}
 	return tw.Flush()
+}
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	addr := fs.String("addr", "localhost:8080", "address to listen on (port 0 picks a free one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("serve wants STORE")
+	}
+	s, err := tracestore.Open(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "serving %s at http://%s/\n", fs.Arg(0), ln.Addr())
+	return http.Serve(ln, view.Handler(s))
 }

@@ -8,6 +8,7 @@
 //	                                               events whose stack passes through F (or FILE:LINE)
 //	pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE
 //	                                               per-lane span counts, busy time and longest span
+//	pctab-trace serve [-addr HOST:PORT] STORE     the zoomable timeline viewer (package tracestore/view)
 //
 // Times are nanoseconds since the trace's first event, or durations such as
 // 1.5s.
@@ -34,7 +35,8 @@ func main() {
 func usage(w io.Writer) {
 	fmt.Fprint(w, "usage: pctab-trace build [-page-size N] TRACE STORE\n"+
 		"       pctab-trace query [-json] [-from T] [-to T] (-func F | -line FILE:LINE) STORE\n"+
-		"       pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE\n")
+		"       pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE\n"+
+		"       pctab-trace serve [-addr HOST:PORT] STORE\n")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runQuery(args[1:], stdout, stderr)
 	case "agg":
 		return runAgg(args[1:], stdout, stderr)
+	case "serve":
+		return runServe(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return nil
