@@ -153,6 +153,10 @@ type builder struct {
 	base   int64 // trace time of the first event
 	last   int64
 	haveT  bool
+	// genStart is the time of the current generation's start. A
+	// goroutine's or proc's first event in a generation, a transition from
+	// an undetermined state, says what state it has been in since then.
+	genStart int64
 
 	// event log
 	evFile   *os.File
@@ -302,6 +306,7 @@ func (b *builder) add(ev *trace.Event) error {
 	b.last = t
 	if ev.Kind() == trace.EventSync {
 		clear(b.stacks) // stack handles are per generation
+		b.genStart = t
 	}
 	e := Event{Index: b.events, Time: t, Kind: ev.Kind(), G: int64(ev.Goroutine()), P: int64(ev.Proc()), M: int64(ev.Thread())}
 	st := ev.Stack()

@@ -129,6 +129,30 @@ func scopeTrack(r trace.ResourceID) (TrackKind, int64) {
 
 func (b *builder) goState(g int64, from, to trace.GoState, t int64, reason string, stack uint64) error {
 	key := rowKey{TrackGoroutine, g, LayerState}
+	if from == trace.GoUndetermined {
+		// The goroutine's status at a generation's start, emitted at its
+		// first event in the generation: it has been in state to since
+		// the generation began (or since its span from the previous
+		// generation, if that is the same state).
+		k, ok := goSpanKind(to)
+		if o := b.gState[g]; o != nil {
+			if ok && o.span.Kind == k {
+				return nil
+			}
+			if err := b.close(key, o, b.genStart); err != nil {
+				return err
+			}
+			delete(b.gState, g)
+		}
+		if ok {
+			s := Span{Start: b.genStart, Kind: k, Stack: uint32(stack)}
+			if k == SpanWaiting {
+				s.Name = b.str(reason)
+			}
+			b.gState[g] = b.open(key, s, "")
+		}
+		return nil
+	}
 	if o := b.gState[g]; o != nil {
 		if err := b.close(key, o, t); err != nil {
 			return err
@@ -166,6 +190,22 @@ func goSpanKind(s trace.GoState) (SpanKind, bool) {
 
 func (b *builder) procState(p int64, from, to trace.ProcState, t int64) error {
 	key := rowKey{TrackProc, p, LayerState}
+	if from == trace.ProcUndetermined {
+		// As for goroutines: running since the generation began.
+		if o := b.pState[p]; o != nil {
+			if to == trace.ProcRunning {
+				return nil
+			}
+			if err := b.close(key, o, b.genStart); err != nil {
+				return err
+			}
+			delete(b.pState, p)
+		}
+		if to == trace.ProcRunning {
+			b.pState[p] = b.open(key, Span{Start: b.genStart, Kind: SpanRunning}, "")
+		}
+		return nil
+	}
 	if o := b.pState[p]; o != nil {
 		if err := b.close(key, o, t); err != nil {
 			return err
