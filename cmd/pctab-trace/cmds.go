@@ -79,6 +79,12 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 	return tw.Flush()
 }
 
+// Schema versions of the -json outputs.
+const (
+	querySchemaVersion = 1
+	aggSchemaVersion   = 1
+)
+
 // queryResult is query's -json output.
 type queryResult struct {
 	SchemaVersion int                   `json:"schema_version"`
@@ -126,7 +132,7 @@ func runQuery(args []string, stdout, stderr io.Writer) error {
 	if !to.set {
 		to.ns = m.Duration + 1
 	}
-	res := queryResult{SchemaVersion: 1, Store: fs.Arg(0), Func: *fn, Line: *line, From: from.ns, To: to.ns, Pages: m.Pages, Kinds: map[string]uint64{}, First: []queryEvent{}}
+	res := queryResult{SchemaVersion: querySchemaVersion, Store: fs.Arg(0), Func: *fn, Line: *line, From: from.ns, To: to.ns, Pages: m.Pages, Kinds: map[string]uint64{}, First: []queryEvent{}}
 	visit := func(e *tracestore.Event) bool {
 		res.Kinds[e.Kind.String()]++
 		if len(res.First) < *show {
@@ -218,7 +224,7 @@ func runAgg(args []string, stdout, stderr io.Writer) error {
 	if !to.set {
 		to.ns = s.Manifest().Duration + 1
 	}
-	res := aggResult{SchemaVersion: 1, Store: fs.Arg(0), From: from.ns, To: to.ns, Lanes: []laneAgg{}}
+	res := aggResult{SchemaVersion: aggSchemaVersion, Store: fs.Arg(0), From: from.ns, To: to.ns, Lanes: []laneAgg{}}
 	for l, ln := range s.Lanes() {
 		if *track != "" && ln.Track.String() != *track {
 			continue
