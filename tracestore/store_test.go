@@ -353,3 +353,33 @@ func TestQueryRow(t *testing.T) {
 		}
 	}
 }
+
+func TestMeasureTrace(t *testing.T) {
+	data := recordTrace(t)
+	s, err := MeasureTrace(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Total != int64(len(data)) || s.Header+s.Events+s.Stacks+s.Strings+s.CPUSamples+s.Sync+s.Experimental != s.Total {
+		t.Errorf("%+v does not add up to %d bytes", s, len(data))
+	}
+	if s.Events == 0 || s.Stacks == 0 || s.Strings == 0 {
+		t.Errorf("%+v: no events, stacks or strings", s)
+	}
+	for _, n := range []int{0, 10, 17, len(data) / 2} {
+		if _, err := MeasureTrace(bytes.NewReader(data[:n])); err == nil && n < len(data)/2 {
+			t.Errorf("a trace truncated to %d bytes measured without error", n)
+		}
+	}
+}
+
+func FuzzMeasureTrace(f *testing.F) {
+	data := recordTrace(f)
+	f.Add(data[:min(len(data), 2048)])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := MeasureTrace(bytes.NewReader(b))
+		if err == nil && s.Total != int64(len(b)) {
+			t.Fatalf("measured %d of %d bytes", s.Total, len(b))
+		}
+	})
+}

@@ -65,17 +65,42 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	wall := time.Since(start)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	ts, err := tracestore.MeasureTrace(f)
+	if err != nil {
+		return err
+	}
+	bytesOf := map[string]int64{}
 	var total int64
 	for _, s := range m.Files {
+		bytesOf[s.Name] = s.Bytes
 		total += s.Bytes
 	}
-	fmt.Fprintf(stdout, "%s: %d events, %d stack nodes, %d lanes, %d spans, %.3fs of trace\n", fs.Arg(0), m.Events, m.Stacks, m.Lanes, m.Spans, float64(m.Duration)/1e9)
-	fmt.Fprintf(stdout, "trace %d bytes -> store %d bytes (%.2fx) in %s, built in %v\n", m.TraceBytes, total, float64(total)/float64(m.TraceBytes), fs.Arg(1), wall.Round(time.Millisecond))
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "file\tbytes\tper event\t")
-	for _, s := range m.Files {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f\t\n", s.Name, s.Bytes, float64(s.Bytes)/float64(max(m.Events, 1)))
+	sum := func(names ...string) int64 {
+		var n int64
+		for _, x := range names {
+			n += bytesOf[x]
+		}
+		return n
 	}
+	fmt.Fprintf(stdout, "%s: %d events, %d stack nodes, %d lanes, %d spans, %.3fs of trace; built in %v\n", fs.Arg(0), m.Events, m.Stacks, m.Lanes, m.Spans, float64(m.Duration)/1e9, wall.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "part\ttrace bytes\tstore bytes\tstore files\t")
+	row := func(part string, tb int64, files ...string) {
+		t := "-"
+		if tb >= 0 {
+			t = strconv.FormatInt(tb, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", part, t, sum(files...), strings.Join(files, " "))
+	}
+	row("events", ts.Events+ts.Header+ts.Sync+ts.CPUSamples+ts.Experimental, "events.log", "pages.idx")
+	row("stacks", ts.Stacks, "stacks.dag", "frames.tab")
+	row("strings", ts.Strings, "strings.tab")
+	row("timeline", -1, "lanes.tab", "spans.bin", "blocks.idx", "forest.bin")
+	row("indexes", -1, "func.idx", "line.idx")
+	fmt.Fprintf(tw, "total\t%d\t%d\t%.2fx the trace\t\n", ts.Total, total, float64(total)/float64(ts.Total))
 	return tw.Flush()
 }
 
