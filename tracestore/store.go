@@ -431,13 +431,15 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	}
 }
 
-// rowCursor reads one lane, keeping the last decoded block.
+// rowCursor reads one lane, keeping the last decoded block and the block
+// of the last time located.
 type rowCursor struct {
-	s   *Store
-	l   int
-	k   int64 // block in buf, -1 for none
-	buf [BlockSpans]Span
-	n   int
+	s    *Store
+	l    int
+	k    int64 // block in buf, -1 for none
+	buf  [BlockSpans]Span
+	n    int
+	hint int // locate's last block
 }
 
 func (r *rowCursor) blk(k int64) []Span {
@@ -450,11 +452,16 @@ func (r *rowCursor) blk(k int64) []Span {
 
 func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpans] }
 
-// locate is Store.locate through the cursor's block.
+// locate returns the index of the first span of the lane that starts at
+// or after t, which must not be before the last time located: a galloping
+// search of the block index from the last block found (pixel boundaries
+// grow along a row, and a large lane's index is then read a few cache
+// lines at a time), then a binary search of one block.
 func (r *rowCursor) locate(t int64) int64 {
 	ln := &r.s.lanes[r.l]
-	nb := blocks(ln.Spans)
-	k := int64(sort.Search(int(nb), func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	nb := int(blocks(ln.Spans))
+	k := int64(gallop(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	r.hint = max(0, int(k)-1)
 	if k == 0 {
 		return 0
 	}
@@ -502,4 +509,19 @@ func (s *Store) Stack(id uint64) ([]Frame, error) {
 		out[i] = s.frames[f]
 	}
 	return out, nil
+}
+
+// gallop returns the smallest k in [lo, n) with f(k) true (n if none), for
+// f false then true and false below lo: it looks at lo, lo+1, lo+3,
+// lo+7, ... and then binary-searches the last gap.
+func gallop(n, lo int, f func(int) bool) int {
+	step := 1
+	hi := lo
+	for hi < n && !f(hi) {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, n)
+	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
 }

@@ -383,3 +383,15 @@ func FuzzMeasureTrace(f *testing.F) {
 		}
 	})
 }
+
+func TestGallop(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 5, 100} {
+		for lo := 0; lo <= n; lo++ {
+			for want := lo; want <= n; want++ {
+				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
+					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
+				}
+			}
+		}
+	}
+}
