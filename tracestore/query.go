@@ -11,18 +11,32 @@ import (
 // Page returns the events of page i of the log, checked against the
 // page's checksum.
 func (s *Store) Page(i int) (Page, error) {
+	var r pageReader
+	evs, err := r.read(s, i)
+	return Page{Index: i, Events: evs}, err
+}
+
+// A pageReader reads pages into buffers it reuses.
+type pageReader struct {
+	buf []byte
+	evs []Event
+}
+
+// read returns the events of page i; they alias the reader's buffer until
+// the next read.
+func (r *pageReader) read(s *Store, i int) ([]Event, error) {
 	if i < 0 || i >= s.m.Pages {
-		return Page{}, fmt.Errorf("tracestore: page %d of %d", i, s.m.Pages)
+		return nil, fmt.Errorf("tracestore: page %d of %d", i, s.m.Pages)
 	}
-	buf := make([]byte, s.pageSize)
-	if _, err := s.events.ReadAt(buf, int64(i)*s.pageSize); err != nil && err != io.EOF {
-		return Page{}, fmt.Errorf("tracestore: reading %s page %d: %w", fileEvents, i, err)
+	if int64(len(r.buf)) != s.pageSize {
+		r.buf = make([]byte, s.pageSize)
 	}
-	evs, err := decodePage(nil, buf, i, s.pageSize)
-	if err != nil {
-		return Page{}, err
+	if _, err := s.events.ReadAt(r.buf, int64(i)*s.pageSize); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("tracestore: reading %s page %d: %w", fileEvents, i, err)
 	}
-	return Page{Index: i, Events: evs}, nil
+	var err error
+	r.evs, err = decodePage(r.evs[:0], r.buf, i, s.pageSize)
+	return r.evs, err
 }
 
 // pageTimes returns the first and last event time of page i.
@@ -39,16 +53,18 @@ func (s *Store) PagesIn(t0, t1 int64) (lo, hi int) {
 }
 
 // Events calls visit for every event in [t0, t1), in order, reading every
-// page that may hold one. It stops early if visit returns false.
+// page that may hold one. It stops early if visit returns false. The
+// event visit gets is valid only during the call.
 func (s *Store) Events(t0, t1 int64, visit func(*Event) bool) error {
 	lo, hi := s.PagesIn(t0, t1)
+	var r pageReader
 	for i := lo; i < hi; i++ {
-		p, err := s.Page(i)
+		evs, err := r.read(s, i)
 		if err != nil {
 			return err
 		}
-		for k := range p.Events {
-			e := &p.Events[k]
+		for k := range evs {
+			e := &evs[k]
 			if e.Time >= t0 && e.Time < t1 && !visit(e) {
 				return nil
 			}
@@ -69,7 +85,8 @@ type QueryStats struct {
 // EventsThrough calls visit for every event in [t0, t1) whose stack has a
 // frame of function fn, in order. It reads only the pages the function
 // index names, and re-checks every event on them against its stack, so
-// the index's false positives cost time, never a wrong answer.
+// the index's false positives cost time, never a wrong answer. The event
+// visit gets is valid only during the call.
 func (s *Store) EventsThrough(fn string, t0, t1 int64, visit func(*Event) bool) (QueryStats, error) {
 	return s.through(s.funcIdx, fn, func(f Frame) bool { return f.Func == fn }, t0, t1, visit)
 }
@@ -99,14 +116,15 @@ func (s *Store) through(idx interface {
 	a := sort.Search(len(pages), func(i int) bool { return int(pages[i]) >= lo })
 	b := sort.Search(len(pages), func(i int) bool { return int(pages[i]) >= hi })
 	through := map[uint64]bool{}
+	var r pageReader
 	for _, p := range pages[a:b] {
-		pg, err := s.Page(int(p))
+		evs, err := r.read(s, int(p))
 		if err != nil {
 			return st, err
 		}
 		st.PagesRead++
-		for k := range pg.Events {
-			e := &pg.Events[k]
+		for k := range evs {
+			e := &evs[k]
 			if e.Time < t0 || e.Time >= t1 || e.Stack == 0 {
 				continue
 			}
