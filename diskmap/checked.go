@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync/atomic"
 )
 
 // A checked file holds a map in the seed's layout followed by a CRC-32C
@@ -19,7 +20,8 @@ import (
 // another that keeps the order, a truncated last bucket); a lookup in a
 // checked file checks the sum of its bucket, so that any change to what it
 // reads answers "every page", never a false negative. It costs 4 bytes per
-// bucket (half a byte per key) and one CRC of a bucket per lookup.
+// bucket (half a byte per key) and one CRC of a bucket the first time a
+// lookup reads it.
 const magic = "pctabdm1"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -67,6 +69,7 @@ func NewChecked(data []byte) *Map {
 		return &Map{corrupt: true}
 	}
 	m.sums = data[mlen : len(data)-12]
+	m.verified = make([]atomic.Uint64, (nb+63)/64)
 	return m
 }
 
@@ -89,12 +92,22 @@ func (m *Map) bucketSum(i, nb uint32) uint32 {
 }
 
 // checkBucket reports whether bucket i's sum matches, for a checked map;
-// true for a map without sums.
+// true for a map without sums. A bucket is checked once: the map's bytes
+// do not change while it is used (New's contract), so a bucket that
+// matched its sum still does.
 func (m *Map) checkBucket(i, nb uint32) bool {
 	if m.sums == nil {
 		return true
 	}
-	return binary.LittleEndian.Uint32(m.sums[4*i:]) == m.bucketSum(i, nb)
+	word, bit := &m.verified[i/64], uint64(1)<<(i%64)
+	if word.Load()&bit != 0 {
+		return true
+	}
+	if binary.LittleEndian.Uint32(m.sums[4*i:]) != m.bucketSum(i, nb) {
+		return false
+	}
+	word.Or(bit)
+	return true
 }
 
 // Verify checks every bucket of a checked map against its sum and returns

@@ -1,16 +1,21 @@
 package diskmap
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync/atomic"
+)
 
 // A Map reads a map in place, from memory or from a memory-mapped file.
 // Its methods never panic and never read outside its bytes, whatever they
 // hold: where the bytes a lookup reads are inconsistent, the lookup
 // answers "every page".
 type Map struct {
-	data    []byte
-	sums    []byte // per-bucket CRC-32Cs of a checked map, else nil
-	corrupt bool   // a checked map whose trailer is wrong
-	release func() error
+	data []byte
+	sums []byte // per-bucket CRC-32Cs of a checked map, else nil
+	// verified has a bit per bucket of a checked map whose sum matched.
+	verified []atomic.Uint64
+	corrupt  bool // a checked map whose trailer is wrong
+	release  func() error
 }
 
 // New returns the map held in data, in the seed's layout (as WriteTo

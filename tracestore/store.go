@@ -330,7 +330,7 @@ func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	if ln.Spans == 0 || t1 <= t0 {
 		return LaneAgg{Longest: -1}
 	}
-	r := rowCursor{s: s, l: l, k: -1}
+	r := newRowCursor(s, l)
 	j := r.locate(t0)
 	i0 := j
 	if j > 0 && r.span(j-1).End() > t0 {
@@ -385,7 +385,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	if ln.Spans == 0 || t1 <= t0 {
 		return
 	}
-	r := rowCursor{s: s, l: l, k: -1}
+	r := newRowCursor(s, l)
 	w := t1 - t0
 	at := func(p int64) int64 { return t0 + w*p/px } // fits: w*px < 2^63 for any real trace and screen
 	if w > (1<<62)/px {
@@ -431,23 +431,37 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	}
 }
 
-// rowCursor reads one lane, keeping the last decoded block and the block
-// of the last time located.
+// rowCursor reads one lane, keeping its last decoded blocks (a pixel's
+// range reads the blocks at both of its ends, and the next pixel starts in
+// the block this one ended in) and the block of the last time located.
 type rowCursor struct {
-	s    *Store
-	l    int
-	k    int64 // block in buf, -1 for none
-	buf  [BlockSpans]Span
-	n    int
-	hint int // locate's last block
+	s     *Store
+	l     int
+	cache [4]cachedBlock // by block number mod 4
+	hint  int            // locate's last block
+}
+
+type cachedBlock struct {
+	k   int64 // block number, -1 for none
+	n   int
+	buf [BlockSpans]Span
+}
+
+func newRowCursor(s *Store, l int) *rowCursor {
+	r := &rowCursor{s: s, l: l}
+	for i := range r.cache {
+		r.cache[i].k = -1
+	}
+	return r
 }
 
 func (r *rowCursor) blk(k int64) []Span {
-	if k != r.k {
-		r.n = len(r.s.block(r.l, k, r.buf[:0]))
-		r.k = k
+	c := &r.cache[k%int64(len(r.cache))]
+	if c.k != k {
+		c.n = len(r.s.block(r.l, k, c.buf[:0]))
+		c.k = k
 	}
-	return r.buf[:r.n]
+	return c.buf[:c.n]
 }
 
 func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpans] }
