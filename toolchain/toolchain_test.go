@@ -217,3 +217,53 @@ func nameForPrint(name string) string {
 	}
 	return name[:i] + "[...]" + name[j+1:]
 }
+
+// TestTools checks the toolchain's own tools on what its linker writes:
+// go tool addr2line of the patched toolchain (debug/gosym reading the
+// linear tables) names the same function and file:line for every PC of
+// every function of a patched binary, and for a sample of offsets, as the
+// twin's addr2line does for the twin binary, whose code sits at the same
+// addresses.
+func TestTools(t *testing.T) {
+	tc := testToolchain(t)
+	lin, twin := build(t, tc, false), build(t, tc, true)
+	f, err := objscan.Open(lin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in bytes.Buffer
+	n := 0
+	for i, fn := range f.Funcs {
+		for _, off := range []uint64{0, 1, 7, 33, 120} {
+			if pc := fn.Entry + off; pc < fn.End && (off == 0 || i%3 == 0) {
+				fmt.Fprintf(&in, "%#x\n", pc)
+				n++
+			}
+		}
+	}
+	addr2line := func(goroot, bin string) []string {
+		cmd := exec.Command(filepath.Join(goroot, "bin", "go"), "tool", "addr2line", bin)
+		cmd.Env = append(cmd.Environ(), "GOROOT="+goroot, "GOTOOLCHAIN=local", "GOFLAGS=")
+		cmd.Stdin = bytes.NewReader(in.Bytes())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s tool addr2line: %v", goroot, err)
+		}
+		// The twin's sources are the same files under another GOROOT.
+		return strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), goroot, "$GOROOT")), "\n")
+	}
+	got, want := addr2line(tc.GOROOT, lin), addr2line(tc.TwinGOROOT, twin)
+	if len(got) != 2*n || len(want) != 2*n {
+		t.Fatalf("addr2line printed %d and %d lines for %d PCs", len(got), len(want), n)
+	}
+	bad := 0
+	for i := range got {
+		if got[i] != want[i] || strings.HasPrefix(got[i], "?") {
+			if bad++; bad <= 5 {
+				t.Errorf("PC %d: patched addr2line says %q, the twin's %q", i/2, got[i], want[i])
+			}
+		}
+	}
+	t.Logf("%d PCs: %d lines differ", n, bad)
+}
