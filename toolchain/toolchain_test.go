@@ -244,7 +244,7 @@ func TestTools(t *testing.T) {
 	}
 	addr2line := func(goroot, bin string) []string {
 		cmd := exec.Command(filepath.Join(goroot, "bin", "go"), "tool", "addr2line", bin)
-		cmd.Env = append(cmd.Environ(), "GOROOT="+goroot, "GOTOOLCHAIN=local", "GOFLAGS=")
+		cmd.Env = tc.Env(goroot == tc.TwinGOROOT)
 		cmd.Stdin = bytes.NewReader(in.Bytes())
 		out, err := cmd.Output()
 		if err != nil {
@@ -266,4 +266,34 @@ func TestTools(t *testing.T) {
 		}
 	}
 	t.Logf("%d PCs: %d lines differ", n, bad)
+}
+
+// TestStackBench builds testdata/stackbench's benchmarks (panics through
+// deep stacks, runtime.Stack of many goroutines, GC stack scans, the CPU
+// profiler and the execution tracer on deep stacks) with the patched
+// toolchain, with and without the pcvalue cache, and runs each once: the
+// README compares their times with a stock build's.
+func TestStackBench(t *testing.T) {
+	tc := testToolchain(t)
+	dir, err := filepath.Abs("testdata/stackbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tags := range [][]string{nil, {NoCacheTag}} {
+		bin := filepath.Join(t.TempDir(), "stackbench.test")
+		args := []string{"test", "-c", "-o", bin}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		cmd := exec.Command(tc.GoCommand(false), append(args, ".")...)
+		cmd.Dir = dir
+		cmd.Env = tc.Env(false)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go test -c %v: %v\n%s", tags, err, out)
+		}
+		out, err := exec.Command(bin, "-test.run=NONE", "-test.bench=.", "-test.benchtime=1x").CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("BenchmarkTraced")) || !bytes.Contains(out, []byte("PASS")) {
+			t.Fatalf("stackbench %v: %v\n%s", tags, err, out)
+		}
+	}
 }
