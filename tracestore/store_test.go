@@ -385,18 +385,6 @@ func FuzzMeasureTrace(f *testing.F) {
 	})
 }
 
-func TestGallop(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 5, 100} {
-		for lo := 0; lo <= n; lo++ {
-			for want := lo; want <= n; want++ {
-				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
-					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
-				}
-			}
-		}
-	}
-}
-
 // FuzzStoreFiles replaces one file of a real store with arbitrary bytes and
 // fixes the manifest's size and checksum for it, as a hostile writer could:
 // Open must then reject the store or give one whose every query runs
