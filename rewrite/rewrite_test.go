@@ -494,3 +494,75 @@ func TestCheckCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendLinked appends the linear tables to the binaries people ship:
+// PIE (internally and externally linked), externally linked with cgo,
+// stripped, and a cgo program that links net with cgo on. Each result
+// verifies, loads exactly the image the original loads, and runs with the
+// original's output. Replace mode's refusal of the PIE and the external
+// links says why.
+func TestAppendLinked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: external links need gcc")
+	}
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("no gcc for external linking")
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     testbuild.Config
+		replace string // what replace mode's error says, "" if it works
+	}{
+		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}, "ET_EXEC"},
+		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}, "ET_EXEC"},
+		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}, "unsupported layout"},
+		{"stripped", testbuild.Config{Archive: "features", Ldflags: "-s -w"}, ""},
+		{"cgo", testbuild.Config{Archive: "features", CGO: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := testbuild.Compile(context.Background(), tc.cfg)
+			if err != nil {
+				t.Skipf("cannot build: %v", err)
+			}
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "appended")
+			res, err := RewriteFile(in, out, Options{Mode: Append, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verify == nil || !res.Verify.OK() || res.Verify.Tables == 0 {
+				t.Fatalf("verification: %+v", res.Verify)
+			}
+			outData, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := SameLoadedImage(data, outData); err != nil {
+				t.Errorf("append mode changed the loaded image: %v", err)
+			}
+			readelfClean(t, out)
+			want, runErr, canRun := runBinary(t, tc.cfg, in)
+			if canRun {
+				if runErr != nil {
+					t.Fatalf("the original fails: %v", runErr)
+				}
+				got, err, _ := runBinary(t, tc.cfg, out)
+				if err != nil || !bytes.Equal(got, want) || len(got) == 0 {
+					t.Errorf("the appended binary prints %q (%v), the original %q", got, err, want)
+				}
+			} else {
+				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
+			}
+			_, _, err = Rewrite(data, Options{Mode: Replace})
+			switch {
+			case tc.replace == "" && err != nil:
+				t.Errorf("replace mode: %v", err)
+			case tc.replace != "" && (err == nil || !strings.Contains(err.Error(), tc.replace)):
+				t.Errorf("replace mode: error %v, want one saying %q", err, tc.replace)
+			}
+		})
+	}
+}
