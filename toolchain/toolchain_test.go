@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
+	"golang.org/x/perf/benchfmt"
 )
 
 func TestPatchedFiles(t *testing.T) {
@@ -294,6 +296,42 @@ func TestStackBench(t *testing.T) {
 		out, err := exec.Command(bin, "-test.run=NONE", "-test.bench=.", "-test.benchtime=1x").CombinedOutput()
 		if err != nil || !bytes.Contains(out, []byte("BenchmarkTraced")) || !bytes.Contains(out, []byte("PASS")) {
 			t.Fatalf("stackbench %v: %v\n%s", tags, err, out)
+		}
+	}
+}
+
+// TestBench runs Bench once on stackbench's PanicDeep and reads its output
+// back with golang.org/x/perf/benchfmt: one result per flavour, each under
+// its toolchain key.
+func TestBench(t *testing.T) {
+	tc := testToolchain(t)
+	dir, err := filepath.Abs("testdata/stackbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o := BenchOptions{Dir: dir, Package: ".", Bench: "PanicDeep", BenchTime: "1x", Count: 1, Work: t.TempDir()}
+	if err := tc.Bench(context.Background(), o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	r := benchfmt.NewReader(&out, "bench")
+	var got []string
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		got = append(got, res.GetConfig("toolchain")+" "+string(res.Name))
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(Flavours) {
+		t.Fatalf("results %q, want one per flavour\n%s", got, out.String())
+	}
+	for i, g := range got {
+		if !strings.HasPrefix(g, Flavours[i].Name+" PanicDeep") {
+			t.Errorf("result %d: %q, want %s's PanicDeep", i, g, Flavours[i].Name)
 		}
 	}
 }

@@ -8,6 +8,7 @@
 //	pctab-toolchain go [-twin] ARGS...    run its go command (or the twin's: stock linker)
 //	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
 //	pctab-toolchain sizes [PKG...]        build packages both ways and compare sizes
+//	pctab-toolchain bench [flags] [PKG]    benchmark a package's tests built stock, linear and linear without the cache
 package main
 
 import (
@@ -40,7 +41,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, "usage: pctab-toolchain build\n"+
 		"       pctab-toolchain go [-twin] ARGS...\n"+
 		"       pctab-toolchain check PATCHED TWIN\n"+
-		"       pctab-toolchain sizes [-twin-too] [PKG...]\n")
+		"       pctab-toolchain sizes [-twin-too] [PKG...]\n"+
+		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -119,6 +121,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "sizes":
 		return runSizes(ctx, get, args[1:], stdout)
+	case "bench":
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		dir := fs.String("dir", "", "module directory of the package (default: a standard-library package)")
+		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench)")
+		benchtime := fs.String("benchtime", "200ms", "-test.benchtime")
+		count := fs.Int("count", 6, "rounds, each running every flavour once")
+		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		pkg := "runtime"
+		if fs.NArg() > 1 {
+			return errors.New("bench takes at most one package")
+		} else if fs.NArg() == 1 {
+			pkg = fs.Arg(0)
+		}
+		tc, err := get()
+		if err != nil {
+			return err
+		}
+		work, err := os.MkdirTemp("", "pctab-bench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		w := stdout
+		if *outPath != "" {
+			f, err := os.Create(*outPath)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w = f
+		}
+		o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
+		if err := tc.Bench(ctx, o, w, stderr); err != nil {
+			return err
+		}
+		if *outPath != "" {
+			fmt.Fprintf(stderr, "pctab-toolchain: compare with: benchstat -col toolchain %s\n", *outPath)
+		}
+		return nil
 	}
 	usage(stderr)
 	return fmt.Errorf("unknown subcommand %q", args[0])

@@ -1,0 +1,103 @@
+package toolchain
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// A Flavour is one build that Bench compares.
+type Flavour struct {
+	Name string   // the value of the "toolchain" configuration key
+	Tags []string // build tags
+	// Stock builds with the local toolchain instead of the patched one.
+	Stock bool
+}
+
+// Flavours are the builds Bench compares: the stock toolchain, the patched
+// one (linear tables, pcvalue cache kept) and the patched one without the
+// cache.
+var Flavours = []Flavour{
+	{Name: "stock", Stock: true},
+	{Name: "linear"},
+	{Name: "linear-nocache", Tags: []string{NoCacheTag}},
+}
+
+// BenchOptions configure Bench.
+type BenchOptions struct {
+	Dir       string // directory of the package's module, "" for a standard-library package
+	Package   string // package whose tests to build: "runtime", "."
+	Bench     string // -test.bench regular expression
+	BenchTime string // -test.benchtime, e.g. "200ms" or "1x"
+	Count     int    // rounds; each runs every flavour once, in turn
+	Work      string // directory for the test binaries
+}
+
+// Bench builds the tests of a package in every Flavour (go test -c) and
+// runs their benchmarks round-robin, o.Count rounds, so that the machine's
+// drift over time falls on every flavour alike. It writes the results to w
+// in the Go benchmark format, each run's block after a "toolchain: NAME"
+// configuration line: `benchstat -col toolchain FILE` compares them.
+// Progress goes to log.
+func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log io.Writer) error {
+	if o.Count < 1 {
+		o.Count = 1
+	}
+	bins := make([]string, len(Flavours))
+	for i, fl := range Flavours {
+		bins[i] = filepath.Join(o.Work, fl.Name+".test")
+		args := []string{"test", "-c", "-o", bins[i]}
+		if len(fl.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(fl.Tags, ","))
+		}
+		args = append(args, o.Package)
+		var cmd *exec.Cmd
+		if fl.Stock {
+			cmd = exec.CommandContext(ctx, filepath.Join(tc.StockRoot, "bin", "go"+exeSuffix()), args...)
+			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		} else {
+			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
+			cmd.Env = tc.Env(false)
+		}
+		cmd.Dir = o.Dir
+		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", o.Package, fl.Name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, o.Package, err, out)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	header := true
+	for round := range o.Count {
+		for i, fl := range Flavours {
+			fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, fl.Name)
+			cmd := exec.CommandContext(ctx, bins[i], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime="+o.BenchTime, "-test.count=1")
+			cmd.Dir = o.Dir
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				return fmt.Errorf("toolchain: running the %s benchmarks: %w\n%s%s", fl.Name, err, out, stderr.Bytes())
+			}
+			fmt.Fprintf(bw, "toolchain: %s\n", fl.Name)
+			for _, line := range strings.Split(string(out), "\n") {
+				switch {
+				case strings.HasPrefix(line, "Benchmark"):
+					fmt.Fprintln(bw, line)
+				case header && (strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "pkg:") || strings.HasPrefix(line, "cpu:")):
+					fmt.Fprintln(bw, line)
+				}
+			}
+			header = false
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
