@@ -258,6 +258,10 @@ func decodeBlock(dst []Span, b []byte, start int64, n int) ([]Span, error) {
 	for k := range n {
 		var v [4]uint64
 		for j := range v {
+			if len(b) > 0 && b[0] < 0x80 { // most values are one byte
+				v[j], b = uint64(b[0]), b[1:]
+				continue
+			}
 			x, m := binary.Uvarint(b)
 			if m <= 0 {
 				return dst, fmt.Errorf("span %d: bad varint", k)
