@@ -77,6 +77,7 @@ var jsonOutputs = []struct {
 	{"view-meta", reflect.TypeFor[view.Meta](), view.SchemaVersion},
 	{"view-span", reflect.TypeFor[view.SpanInfo](), view.SchemaVersion},
 	{"view-func", reflect.TypeFor[view.FuncCounts](), view.SchemaVersion},
+	{"view-active", reflect.TypeFor[view.Active](), view.SchemaVersion},
 }
 
 // TestJSONSchemas fails when a field of a JSON output (the -json outputs,

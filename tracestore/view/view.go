@@ -12,11 +12,12 @@
 // The API (JSON is snake_case, with a schema_version):
 //
 //	GET /api/meta                       the store's manifest and lanes
-//	GET /api/tile?t0=&t1=&px=&lo=&hi=   lanes [lo, hi) over [t0, t1) in px
-//	                                    columns: binary, 8 bytes per cell
-//	                                    (kind, busy 0-255, count uint16,
-//	                                    name uint32; little-endian), lane
-//	                                    after lane
+//	GET /api/tile?t0=&t1=&px=&lo=&hi=   lanes [lo, hi) (or lanes=3,8,...)
+//	                                    over [t0, t1) in px columns: binary,
+//	                                    8 bytes per cell (kind, busy 0-255,
+//	                                    count uint16, name uint32;
+//	                                    little-endian), lane after lane
+//	GET /api/active?t0=&t1=             the lanes with a span in [t0, t1)
 //	GET /api/span?lane=&i=              one span, its names and its stack
 //	GET /api/pixel?lane=&t0=&t1=        the longest span of a lane in a range
 //	GET /api/func?name=&t0=&t1=&px=     events through a function per
@@ -31,6 +32,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +63,7 @@ func Handler(s *tracestore.Store) http.Handler {
 	mux.HandleFunc("GET /api/tile", h.tile)
 	mux.HandleFunc("GET /api/span", h.span)
 	mux.HandleFunc("GET /api/pixel", h.pixel)
+	mux.HandleFunc("GET /api/active", h.active)
 	mux.HandleFunc("GET /api/func", h.fn)
 	return mux
 }
@@ -119,47 +122,119 @@ func params(r *http.Request, names ...string) ([]int64, error) {
 	return out, nil
 }
 
-func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
-	p, err := params(r, "t0", "t1", "px", "lo", "hi")
+// laneList reads the lanes of a request: "lanes" (comma-separated lane
+// numbers) or the range "lo" to "hi".
+func (h *handler) laneList(r *http.Request) ([]int, error) {
+	nl := len(h.s.Lanes())
+	var lanes []int
+	if q := r.URL.Query().Get("lanes"); q != "" {
+		for _, f := range strings.Split(q, ",") {
+			l, err := strconv.Atoi(f)
+			if err != nil || l < 0 || l >= nl {
+				return nil, fmt.Errorf("lane %q of %d", f, nl)
+			}
+			if len(lanes) == MaxLanes {
+				return nil, fmt.Errorf("more than %d lanes", MaxLanes)
+			}
+			lanes = append(lanes, l)
+		}
+		return lanes, nil
+	}
+	p, err := params(r, "lo", "hi")
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return nil, err
 	}
-	t0, t1, px, lo, hi := p[0], p[1], p[2], p[3], p[4]
-	nl := int64(len(h.s.Lanes()))
-	if px < 1 || px > MaxPixels || lo < 0 || hi < lo || hi > nl || hi-lo > MaxLanes || t1 <= t0 {
-		http.Error(w, fmt.Sprintf("bad tile: t0=%d t1=%d px=%d lanes [%d, %d) of %d", t0, t1, px, lo, hi, nl), http.StatusBadRequest)
-		return
+	lo, hi := p[0], p[1]
+	if lo < 0 || hi < lo || hi > int64(nl) || hi-lo > MaxLanes {
+		return nil, fmt.Errorf("lanes [%d, %d) of %d", lo, hi, nl)
 	}
-	start := time.Now()
-	out := make([]byte, 8*px*(hi-lo))
-	var wg sync.WaitGroup
-	next := make(chan int64, hi-lo)
 	for l := lo; l < hi; l++ {
-		next <- l
+		lanes = append(lanes, int(l))
+	}
+	return lanes, nil
+}
+
+// each calls f for every lane in lanes, on GOMAXPROCS goroutines; f gets
+// the lane's position in lanes.
+func each(lanes []int, f func(i, lane int)) {
+	var wg sync.WaitGroup
+	next := make(chan int, len(lanes))
+	for i := range lanes {
+		next <- i
 	}
 	close(next)
 	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cells := make([]tracestore.Cell, px)
-			for l := range next {
-				h.s.QueryRow(int(l), t0, t1, cells)
-				b := out[8*px*(l-lo):]
-				for i, c := range cells {
-					e := b[8*i:]
-					e[0], e[1] = byte(c.Kind), c.Busy
-					binary.LittleEndian.PutUint16(e[2:], c.Count)
-					binary.LittleEndian.PutUint32(e[4:], c.Name)
-				}
+			for i := range next {
+				f(i, lanes[i])
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
+	p, err := params(r, "t0", "t1", "px")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	t0, t1, px := p[0], p[1], p[2]
+	lanes, err := h.laneList(r)
+	if err != nil || px < 1 || px > MaxPixels || t1 <= t0 {
+		http.Error(w, fmt.Sprintf("bad tile: t0=%d t1=%d px=%d: %v", t0, t1, px, err), http.StatusBadRequest)
+		return
+	}
+	start := time.Now()
+	out := make([]byte, 8*px*int64(len(lanes)))
+	var pool sync.Pool
+	each(lanes, func(i, l int) {
+		cells, _ := pool.Get().([]tracestore.Cell)
+		if int64(len(cells)) != px {
+			cells = make([]tracestore.Cell, px)
+		}
+		h.s.QueryRow(l, t0, t1, cells)
+		b := out[8*px*int64(i):]
+		for j, c := range cells {
+			e := b[8*j:]
+			e[0], e[1] = byte(c.Kind), c.Busy
+			binary.LittleEndian.PutUint16(e[2:], c.Count)
+			binary.LittleEndian.PutUint32(e[4:], c.Name)
+		}
+		pool.Put(cells)
+	})
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("X-Compute-Ms", strconv.FormatFloat(time.Since(start).Seconds()*1e3, 'f', 3, 64))
 	w.Write(out)
+}
+
+// Active is /api/active's answer: the lanes with a span in a time range.
+type Active struct {
+	SchemaVersion int   `json:"schema_version"`
+	Lanes         []int `json:"lanes"`
+}
+
+func (h *handler) active(w http.ResponseWriter, r *http.Request) {
+	p, err := params(r, "t0", "t1")
+	if err != nil || p[1] <= p[0] {
+		http.Error(w, fmt.Sprintf("bad range: %v", err), http.StatusBadRequest)
+		return
+	}
+	all := make([]int, len(h.s.Lanes()))
+	for i := range all {
+		all[i] = i
+	}
+	has := make([]bool, len(all))
+	each(all, func(i, l int) { has[i] = h.s.Query(l, p[0], p[1]).Count > 0 })
+	out := Active{SchemaVersion: SchemaVersion, Lanes: []int{}}
+	for l, ok := range has {
+		if ok {
+			out.Lanes = append(out.Lanes, l)
+		}
+	}
+	writeJSON(w, out)
 }
 
 // SpanInfo is /api/span's answer.

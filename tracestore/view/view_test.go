@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/trace"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -112,7 +113,26 @@ func TestAPI(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"t0=0&t1=10&px=0&lo=0&hi=1", "t0=0&t1=10&px=10&lo=0&hi=100000", "t0=10&t1=0&px=10&lo=0&hi=1", "t0=x"} {
+	// The same lanes by list, and the active lanes against Query.
+	b2, code := get(t, fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=%d&lanes=%s", srv.URL, d+1, px, laneRange(lo, hi)))
+	if code != 200 || !bytes.Equal(b2, b) {
+		t.Errorf("tile by lanes=: %d, %d bytes, differs from lo/hi", code, len(b2))
+	}
+	var act Active
+	b2, code = get(t, fmt.Sprintf("%s/api/active?t0=%d&t1=%d", srv.URL, d/3, d/2))
+	if code != 200 || json.Unmarshal(b2, &act) != nil {
+		t.Fatalf("active: %d %s", code, b2)
+	}
+	var wantActive []int
+	for l := range s.Lanes() {
+		if s.Query(l, d/3, d/2).Count > 0 {
+			wantActive = append(wantActive, l)
+		}
+	}
+	if !slices.Equal(act.Lanes, wantActive) || len(act.Lanes) == 0 {
+		t.Errorf("active lanes %v, want %v", act.Lanes, wantActive)
+	}
+	for _, bad := range []string{"t0=0&t1=10&px=0&lo=0&hi=1", "t0=0&t1=10&px=1&lanes=0,x", "t0=0&t1=10&px=1&lanes=999999", "t0=0&t1=10&px=10&lo=0&hi=100000", "t0=10&t1=0&px=10&lo=0&hi=1", "t0=x"} {
 		if _, code := get(t, srv.URL+"/api/tile?"+bad); code != 400 {
 			t.Errorf("tile?%s: %d, want 400", bad, code)
 		}
@@ -214,7 +234,11 @@ func TestChromium(t *testing.T) {
 		}
 		return t0, t1
 	}
-	shoot := func(name string, top int, ds map[string]string) {
+	// shoot takes a screenshot and checks it against the store, lane by
+	// lane as the page reports them, and checks that those lanes are the
+	// ones the page should show: from the top-th of all lanes, or of those
+	// with a span in view.
+	shoot := func(name string, top int, active bool, ds map[string]string) {
 		t.Helper()
 		buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
 		if err != nil {
@@ -228,8 +252,27 @@ func TestChromium(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o666)
 		}
 		t0, t1 := rangeOf(ds)
-		t.Logf("%s: %s frames, last %s ms, [%d, %d), %s cells", name, ds["frames"], ds["lastMs"], t0, t1, ds["cells"])
-		checkPixels(t, s, img, t0, t1, top)
+		var lanes []int
+		for _, f := range strings.Split(ds["lanes"], ",") {
+			l, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatalf("page reports lanes %q", ds["lanes"])
+			}
+			lanes = append(lanes, l)
+		}
+		var want []int
+		for l := range s.Lanes() {
+			if !active || s.Query(l, t0, t1).Count > 0 {
+				want = append(want, l)
+			}
+		}
+		rows := (height - barH - axisH - funcH) / laneH
+		want = want[min(top, len(want)):min(top+rows, len(want))]
+		if !slices.Equal(lanes, want) {
+			t.Errorf("%s: the page shows lanes %v, want %v", name, lanes, want)
+		}
+		t.Logf("%s: %s frames, last %s ms, [%d, %d), %d lanes, %s cells", name, ds["frames"], ds["lastMs"], t0, t1, len(lanes), ds["cells"])
+		checkPixels(t, s, img, t0, t1, lanes)
 	}
 	d := s.Manifest().Duration
 
@@ -240,7 +283,7 @@ func TestChromium(t *testing.T) {
 	if t0, t1 := rangeOf(ds); t0 != 0 || t1 != d+1 {
 		t.Errorf("the page opened at [%d, %d), want the whole trace [0, %d)", t0, t1, d+1)
 	}
-	shoot("whole", 0, ds)
+	shoot("whole", 0, true, ds)
 
 	// Zoom in with the wheel, around the middle of the timeline.
 	x, y := float64(gutter+(width-gutter)/2), float64(barH+axisH+funcH+laneH)
@@ -255,7 +298,7 @@ func TestChromium(t *testing.T) {
 	if (z1-z0)*3 > d {
 		t.Errorf("10 wheel steps in left [%d, %d) of %d ns", z0, z1, d)
 	}
-	shoot("zoomed", 0, ds)
+	shoot("zoomed", 0, true, ds)
 
 	// Pan right by dragging left by 200 pixels.
 	if err := chromedp.Do(ctx,
@@ -273,18 +316,18 @@ func TestChromium(t *testing.T) {
 	if p0 <= z0 && z1 != d+1 {
 		t.Errorf("dragging left moved the view from %d to %d, not later", z0, p0)
 	}
-	shoot("panned", 0, ds)
+	shoot("panned", 0, true, ds)
 
 	// A fragment: a range and a first lane.
 	a, b := d/3, d/3+d/20
-	if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/#t0=%d&t1=%d&top=2", srv.URL, a, b))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/#t0=%d&t1=%d&top=2&all=1", srv.URL, a, b))); err != nil {
 		t.Fatal(err)
 	}
 	ds = settled(frames(ds))
 	if f0, f1 := rangeOf(ds); f0 != a || f1 != b {
 		t.Errorf("fragment: the page shows [%d, %d), want [%d, %d)", f0, f1, a, b)
 	}
-	shoot("fragment", 2, ds)
+	shoot("fragment", 2, false, ds)
 }
 
 // Layout of the page, as index.html draws it.
@@ -302,15 +345,13 @@ func colored(img image.Image, x, y int) bool {
 	return max(r, g, b)-min(r, g, b) > 30 // a hue, not the white or grey background
 }
 
-func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int64, top int) {
+func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int64, lanes []int) {
 	t.Helper()
-	bounds := img.Bounds()
-	px := bounds.Dx() - gutter
-	rows := min(64, (bounds.Dy()-barH-axisH-funcH)/laneH, len(s.Lanes())-top)
+	px := img.Bounds().Dx() - gutter
 	cells := make([]tracestore.Cell, px)
 	checked, mismatched, spans := 0, 0, 0
-	for li := range rows {
-		s.QueryRow(top+li, t0, t1, cells)
+	for li, lane := range lanes {
+		s.QueryRow(lane, t0, t1, cells)
 		y := barH + axisH + funcH + li*laneH + laneH/2
 		for x, c := range cells {
 			want := c.Kind != tracestore.NoSpan
@@ -320,7 +361,7 @@ func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int6
 			if colored(img, gutter+x, y) != want {
 				mismatched++
 				if mismatched <= 5 {
-					t.Errorf("lane %d column %d (pixel %d,%d): drawn %v, the store has %+v", top+li, x, gutter+x, y, !want, c)
+					t.Errorf("lane %d column %d (pixel %d,%d): drawn %v, the store has %+v", lane, x, gutter+x, y, !want, c)
 				}
 			}
 			checked++
@@ -330,4 +371,12 @@ func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int6
 		t.Error("the store has no span on screen to check")
 	}
 	t.Logf("%d pixel columns checked (%d with spans), %d mismatched", checked, spans, mismatched)
+}
+
+func laneRange(lo, hi int) string {
+	var f []string
+	for l := lo; l < hi; l++ {
+		f = append(f, strconv.Itoa(l))
+	}
+	return strings.Join(f, ",")
 }
