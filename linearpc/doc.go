@@ -54,28 +54,46 @@
 // # Which lookup is fastest
 //
 // Two spec lookups read the same bytes: [Set.Lookup] (lookupFast, mostly
-// branch-free) and [Set.LookupBranchy] (lookupBranchy, plain branches and a
-// PC scan loop, shaped like the golang/go#61984 reference decoder). Measured
-// side by side by lookupbench on the Go 1.26.8 go command (CPU ns per
-// lookup, median of 6 runs; README, "Lookup speed"):
+// branch-free) and [Set.LookupBranchy] (lookupBranchy in branchy.go, which
+// turns data into predicted branches: see that file). Measured side by side
+// by lookupbench on the Go 1.26.8 go command (CPU ns per lookup, median of 6
+// runs; README, "Lookup speed"):
 //
-//	pattern                      Set.Lookup  LookupBranchy
-//	hot, same order, random PC         11.6           11.8
-//	hot, same order, PC 0              10.7           7.89
-//	hot, same order, PC 4096           13.1           9.63
-//	hot, shuffled, random PC           12.2           24.7
-//	hot, shuffled, return address      13.6           26.7
-//	cold, random PC                    19.4           46.0
-//	cold, return address               26.4           58.6
+//	pattern                        Set.Lookup  LookupBranchy
+//	hot, same order, random PC          11.0           6.32
+//	hot, same order, PC 0               9.97           4.31
+//	hot, same order, PC 4096            12.2           6.73
+//	hot, same order, return address     11.6           7.09
+//	hot, shuffled, random PC            11.5           20.4
+//	hot, shuffled, PC 0                 10.4           9.38
+//	hot, shuffled, PC 4096              14.6           12.7
+//	hot, shuffled, return address       12.4           22.0
+//	cold, random PC                     14.8           24.4
+//	cold, return address                15.8           26.3
 //
-// The branchy lookup wins only where its branches are predictable: the same
-// 1,024 pairs repeated in the same order (a predictor learns them), or PCs
-// whose chunk has no or few changes before the target. Once the order
-// changes every pass, or the pairs do not repeat, its mispredictions cost
-// more than the branch-free arithmetic (callgrind, hot-shuffled: 196
-// instructions and 2.12 mispredicted branches per lookup against 171 and
-// 0.17, for about twice the time). Set.Lookup is the one to port: its cost
-// hardly depends on the pattern.
+// Which to use, per pattern:
+//
+//   - LookupBranchy where the same lookups repeat in the same order (a
+//     branch predictor learns them: the golang/go#61984 benchmark's
+//     pattern, a loop over a fixed set of PCs), and at PC 0 (no PC to
+//     count). There it takes 0.43-0.61x the time of Set.Lookup, and
+//     0.68x that of the #61984 reference decoder on the same pairs.
+//   - Set.Lookup (or compact-fast's) everywhere else: random PCs and
+//     return addresses in a changing order or over the whole table set,
+//     which is what tracebacks, profilers and tracers see. There the
+//     branchy lookup's mispredictions (2 per lookup) double its time,
+//     while Set.Lookup's cost hardly depends on the pattern.
+//
+// # Porting to the runtime
+//
+// lookupBranchy and lookupPlain (branchy.go), with the vlenSum, partLen
+// and sxShift tables, are self-contained and are the code to port for the
+// runtime's learned paths; lookupFast (fast.go) for the general one. The
+// branchy lookup's window is only a bounds-check device: its loads stay
+// inside the chunk except the 4-byte value loads, which may read 3 bytes
+// past it, so with unchecked loads the runtime needs 3 bytes of padding
+// after its last table; lookupFast reads through a 1 KiB window and needs
+// that much.
 //
 // # Variants
 //
