@@ -1,18 +1,17 @@
 package lookupbench
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/objdump"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
@@ -160,22 +159,13 @@ func TestReturnAddressesObjdump(t *testing.T) {
 			cfg := testbuild.Config{Archive: "features", GOOS: tc.goos, GOARCH: tc.goarch}
 			bin := testbuild.Build(t, cfg)
 			f, b := open(t, cfg, Options{})
-			out, err := exec.Command("go", "tool", "objdump", "-s", `^main\.`, bin).Output()
+			calls, err := objdump.Calls(context.Background(), testbuild.GoBinary(), bin, "-s", `^main\.`)
 			if err != nil {
-				t.Fatalf("go tool objdump: %v", err)
+				t.Fatal(err)
 			}
 			want := map[uint64]bool{} // return addresses objdump shows
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			for sc.Scan() {
-				fs := strings.Fields(sc.Text())
-				if len(fs) < 4 || fs[3] != "CALL" {
-					continue
-				}
-				addr, err1 := strconv.ParseUint(fs[1], 0, 64)
-				if err1 != nil {
-					t.Fatalf("objdump line %q", sc.Text())
-				}
-				want[addr+uint64(len(fs[2])/2)] = true
+			for _, c := range calls {
+				want[c.Ret()] = true
 			}
 			if len(want) == 0 {
 				t.Fatal("objdump shows no CALL in main.*")

@@ -152,7 +152,7 @@ func (s *Shim) StacksFromCorpus(c *stackinput.Corpus, slide uint64) ([]Stack, In
 			ms[smp.Thread] = m
 		}
 		st.Frames += len(phys)
-		stacks = append(stacks, Stack{PCs: phys, M: m})
+		stacks = append(stacks, Stack{PCs: phys, M: m, Trap: smp.Trap})
 	}
 	st.Ms = len(ms)
 	return stacks, st
@@ -196,6 +196,9 @@ func DistinctStacks(stacks []Stack) []Stack {
 	var key []byte
 	for _, st := range stacks {
 		key = key[:0]
+		if st.Trap {
+			key = append(key, 1)
+		}
 		for _, pc := range st.PCs {
 			key = binary.LittleEndian.AppendUint64(key, pc)
 		}
@@ -203,7 +206,7 @@ func DistinctStacks(stacks []Stack) []Stack {
 			continue
 		}
 		seen[string(key)] = true
-		out = append(out, Stack{PCs: st.PCs})
+		out = append(out, Stack{PCs: st.PCs, Trap: st.Trap})
 	}
 	return out
 }

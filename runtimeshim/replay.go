@@ -50,6 +50,11 @@ type Stack struct {
 	// return PC: the PC the unwinder holds for the frame, one past the call
 	// instruction.
 	PCs []uint64
+	// Trap reports that the innermost frame was interrupted by a signal
+	// (a CPU profiling sample): PCs[0] is the interrupted instruction's PC
+	// plus one, as the runtime stores it, and the unwinder holds
+	// PCs[0]-1 for that frame (unwinder.symPC with unwindTrap).
+	Trap bool
 	// M is the simulated M that walks the stack: the index of the pcvalue
 	// cache the varint+cache encoding uses.
 	M int
@@ -103,7 +108,7 @@ func (s *Shim) Replay(w Workload, stacks []Stack) Counts {
 		} else {
 			s.SetM(st.M)
 		}
-		l, u := s.replayStack(w, st.PCs)
+		l, u := s.replayStack(w, st.PCs, st.Trap)
 		c.LogicalFrames += uint64(l)
 		c.Unresolved += uint64(u)
 		c.Frames += uint64(len(st.PCs))
@@ -115,11 +120,15 @@ func (s *Shim) Replay(w Workload, stacks []Stack) Counts {
 
 // replayStack walks one stack as the runtime's unwinder does, doing the
 // per-frame work of workload w.
-func (s *Shim) replayStack(w Workload, pcs []uint64) (logical, unresolved int) {
+func (s *Shim) replayStack(w Workload, pcs []uint64, trap bool) (logical, unresolved int) {
 	md := s.md
 	calleeID := uint8(0) // FuncIDNormal
 	s.pcbuf = s.pcbuf[:0]
-	for _, pc := range pcs {
+	for i, pc := range pcs {
+		trapped := trap && i == 0 && pc > 0
+		if trapped {
+			pc-- // the interrupted instruction, which the unwinder holds
+		}
 		// The unwinder: findfunc for the frame, then its SP delta at the
 		// frame's PC to find the caller's frame.
 		f := s.findfunc(pc)
@@ -135,7 +144,7 @@ func (s *Shim) replayStack(w Workload, pcs []uint64) (logical, unresolved int) {
 			// tracebackPCs (and traceback2): the logical frames at the
 			// frame's symbolic PC.
 			sym := pc
-			if !md.isInjected(calleeID) && pc > f.entry() {
+			if !trapped && !md.isInjected(calleeID) && pc > f.entry() {
 				sym = pc - 1 // unwinder.symPC for a regular call
 			}
 			iu, uf := s.newInlineUnwinder(f, sym)
@@ -183,7 +192,7 @@ func (s *Shim) replayStack(w Workload, pcs []uint64) (logical, unresolved int) {
 // physical stack: one per logical frame, as runtime.Callers returns them.
 // The result aliases the shim's buffer until the next replay.
 func (s *Shim) tracebackPCs(pcs []uint64) []uint64 {
-	s.replayStack(Callers, pcs)
+	s.replayStack(Callers, pcs, false)
 	return s.pcbuf
 }
 
@@ -291,6 +300,6 @@ func (s *Shim) replaySlice(w Workload, stacks []Stack) {
 		} else {
 			s.SetM(st.M)
 		}
-		s.replayStack(w, st.PCs)
+		s.replayStack(w, st.PCs, st.Trap)
 	}
 }

@@ -40,6 +40,14 @@ type Sample struct {
 	// stores those stacks as logical PCs, already inline-expanded, and
 	// other trace stacks as physical return PCs.
 	CPU bool
+	// Trap marks a stack whose innermost frame is the instruction a
+	// signal interrupted, not a return address: the CPU profiling samples
+	// of an execution trace and every sample of a pprof CPU profile. The
+	// runtime stores every frame as its symbolic PC plus one
+	// (tracebackPCs in runtime/traceback.go); for a trapped frame the
+	// symbolic PC is the interrupted instruction itself (unwinder.symPC),
+	// so its stored PC can be one past its function's last instruction.
+	Trap bool
 	// Time is the event's time in an execution trace, in nanoseconds on
 	// the trace's clock (the runtime's nanotime, CLOCK_MONOTONIC on
 	// Linux); 0 for pprof.

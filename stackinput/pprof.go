@@ -9,13 +9,15 @@ import (
 
 // ReadPprof reads a pprof profile, gzipped or not, and records the stack of
 // every sample in profile order. Samples carry no goroutine or thread, so
-// their keys are -1.
+// their keys are -1. The samples of a CPU profile (period type "cpu") are
+// marked Trap.
 func ReadPprof(r io.Reader) (*Corpus, error) {
 	p, err := profile.Parse(r)
 	if err != nil {
 		return nil, fmt.Errorf("stackinput: reading pprof profile: %w", err)
 	}
 	c := NewCorpus("pprof profile")
+	trap := p.PeriodType != nil && p.PeriodType.Type == "cpu"
 	idx := make(map[*profile.Location]uint32)
 	var locs []uint32
 	for i, s := range p.Sample {
@@ -40,7 +42,7 @@ func ReadPprof(r io.Reader) (*Corpus, error) {
 			locs = append(locs, k)
 		}
 		st, _ := c.AddStack(locs) // indices come from AddLocation
-		c.Samples = append(c.Samples, Sample{Goroutine: -1, Thread: -1, Stack: st})
+		c.Samples = append(c.Samples, Sample{Goroutine: -1, Thread: -1, Stack: st, Trap: trap})
 	}
 	return c, nil
 }

@@ -97,6 +97,9 @@ func TestReadTrace(t *testing.T) {
 		if int(s.Stack) >= c.NumStacks() {
 			t.Fatalf("sample %+v: stack out of range", s)
 		}
+		if s.Trap != s.CPU {
+			t.Fatalf("sample %+v: only CPU samples are trapped", s)
+		}
 	}
 }
 
@@ -149,7 +152,7 @@ func TestReadPprof(t *testing.T) {
 		t.Fatalf("%d CPU samples, cpuProfile made sure of at least 5", len(c.Samples))
 	}
 	for _, s := range c.Samples {
-		if s.Goroutine != -1 || s.Thread != -1 || len(c.Stack(s.Stack)) == 0 {
+		if s.Goroutine != -1 || s.Thread != -1 || len(c.Stack(s.Stack)) == 0 || !s.Trap {
 			t.Fatalf("sample %+v", s)
 		}
 	}

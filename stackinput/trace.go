@@ -44,7 +44,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 			idx, _ = c.AddStack(locs) // indices come from AddLocation
 			handles[s] = idx
 		}
-		c.Samples = append(c.Samples, Sample{Goroutine: g, Thread: m, Generation: gen, Stack: idx, CPU: cpu, Time: now})
+		c.Samples = append(c.Samples, Sample{Goroutine: g, Thread: m, Generation: gen, Stack: idx, CPU: cpu, Trap: cpu, Time: now})
 	}
 	for {
 		e, err := tr.ReadEvent()

@@ -36,12 +36,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strings"
 )
 
-// Patch is the change to Go (cmd/link, internal/abi, runtime) as a unified
+// Patch is the change to Go (cmd/link, internal/abi, runtime, debug/gosym) as a unified
 // diff against the Go release's GOROOT.
 //
 //go:embed patches/linear.diff
@@ -115,9 +116,12 @@ func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, err
 	if err := run(ctx, goroot, nil, "git", "apply", "--unsafe-paths", "--whitespace=nowarn", patchFile); err != nil {
 		return nil, fmt.Errorf("applying %s to a copy of %s: %w", patchFile, root, err)
 	}
-	link := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "link"+exeSuffix())
-	if err := buildLinker(ctx, root, goroot, filepath.Join(goroot, link), tmp, log); err != nil {
-		return nil, err
+	tools := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
+	link := filepath.Join(tools, "link"+exeSuffix())
+	for _, t := range patchedTools {
+		if err := buildTool(ctx, root, goroot, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
+			return nil, err
+		}
 	}
 	fmt.Fprintf(log, "toolchain: making the twin GOROOT (stock linker)\n")
 	if err := run(ctx, "", nil, "cp", "-al", goroot, twin); err != nil {
@@ -140,9 +144,23 @@ func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, err
 	return tc, nil
 }
 
-// buildLinker builds cmd/link from the stock GOROOT with the patched
-// cmd/link files overlaid, writing it to out.
-func buildLinker(ctx context.Context, root, patched, out, tmp string, log io.Writer) error {
+// patchedTools are the toolchain's commands that Build rebuilds: the
+// linker, and the tools that read a binary's pclntab through debug/gosym
+// (go tool addr2line, objdump and pprof, which symbolizes profiles from the
+// binary when the profile's own names are incomplete), so that they read
+// the linear tables the linker writes. Each is built with the stock
+// toolchain and only the patched files under prefix overlaid, so that the
+// tool itself runs on a stock runtime.
+var patchedTools = []struct{ pkg, prefix string }{
+	{"cmd/link", "src/cmd/link/"},
+	{"cmd/addr2line", "src/debug/gosym/"},
+	{"cmd/objdump", "src/debug/gosym/"},
+	{"cmd/pprof", "src/debug/gosym/"},
+}
+
+// buildTool builds the command pkg from the stock GOROOT with the patched
+// files under prefix overlaid, writing it to out.
+func buildTool(ctx context.Context, root, patched, pkg, out, prefix, tmp string, log io.Writer) error {
 	files, err := PatchedFiles()
 	if err != nil {
 		return err
@@ -151,7 +169,7 @@ func buildLinker(ctx context.Context, root, patched, out, tmp string, log io.Wri
 	ov.WriteString(`{"Replace":{`)
 	n := 0
 	for _, f := range files {
-		if !strings.HasPrefix(f, "src/cmd/link/") {
+		if !strings.HasPrefix(f, prefix) {
 			continue
 		}
 		if n > 0 {
@@ -165,9 +183,9 @@ func buildLinker(ctx context.Context, root, patched, out, tmp string, log io.Wri
 	if err := os.WriteFile(ovFile, ov.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(log, "toolchain: building cmd/link with %d patched files\n", n)
+	fmt.Fprintf(log, "toolchain: building %s with %d patched files\n", pkg, n)
 	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=", "CGO_ENABLED=0")
-	err = run(ctx, filepath.Join(root, "src"), env, filepath.Join(root, "bin", "go"+exeSuffix()), "build", "-overlay", ovFile, "-o", out, "cmd/link")
+	err = run(ctx, filepath.Join(root, "src"), env, filepath.Join(root, "bin", "go"+exeSuffix()), "build", "-overlay", ovFile, "-o", out, pkg)
 	os.Remove(ovFile)
 	return err
 }

@@ -217,3 +217,83 @@ func nameForPrint(name string) string {
 	}
 	return name[:i] + "[...]" + name[j+1:]
 }
+
+// TestTools checks the toolchain's own tools on what its linker writes:
+// go tool addr2line of the patched toolchain (debug/gosym reading the
+// linear tables) names the same function and file:line for every PC of
+// every function of a patched binary, and for a sample of offsets, as the
+// twin's addr2line does for the twin binary, whose code sits at the same
+// addresses.
+func TestTools(t *testing.T) {
+	tc := testToolchain(t)
+	lin, twin := build(t, tc, false), build(t, tc, true)
+	f, err := objscan.Open(lin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var in bytes.Buffer
+	n := 0
+	for i, fn := range f.Funcs {
+		for _, off := range []uint64{0, 1, 7, 33, 120} {
+			if pc := fn.Entry + off; pc < fn.End && (off == 0 || i%3 == 0) {
+				fmt.Fprintf(&in, "%#x\n", pc)
+				n++
+			}
+		}
+	}
+	addr2line := func(goroot, bin string) []string {
+		cmd := exec.Command(filepath.Join(goroot, "bin", "go"), "tool", "addr2line", bin)
+		cmd.Env = tc.Env(goroot == tc.TwinGOROOT)
+		cmd.Stdin = bytes.NewReader(in.Bytes())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s tool addr2line: %v", goroot, err)
+		}
+		// The twin's sources are the same files under another GOROOT.
+		return strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), goroot, "$GOROOT")), "\n")
+	}
+	got, want := addr2line(tc.GOROOT, lin), addr2line(tc.TwinGOROOT, twin)
+	if len(got) != 2*n || len(want) != 2*n {
+		t.Fatalf("addr2line printed %d and %d lines for %d PCs", len(got), len(want), n)
+	}
+	bad := 0
+	for i := range got {
+		if got[i] != want[i] || strings.HasPrefix(got[i], "?") {
+			if bad++; bad <= 5 {
+				t.Errorf("PC %d: patched addr2line says %q, the twin's %q", i/2, got[i], want[i])
+			}
+		}
+	}
+	t.Logf("%d PCs: %d lines differ", n, bad)
+}
+
+// TestStackBench builds testdata/stackbench's benchmarks (panics through
+// deep stacks, runtime.Stack of many goroutines, GC stack scans, the CPU
+// profiler and the execution tracer on deep stacks) with the patched
+// toolchain, with and without the pcvalue cache, and runs each once: the
+// README compares their times with a stock build's.
+func TestStackBench(t *testing.T) {
+	tc := testToolchain(t)
+	dir, err := filepath.Abs("testdata/stackbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tags := range [][]string{nil, {NoCacheTag}} {
+		bin := filepath.Join(t.TempDir(), "stackbench.test")
+		args := []string{"test", "-c", "-o", bin}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		cmd := exec.Command(tc.GoCommand(false), append(args, ".")...)
+		cmd.Dir = dir
+		cmd.Env = tc.Env(false)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go test -c %v: %v\n%s", tags, err, out)
+		}
+		out, err := exec.Command(bin, "-test.run=NONE", "-test.bench=.", "-test.benchtime=1x").CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("BenchmarkTraced")) || !bytes.Contains(out, []byte("PASS")) {
+			t.Fatalf("stackbench %v: %v\n%s", tags, err, out)
+		}
+	}
+}

@@ -1,18 +1,14 @@
 package callsites
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"os/exec"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/objdump"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
 )
@@ -77,10 +73,6 @@ func TestFor(t *testing.T) {
 	}
 }
 
-// objdumpLine matches an instruction in `go tool objdump` output: address,
-// encoding, and the call's operand.
-var objdumpCall = regexp.MustCompile(`^\s*\S+\s+0x([0-9a-f]+)\s+([0-9a-f]+)\s+CALL (\S+)`)
-
 // TestMatchesObjdump checks the calls found in every function of real
 // binaries against Go's own disassembler: the same return addresses, and
 // for direct calls the function objdump names as the callee holds the
@@ -120,47 +112,34 @@ func TestMatchesObjdump(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, testbuild.GoBinary(), "tool", "objdump", bin).Output()
+			calls, err := objdump.Calls(ctx, testbuild.GoBinary(), bin)
 			if err != nil {
-				t.Fatalf("go tool objdump: %v", err)
+				t.Fatal(err)
 			}
-			sym := regexp.MustCompile(`^(.*)\(SB\)$`)
 			want, direct := 0, 0
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				m := objdumpCall.FindStringSubmatch(sc.Text())
-				if m == nil {
-					continue
-				}
-				addr, err := strconv.ParseUint(m[1], 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !inFunc(addr) {
+			for _, oc := range calls {
+				if !inFunc(oc.Addr) {
 					continue
 				}
 				want++
-				ret := addr + uint64(len(m[2])/2)
-				c, ok := got[ret]
+				c, ok := got[oc.Ret()]
 				if !ok {
-					t.Errorf("objdump: %s; not found", sc.Text())
+					t.Errorf("objdump: %s; not found", oc.Line)
 					continue
 				}
-				delete(got, ret)
-				s := sym.FindStringSubmatch(m[3])
-				if s == nil {
+				delete(got, oc.Ret())
+				if oc.Target == "" {
 					continue
 				}
 				// A named callee, possibly with an offset: a direct call.
 				// objdump names assembly functions with their ABI, the
 				// pclntab does not.
-				name := strings.TrimSuffix(regexp.MustCompile(`\+0x[0-9a-f]+$`).ReplaceAllString(s[1], ""), ".abi0")
+				name := strings.TrimSuffix(oc.Target, ".abi0")
 				direct++
 				if !c.Direct {
-					t.Errorf("objdump: %s; found an indirect call", sc.Text())
+					t.Errorf("objdump: %s; found an indirect call", oc.Line)
 				} else if i := funcAt(c.Target); i < 0 || f.Funcs[i].Name != name {
-					t.Errorf("objdump: %s; target %#x is not in %s", sc.Text(), c.Target, name)
+					t.Errorf("objdump: %s; target %#x is not in %s", oc.Line, c.Target, name)
 				}
 			}
 			for ret := range got {

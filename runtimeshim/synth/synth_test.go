@@ -1,16 +1,12 @@
 package synth
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"os/exec"
-	"regexp"
 	"sort"
-	"strconv"
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/objdump"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
@@ -33,11 +29,6 @@ func open(t *testing.T, goarch string) (string, *objscan.File, *Graph) {
 	return bin, f, g
 }
 
-// objdumpCall matches a direct call in `go tool objdump` output: address,
-// encoding and target, a symbol or (on 386, for a target inside a
-// function such as runtime.duffcopy) an address.
-var objdumpCall = regexp.MustCompile(`^\s*\S+\s+0x([0-9a-f]+)\s+([0-9a-f]+)\s+CALL (?:(.+)\(SB\)|0x([0-9a-f]+)\s*$)`)
-
 // TestBuildMatchesObjdump checks the call sites against the Go
 // disassembler: every direct call `go tool objdump` shows, except those the
 // graph leaves out on purpose, is a site with the same return address, and
@@ -48,38 +39,27 @@ func TestBuildMatchesObjdump(t *testing.T) {
 			bin, f, g := open(t, goarch)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, "go", "tool", "objdump", bin).Output()
+			calls, err := objdump.Calls(ctx, testbuild.GoBinary(), bin)
 			if err != nil {
-				t.Fatalf("go tool objdump: %v", err)
+				t.Fatal(err)
 			}
 			want := map[uint64]bool{}
-			sc := bufio.NewScanner(bytes.NewReader(out))
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				m := objdumpCall.FindStringSubmatch(sc.Text())
-				if m == nil {
-					continue
-				}
-				addr, err := strconv.ParseUint(m[1], 16, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				target := regexp.MustCompile(`\+0x[0-9a-f]+$`).ReplaceAllString(m[3], "")
-				if m[4] != "" {
-					pc, err := strconv.ParseUint(m[4], 16, 64)
-					if err != nil {
-						t.Fatal(err)
-					}
+			for _, c := range calls {
+				target := c.Target
+				if c.TargetAddr != 0 {
+					pc := c.TargetAddr
 					i := sort.Search(len(f.Funcs), func(i int) bool { return f.Funcs[i].Entry > pc }) - 1
 					if i < 0 {
-						t.Fatalf("objdump: %s: target in no function", sc.Text())
+						t.Fatalf("objdump: %s: target in no function", c.Line)
 					}
 					target = f.Funcs[i].Name
+				} else if target == "" {
+					continue // indirect
 				}
 				if cold(target) {
 					continue
 				}
-				want[addr+uint64(len(m[2])/2)] = true
+				want[c.Ret()] = true
 			}
 			got := map[uint64]bool{}
 			for i := range g.sites {

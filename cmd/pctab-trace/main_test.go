@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/trace"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/jsonschema"
+	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/view"
+)
+
+//go:noinline
+func hot(d time.Duration) {
+	for t := time.Now(); time.Since(t) < d; {
+	}
+}
+
+// traceFile records a small trace of goroutines that block on a channel.
+func traceFile(t *testing.T) string {
+	t.Helper()
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	ch := make(chan int)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hot(100 * time.Microsecond)
+			if i%2 == 0 {
+				<-ch
+			} else {
+				ch <- i
+			}
+		}()
+	}
+	wg.Wait()
+	trace.Stop()
+	path := filepath.Join(t.TempDir(), "t.trace")
+	if err := os.WriteFile(path, buf.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func runCmd(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("pctab-trace %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return stdout.String()
+}
+
+var jsonOutputs = []struct {
+	name    string
+	typ     reflect.Type
+	version int
+}{
+	{"query", reflect.TypeFor[queryResult](), querySchemaVersion},
+	{"agg", reflect.TypeFor[aggResult](), aggSchemaVersion},
+	{"manifest", reflect.TypeFor[tracestore.Manifest](), tracestore.SchemaVersion},
+	{"view-meta", reflect.TypeFor[view.Meta](), view.SchemaVersion},
+	{"view-span", reflect.TypeFor[view.SpanInfo](), view.SchemaVersion},
+	{"view-func", reflect.TypeFor[view.FuncCounts](), view.SchemaVersion},
+}
+
+// TestJSONSchemas fails when a field of a JSON output (the -json outputs,
+// the store's manifest.json and the viewer's API) is added, removed or
+// renamed without its schema_version changing, or is not snake_case.
+// PCTAB_UPDATE_GOLDEN=1 rewrites testdata/*.fields.
+func TestJSONSchemas(t *testing.T) {
+	for _, o := range jsonOutputs {
+		t.Run(o.name, func(t *testing.T) {
+			jsonschema.Golden(t, filepath.Join("testdata", o.name+".fields"), jsonschema.Of(o.typ, o.version))
+		})
+	}
+}
+
+func schemaOf(name string) jsonschema.Schema {
+	for _, o := range jsonOutputs {
+		if o.name == name {
+			return jsonschema.Of(o.typ, o.version)
+		}
+	}
+	panic(name)
+}
+
+// TestCommands builds a store and runs every subcommand but serve on it,
+// checking the outputs against the store's own queries.
+func TestCommands(t *testing.T) {
+	tr := traceFile(t)
+	store := filepath.Join(t.TempDir(), "store")
+	out := runCmd(t, "build", "-page-size", "4096", tr, store)
+	if !strings.Contains(out, "events") || !strings.Contains(out, "events.log") {
+		t.Errorf("build printed:\n%s", out)
+	}
+	man, err := os.ReadFile(filepath.Join(store, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jsonschema.CheckValue(man, schemaOf("manifest")); err != nil {
+		t.Errorf("manifest.json: %v", err)
+	}
+	s, err := tracestore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const fn = "github.com/pctab/pctab/cmd/pctab-trace.traceFile.func1"
+	var want uint64
+	d := s.Manifest().Duration
+	if _, err := s.EventsThrough(fn, 0, d+1, func(*tracestore.Event) bool { want++; return true }); err != nil {
+		t.Fatal(err)
+	}
+	if want == 0 {
+		t.Fatalf("no events through %s", fn)
+	}
+	js := runCmd(t, "query", "-json", "-func", fn, store)
+	if err := jsonschema.CheckValue([]byte(js), schemaOf("query")); err != nil {
+		t.Errorf("query -json: %v", err)
+	}
+	var q queryResult
+	if err := json.Unmarshal([]byte(js), &q); err != nil {
+		t.Fatal(err)
+	}
+	if q.Stats.Matched != want {
+		t.Errorf("query -json: %d events, the store says %d", q.Stats.Matched, want)
+	}
+	if out := runCmd(t, "query", "-func", fn, "-from", "0", "-to", "1h", store); !strings.Contains(out, "events through "+fn) {
+		t.Errorf("query printed:\n%s", out)
+	}
+	js = runCmd(t, "agg", "-json", store)
+	if err := jsonschema.CheckValue([]byte(js), schemaOf("agg")); err != nil {
+		t.Errorf("agg -json: %v", err)
+	}
+	var a aggResult
+	json.Unmarshal([]byte(js), &a)
+	if len(a.Lanes) == 0 {
+		t.Fatal("agg: no lanes")
+	}
+	for _, la := range a.Lanes {
+		if la.Spans <= 0 || la.Busy < 0 || la.Busy > d+1 {
+			t.Errorf("agg lane %+v", la)
+		}
+	}
+	if out := runCmd(t, "agg", "-track", "goroutine", store); !strings.Contains(out, "busiest") {
+		t.Errorf("agg printed:\n%s", out)
+	}
+	var stderr bytes.Buffer
+	for _, bad := range [][]string{{"query", store}, {"build", tr}, {"nope"}, {"agg", "-from", "x", store}} {
+		if err := run(context.Background(), bad, &bytes.Buffer{}, &stderr); err == nil {
+			t.Errorf("pctab-trace %v succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package forest
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+)
+
+// A synthLane is a timeline of n synthetic spans laid end to end, as
+// gigatrace benchmarks its forest: span i lasts 1 to 1,000 ns, a hash of
+// (seed, i), and is never stored. Each leaf of the lane's forest is the
+// longest span of a block of spans; a query recomputes the spans of the
+// partial blocks at its ends from their block's start.
+type synthLane struct {
+	seed   uint64
+	n      int
+	starts []int64 // start of each block
+	end    int64
+	b      *Blocked[Span]
+}
+
+const synthBlock = 32
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func (l *synthLane) dur(i int) int64 { return 1 + int64(splitmix(l.seed^uint64(i))%1000) }
+
+func newSynthLane(seed uint64, n int) *synthLane {
+	l := &synthLane{seed: seed, n: n, starts: make([]int64, 0, n/synthBlock+1)}
+	f, err := NewReserved(max(1, n/synthBlock), Longest, NoSpan)
+	if err != nil {
+		f = New(Longest, NoSpan)
+	}
+	l.b = NewBlocked(f, synthBlock)
+	var t int64
+	for i := range n {
+		if i%synthBlock == 0 {
+			l.starts = append(l.starts, t)
+		}
+		d := l.dur(i)
+		l.b.Append(Span{Dur: d, ID: uint64(i)})
+		t += d
+	}
+	l.end = t
+	return l
+}
+
+// at returns the index of the span that covers time t (n if none),
+// searching the block starts from block hint on: pixel boundaries grow
+// from column to column, so a galloping search from the last one touches
+// few cache lines of a large lane.
+func (l *synthLane) at(t int64, hint *int) int {
+	if t >= l.end {
+		return l.n
+	}
+	k := gallop(len(l.starts), *hint, func(k int) bool { return l.starts[k] > t }) - 1
+	*hint = max(k, 0)
+	s := l.starts[k]
+	i := k * synthBlock
+	for ; i < l.n; i++ {
+		if s += l.dur(i); s > t {
+			break
+		}
+	}
+	return i
+}
+
+// gallop returns the smallest k in [lo, n) with f(k) true (n if none),
+// for f false then true, looking at lo, lo+1, lo+3, lo+7, ... before a
+// binary search of the last gap. f(k) must be false for k < lo.
+func gallop(n, lo int, f func(int) bool) int {
+	step := 1
+	hi := lo
+	for hi < n && !f(hi) {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, n)
+	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
+}
+
+// row fills one lane's pixels: the longest span under each of px columns
+// of [t0, t1).
+func (l *synthLane) row(t0, t1 int64, out []Span) {
+	px := int64(len(out))
+	item := func(i int) Span { return Span{Dur: l.dur(i), ID: uint64(i)} }
+	hint := 0
+	i0 := l.at(t0, &hint)
+	for p := range px {
+		b := t0 + (t1-t0)*(p+1)/px
+		i1 := min(l.n, l.at(b-1, &hint)+1) // spans that start before b
+		if i0 >= i1 {
+			out[p] = NoSpan
+		} else {
+			out[p] = l.b.Query(i0, i1, item)
+		}
+		i0 = max(i1-1, i0) // the last span may continue into the next column
+	}
+}
+
+// BenchmarkViewport draws one frame of 2,000 columns for 64 lanes of
+// synthetic spans, 10^8 or 10^9 of them in all, from blocked forests: the
+// gigatrace benchmark (its goal: under 16 ms a frame, 60 fps). Lanes are
+// computed on all cores, as a viewer would.
+func BenchmarkViewport(b *testing.B) {
+	for _, total := range []int{1e8, 1e9} {
+		b.Run(fmt.Sprintf("spans=%.0e", float64(total)), func(b *testing.B) {
+			if testing.Short() {
+				b.Skip("-short: builds 10^8 spans or more")
+			}
+			lanes := make([]*synthLane, 64)
+			var wg sync.WaitGroup
+			for i := range lanes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lanes[i] = newSynthLane(uint64(i), total/len(lanes))
+				}()
+			}
+			wg.Wait()
+			defer func() {
+				for _, l := range lanes {
+					l.b.Forest().Close()
+				}
+			}()
+			end := lanes[0].end
+			rows := make([][]Span, len(lanes))
+			for i := range rows {
+				rows[i] = make([]Span, 2000)
+			}
+			for _, zoom := range []int64{1, 1000, 1000000} {
+				t0 := end / 3
+				t1 := t0 + end/zoom
+				b.Run(fmt.Sprintf("zoom=%d", zoom), func(b *testing.B) {
+					for range b.N {
+						var wg sync.WaitGroup
+						next := make(chan int, len(lanes))
+						for i := range lanes {
+							next <- i
+						}
+						close(next)
+						for range runtime.GOMAXPROCS(0) {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								for i := range next {
+									lanes[i].row(t0, t1, rows[i])
+								}
+							}()
+						}
+						wg.Wait()
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
+				})
+			}
+		})
+	}
+}
+
+// TestSynthLane checks the synthetic lane's rows against a fold over its
+// spans.
+func TestSynthLane(t *testing.T) {
+	l := newSynthLane(7, 5000)
+	var starts []int64
+	var s int64
+	for i := range l.n {
+		starts = append(starts, s)
+		s += l.dur(i)
+	}
+	for _, n := range []int{0, 1, 5, 100} {
+		for lo := 0; lo <= n; lo++ {
+			for want := lo; want <= n; want++ {
+				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
+					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
+				}
+			}
+		}
+	}
+	out := make([]Span, 97)
+	for _, r := range [][2]int64{{0, l.end}, {l.end / 3, l.end/3 + 5000}, {100, 40000}} {
+		l.row(r[0], r[1], out)
+		for p := range out {
+			a := r[0] + (r[1]-r[0])*int64(p)/97
+			bnd := r[0] + (r[1]-r[0])*int64(p+1)/97
+			want := NoSpan
+			for i := range l.n {
+				if starts[i] < bnd && starts[i]+l.dur(i) > a {
+					want = Longest(want, Span{Dur: l.dur(i), ID: uint64(i)})
+				}
+			}
+			if out[p] != want {
+				t.Fatalf("range %v column %d [%d, %d): %+v, want %+v", r, p, a, bnd, out[p], want)
+			}
+		}
+	}
+}

@@ -1,0 +1,3 @@
+module stackbench
+
+go 1.26

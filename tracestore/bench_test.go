@@ -1,0 +1,238 @@
+package tracestore
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/pctab/pctab/diskmap"
+	xtrace "golang.org/x/exp/trace"
+)
+
+// benchStore builds a store of the trace named by $TRACESTORE_BENCH_TRACE,
+// or of an in-process trace.
+func benchStore(b *testing.B) *Store {
+	var data []byte
+	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
+		var err error
+		if data, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		data = recordTrace(b)
+	}
+	dir := filepath.Join(b.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// BenchmarkFrame computes one viewer frame: 2,000 pixels of each of the 64
+// lanes with the most spans, over the whole trace and over a hundredth of
+// it, one QueryRow per lane: on one goroutine, and on GOMAXPROCS as the
+// viewer's server does.
+func BenchmarkFrame(b *testing.B) {
+	s := benchStore(b)
+	lanes := make([]int, len(s.Lanes()))
+	for i := range lanes {
+		lanes[i] = i
+	}
+	sort.SliceStable(lanes, func(i, j int) bool { return s.Lanes()[lanes[i]].Spans > s.Lanes()[lanes[j]].Spans })
+	lanes = lanes[:min(64, len(lanes))]
+	d := s.Manifest().Duration
+	workers := runtime.GOMAXPROCS(0)
+	for _, v := range []struct {
+		name   string
+		t0, t1 int64
+	}{{"whole", 0, d + 1}, {"hundredth", d / 2, d/2 + d/100}} {
+		for _, par := range []int{1, workers} {
+			b.Run(fmt.Sprintf("%s/goroutines=%d", v.name, par), func(b *testing.B) {
+				for range b.N {
+					var wg sync.WaitGroup
+					next := make(chan int, len(lanes))
+					for _, l := range lanes {
+						next <- l
+					}
+					close(next)
+					for range par {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							cells := make([]Cell, 2000)
+							for l := range next {
+								s.QueryRow(l, v.t0, v.t1, cells)
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
+			})
+		}
+	}
+}
+
+// BenchmarkQuery finds the events whose stack passes through a function,
+// over the whole trace: through the store's function index (reading only
+// the pages it names and re-checking their events), and by re-reading the
+// whole trace with x/exp/trace, as a tool without the store must. The
+// function is $TRACESTORE_BENCH_FUNC, or runtime.gcBgMarkWorker.
+func BenchmarkQuery(b *testing.B) {
+	var data []byte
+	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
+		var err error
+		if data, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		data = recordTrace(b)
+	}
+	fn := os.Getenv("TRACESTORE_BENCH_FUNC")
+	if fn == "" {
+		fn = "runtime.gcBgMarkWorker"
+	}
+	dir := filepath.Join(b.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	d := s.Manifest().Duration
+	var want int
+	b.Run("store", func(b *testing.B) {
+		var st QueryStats
+		for range b.N {
+			n := 0
+			st, err = s.EventsThrough(fn, 0, d+1, func(*Event) bool { n++; return true })
+			if err != nil {
+				b.Fatal(err)
+			}
+			want = n
+		}
+		b.ReportMetric(float64(st.PagesRead), "pages-read")
+		b.ReportMetric(float64(s.Manifest().Pages), "pages")
+		b.ReportMetric(float64(want), "events")
+	})
+	b.Run("x-exp-trace", func(b *testing.B) {
+		for range b.N {
+			r, err := xtrace.NewReader(bytes.NewReader(data))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			for {
+				e, err := r.ReadEvent()
+				if err != nil {
+					break
+				}
+				st := e.Stack()
+				if e.Kind() == xtrace.EventStateTransition && st == xtrace.NoStack {
+					st = e.StateTransition().Stack
+				}
+				for f := range st.Frames() {
+					if f.Func == fn {
+						n++
+						break
+					}
+				}
+			}
+			if n != want {
+				b.Fatalf("x/exp/trace finds %d events, the store %d", n, want)
+			}
+		}
+		b.ReportMetric(float64(want), "events")
+	})
+}
+
+// BenchmarkFuncIndex looks up every function of the store's frames in its
+// function index (func.idx, a checked diskmap): mapped and in the page
+// cache, and cold, with the file's pages dropped from the page cache before
+// each open (POSIX_FADV_DONTNEED; it has no effect on tmpfs, so set
+// $TRACESTORE_BENCH_DIR to a directory on disk).
+func BenchmarkFuncIndex(b *testing.B) {
+	var data []byte
+	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
+		var err error
+		if data, err = os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		data = recordTrace(b)
+	}
+	root := os.Getenv("TRACESTORE_BENCH_DIR")
+	if root == "" {
+		root = b.TempDir()
+	}
+	dir, err := os.MkdirTemp(root, "store-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	dir = filepath.Join(dir, "s")
+	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var names [][]byte
+	seen := map[string]bool{}
+	for _, f := range s.frames {
+		if !seen[f.Func] {
+			seen[f.Func] = true
+			names = append(names, []byte(f.Func))
+		}
+	}
+	s.Close()
+	path := filepath.Join(dir, fileFuncIdx)
+	st, _ := os.Stat(path)
+	b.Run("mapped", func(b *testing.B) {
+		m, err := diskmap.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer m.Close()
+		var dst []uint32
+		for i := range b.N {
+			var all bool
+			dst, all = m.AppendLookup(dst[:0], names[i%len(names)])
+			if all || len(dst) == 0 {
+				b.Fatalf("%s: %v, every page %v", names[i%len(names)], dst, all)
+			}
+		}
+		b.ReportMetric(float64(st.Size()), "index-bytes")
+		b.ReportMetric(float64(len(names)), "keys")
+	})
+	b.Run("cold", func(b *testing.B) {
+		for i := range b.N {
+			b.StopTimer()
+			if err := dropCache(path); err != nil {
+				b.Skip(err)
+			}
+			b.StartTimer()
+			m, err := diskmap.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if pages, all := m.Lookup(names[(i*7919)%len(names)]); all || len(pages) == 0 {
+				b.Fatal("lookup failed")
+			}
+			m.Close()
+		}
+	})
+}

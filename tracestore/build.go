@@ -1,0 +1,390 @@
+package tracestore
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/pctab/pctab/diskmap"
+	"github.com/pctab/pctab/stackcompress"
+	"golang.org/x/exp/trace"
+)
+
+// Manifest describes a store: what manifest.json holds.
+type Manifest struct {
+	SchemaVersion int    `json:"schema_version"`
+	Source        string `json:"source"`      // the trace's file name, for reports
+	TraceBytes    int64  `json:"trace_bytes"` // size of the trace read
+	// BaseTime is the trace clock's time of the first event; every time
+	// in the store is nanoseconds since it.
+	BaseTime int64     `json:"base_time"`
+	Duration int64     `json:"duration_ns"` // last event's time
+	Events   uint64    `json:"events"`
+	Pages    int       `json:"pages"`
+	PageSize int       `json:"page_size"`
+	Stacks   uint64    `json:"stack_nodes"` // DAG nodes
+	Frames   int       `json:"frames"`
+	Strings  int       `json:"strings"`
+	Lanes    int       `json:"lanes"`
+	Spans    int64     `json:"spans"`
+	Files    []FileSum `json:"files"`
+}
+
+// A FileSum is the size and CRC-32C of one file of a store.
+type FileSum struct {
+	Name  string `json:"name"`
+	Bytes int64  `json:"bytes"`
+	CRC32 uint32 `json:"crc32c"`
+}
+
+// Options configure Build.
+type Options struct {
+	// Source names the trace in the manifest.
+	Source string
+	// PageSize is the size of the event log's pages, a power of two from
+	// MinPageSize to MaxPageSize; 0 means PageSize.
+	PageSize int
+}
+
+// Build reads an execution trace from r and writes its store into dir,
+// which must not exist or be empty. It returns the store's manifest.
+func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	if ents, err := os.ReadDir(dir); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	} else if len(ents) > 0 {
+		return nil, fmt.Errorf("tracestore: %s is not empty", dir)
+	}
+	ps := opts.PageSize
+	if ps == 0 {
+		ps = PageSize
+	}
+	if ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {
+		return nil, fmt.Errorf("tracestore: page size %d is not a power of two in [%d, %d]", ps, MinPageSize, MaxPageSize)
+	}
+	cr := &countingReader{r: r}
+	b, err := newBuilder(dir, ps)
+	if err != nil {
+		return nil, err
+	}
+	defer b.cleanup()
+	defer func() {
+		if p := recover(); p != nil {
+			// x/exp/trace can panic on malformed input.
+			m, err = nil, fmt.Errorf("tracestore: reading the trace after %d events (byte %d): %v", b.events, cr.n, p)
+		}
+	}()
+	tr, err := trace.NewReader(cr)
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
+	}
+	for {
+		ev, err := tr.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("tracestore: reading trace event %d (byte %d): %w", b.events, cr.n, err)
+		}
+		if err := b.add(&ev); err != nil {
+			return nil, err
+		}
+	}
+	m, err = b.finish()
+	if err != nil {
+		return nil, err
+	}
+	m.Source, m.TraceBytes = opts.Source, cr.n
+	if err := writeManifest(dir, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// laneKey identifies a lane while building.
+type laneKey struct {
+	track TrackKind
+	id    int64
+	layer Layer
+	depth int
+}
+
+// rowKey identifies a set of rows of one layer of one track.
+type rowKey struct {
+	track TrackKind
+	id    int64
+	layer Layer
+}
+
+// openSpan is a span that has begun.
+type openSpan struct {
+	span  Span
+	depth int
+	name  string // range name, to match an end
+}
+
+type stackInfo struct {
+	id   uint64
+	keys []uint32 // hashes of the function names and file:lines, distinct
+	line []uint32
+}
+
+type builder struct {
+	dir    string
+	events uint64
+	base   int64 // trace time of the first event
+	last   int64
+	haveT  bool
+	// genStart is the time of the current generation's start. A
+	// goroutine's or proc's first event in a generation, a transition from
+	// an undetermined state, says what state it has been in since then.
+	genStart int64
+
+	// event log
+	evFile   *os.File
+	evW      *bufio.Writer
+	page     []byte
+	pageN    uint32
+	pageT    int64 // base time of the current page
+	rec      recState
+	pageIdx  []byte // pages.idx records
+	pageFrst uint64
+	pageLast int64
+	pages    int
+
+	// names and stacks
+	strings  map[string]uint32
+	strList  []string
+	frames   map[[3]uint32]uint64
+	frameTab []byte
+	dag      *stackcompress.Builder
+	stacks   map[trace.Stack]*stackInfo // this generation's stacks
+	frameBuf []uint64
+
+	funcIdx, lineIdx *diskmap.Builder
+
+	// timeline
+	lanes    map[laneKey]uint32
+	laneList []Lane
+	rows     map[rowKey][]bool      // busy depths
+	gState   map[int64]*openSpan    // goroutine -> current state span
+	pState   map[int64]*openSpan    // proc -> running span
+	ranges   map[rowKey][]*openSpan // track -> open ranges
+	regions  map[int64][]*openSpan  // goroutine -> open regions, innermost last
+	tasks    map[trace.TaskID]*openSpan
+	spanTmp  *os.File
+	spanW    *bufio.Writer
+	spanRec  [4 + spanBytes]byte
+	numSpans int64
+}
+
+func newBuilder(dir string, pageSize int) (*builder, error) {
+	dag, err := stackcompress.NewBuilder(stackcompress.Options{})
+	if err != nil {
+		return nil, err
+	}
+	b := &builder{
+		dir:     dir,
+		page:    make([]byte, pageHeader, pageSize),
+		strings: map[string]uint32{"": 0},
+		strList: []string{""},
+		frames:  map[[3]uint32]uint64{},
+		dag:     dag,
+		stacks:  map[trace.Stack]*stackInfo{},
+		funcIdx: diskmap.NewBuilder(),
+		lineIdx: diskmap.NewBuilder(),
+		lanes:   map[laneKey]uint32{},
+		rows:    map[rowKey][]bool{},
+		gState:  map[int64]*openSpan{},
+		pState:  map[int64]*openSpan{},
+		ranges:  map[rowKey][]*openSpan{},
+		regions: map[int64][]*openSpan{},
+		tasks:   map[trace.TaskID]*openSpan{},
+	}
+	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	b.evW = bufio.NewWriterSize(b.evFile, 1<<20)
+	if b.spanTmp, err = os.CreateTemp(dir, "spans-*.tmp"); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	b.spanW = bufio.NewWriterSize(b.spanTmp, 1<<20)
+	return b, nil
+}
+
+func (b *builder) cleanup() {
+	if b.evFile != nil {
+		b.evFile.Close()
+	}
+	if b.spanTmp != nil {
+		b.spanTmp.Close()
+		os.Remove(b.spanTmp.Name())
+	}
+}
+
+func (b *builder) str(s string) uint32 {
+	if id, ok := b.strings[s]; ok {
+		return id
+	}
+	id := uint32(len(b.strList))
+	b.strings[s] = id
+	b.strList = append(b.strList, s)
+	return id
+}
+
+// stack returns the DAG id and index keys of s, interning its frames.
+func (b *builder) stack(s trace.Stack, g int64) (*stackInfo, error) {
+	if s == trace.NoStack {
+		return nil, nil
+	}
+	if si, ok := b.stacks[s]; ok {
+		return si, nil
+	}
+	si := &stackInfo{}
+	b.frameBuf = b.frameBuf[:0]
+	seen := map[uint32]bool{}
+	for f := range s.Frames() {
+		fn, file := b.str(f.Func), b.str(f.File)
+		key := [3]uint32{fn, file, uint32(f.Line)}
+		id, ok := b.frames[key]
+		if !ok {
+			id = uint64(len(b.frames))
+			b.frames[key] = id
+			b.frameTab = binary.LittleEndian.AppendUint32(b.frameTab, fn)
+			b.frameTab = binary.LittleEndian.AppendUint32(b.frameTab, file)
+			b.frameTab = binary.LittleEndian.AppendUint32(b.frameTab, uint32(f.Line))
+		}
+		b.frameBuf = append(b.frameBuf, id)
+		if h := diskmap.Hash([]byte(f.Func)); !seen[h] {
+			seen[h] = true
+			si.keys = append(si.keys, h)
+		}
+		si.line = append(si.line, diskmap.Hash([]byte(lineKey(f.File, f.Line))))
+	}
+	if len(b.frameBuf) > 0 {
+		id, err := b.dag.Insert(uint64(g+1), b.frameBuf)
+		if err != nil {
+			return nil, fmt.Errorf("tracestore: stack DAG: %w", err)
+		}
+		si.id = id
+	}
+	b.stacks[s] = si
+	return si, nil
+}
+
+func lineKey(file string, line uint64) string {
+	return file + ":" + strconv.FormatUint(line, 10)
+}
+
+func (b *builder) add(ev *trace.Event) error {
+	t := int64(ev.Time())
+	if !b.haveT {
+		b.base, b.haveT = t, true
+	}
+	t -= b.base
+	if t < b.last {
+		t = b.last // the reader orders events; keep the log monotone regardless
+	}
+	b.last = t
+	if ev.Kind() == trace.EventSync {
+		clear(b.stacks) // stack handles are per generation
+		b.genStart = t
+	}
+	e := Event{Index: b.events, Time: t, Kind: ev.Kind(), G: int64(ev.Goroutine()), P: int64(ev.Proc()), M: int64(ev.Thread())}
+	st := ev.Stack()
+	if ev.Kind() == trace.EventStateTransition && st == trace.NoStack {
+		st = ev.StateTransition().Stack
+	}
+	si, err := b.stack(st, e.G)
+	if err != nil {
+		return err
+	}
+	if si != nil {
+		e.Stack = si.id
+	}
+	if err := b.timeline(ev, &e); err != nil {
+		return err
+	}
+	if err := b.appendEvent(&e); err != nil {
+		return err
+	}
+	if si != nil {
+		for _, h := range si.keys {
+			b.funcIdx.AddHash(h, uint32(b.pages))
+		}
+		for _, h := range si.line {
+			b.lineIdx.AddHash(h, uint32(b.pages))
+		}
+	}
+	b.events++
+	return nil
+}
+
+// appendEvent adds e to the current page, starting a new page when it is
+// full. b.pages is then the page that holds e.
+func (b *builder) appendEvent(e *Event) error {
+	var rec [maxEventBytes]byte
+	if b.pageN == 0 {
+		b.rec = newRecState(e.Time)
+	}
+	st := b.rec
+	r := appendEvent(rec[:0], e, &st)
+	if len(b.page)+len(r) > cap(b.page) {
+		if err := b.flushPage(); err != nil {
+			return err
+		}
+		b.rec = newRecState(e.Time)
+		st = b.rec
+		r = appendEvent(rec[:0], e, &st)
+	}
+	if b.pageN == 0 {
+		b.pageT, b.pageFrst = e.Time, e.Index
+	}
+	b.rec = st
+	b.page = append(b.page, r...)
+	b.pageN++
+	b.pageLast = e.Time
+	return nil
+}
+
+func (b *builder) flushPage() error {
+	if b.pageN == 0 {
+		return nil
+	}
+	p := b.page[:cap(b.page)]
+	clear(p[len(b.page):])
+	copy(p[:4], pageMagic)
+	binary.LittleEndian.PutUint32(p[8:], b.pageN)
+	binary.LittleEndian.PutUint32(p[12:], uint32(len(b.page)))
+	binary.LittleEndian.PutUint64(p[16:], b.pageFrst)
+	binary.LittleEndian.PutUint64(p[24:], uint64(b.pageT))
+	binary.LittleEndian.PutUint32(p[4:], crc(p[8:len(b.page)]))
+	if _, err := b.evW.Write(p); err != nil {
+		return fmt.Errorf("tracestore: writing %s: %w", fileEvents, err)
+	}
+	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageT))
+	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageLast))
+	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, b.pageFrst)
+	b.pages++
+	b.pageN = 0
+	b.page = b.page[:pageHeader]
+	return nil
+}

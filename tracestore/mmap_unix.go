@@ -1,0 +1,35 @@
+//go:build unix
+
+package tracestore
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// mapFile maps path read-only and adds its unmapping to closers.
+func mapFile(path string, closers *[]func() error) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	if st.Size() == 0 {
+		return nil, nil
+	}
+	if st.Size() != int64(int(st.Size())) {
+		return nil, fmt.Errorf("tracestore: %s: too large to map", path)
+	}
+	b, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: mapping %s: %w", path, err)
+	}
+	*closers = append(*closers, func() error { return unix.Munmap(b) })
+	return b, nil
+}

@@ -1,0 +1,150 @@
+package tracestore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+)
+
+// Page returns the events of page i of the log, checked against the
+// page's checksum.
+func (s *Store) Page(i int) (Page, error) {
+	var r pageReader
+	evs, err := r.read(s, i)
+	return Page{Index: i, Events: evs}, err
+}
+
+// A pageReader reads pages into buffers it reuses.
+type pageReader struct {
+	buf []byte
+	evs []Event
+}
+
+// read returns the events of page i; they alias the reader's buffer until
+// the next read.
+func (r *pageReader) read(s *Store, i int) ([]Event, error) {
+	if i < 0 || i >= s.m.Pages {
+		return nil, fmt.Errorf("tracestore: page %d of %d", i, s.m.Pages)
+	}
+	if int64(len(r.buf)) != s.pageSize {
+		r.buf = make([]byte, s.pageSize)
+	}
+	if _, err := s.events.ReadAt(r.buf, int64(i)*s.pageSize); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("tracestore: reading %s page %d: %w", fileEvents, i, err)
+	}
+	var err error
+	r.evs, err = decodePage(r.evs[:0], r.buf, i, s.pageSize)
+	return r.evs, err
+}
+
+// pageTimes returns the first and last event time of page i.
+func (s *Store) pageTimes(i int) (first, last int64) {
+	b := s.pageIdx[24*i:]
+	return int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
+}
+
+// PagesIn returns the pages that may hold events in [t0, t1).
+func (s *Store) PagesIn(t0, t1 int64) (lo, hi int) {
+	lo = sort.Search(s.m.Pages, func(i int) bool { _, last := s.pageTimes(i); return last >= t0 })
+	hi = sort.Search(s.m.Pages, func(i int) bool { first, _ := s.pageTimes(i); return first >= t1 })
+	return lo, max(lo, hi)
+}
+
+// Events calls visit for every event in [t0, t1), in order, reading every
+// page that may hold one. It stops early if visit returns false. The
+// event visit gets is valid only during the call.
+func (s *Store) Events(t0, t1 int64, visit func(*Event) bool) error {
+	lo, hi := s.PagesIn(t0, t1)
+	var r pageReader
+	for i := lo; i < hi; i++ {
+		evs, err := r.read(s, i)
+		if err != nil {
+			return err
+		}
+		for k := range evs {
+			e := &evs[k]
+			if e.Time >= t0 && e.Time < t1 && !visit(e) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// QueryStats describes the work of an indexed query.
+type QueryStats struct {
+	IndexPages   int    `json:"index_pages"`   // pages the index named (all of them if it was corrupt)
+	IndexCorrupt bool   `json:"index_corrupt"` // the index answered "every page"
+	PagesRead    int    `json:"pages_read"`    // of those, the pages in the time range, read and re-checked
+	Scanned      uint64 `json:"events_scanned"`
+	Matched      uint64 `json:"events_matched"`
+}
+
+// EventsThrough calls visit for every event in [t0, t1) whose stack has a
+// frame of function fn, in order. It reads only the pages the function
+// index names, and re-checks every event on them against its stack, so
+// the index's false positives cost time, never a wrong answer. The event
+// visit gets is valid only during the call.
+func (s *Store) EventsThrough(fn string, t0, t1 int64, visit func(*Event) bool) (QueryStats, error) {
+	return s.through(s.funcIdx, fn, func(f Frame) bool { return f.Func == fn }, t0, t1, visit)
+}
+
+// EventsAtLine is EventsThrough for a source line: events whose stack has
+// a frame at file:line, through the file:line index.
+func (s *Store) EventsAtLine(file string, line uint32, t0, t1 int64, visit func(*Event) bool) (QueryStats, error) {
+	return s.through(s.lineIdx, lineKey(file, uint64(line)), func(f Frame) bool { return f.File == file && f.Line == line }, t0, t1, visit)
+}
+
+func (s *Store) through(idx interface {
+	Lookup([]byte) ([]uint32, bool)
+}, key string, match func(Frame) bool, t0, t1 int64, visit func(*Event) bool) (QueryStats, error) {
+	var st QueryStats
+	pages, all := idx.Lookup([]byte(key))
+	lo, hi := s.PagesIn(t0, t1)
+	if all {
+		st.IndexCorrupt = true
+		st.IndexPages = s.m.Pages
+		pages = pages[:0]
+		for i := lo; i < hi; i++ {
+			pages = append(pages, uint32(i))
+		}
+	} else {
+		st.IndexPages = len(pages)
+	}
+	a := sort.Search(len(pages), func(i int) bool { return int(pages[i]) >= lo })
+	b := sort.Search(len(pages), func(i int) bool { return int(pages[i]) >= hi })
+	through := map[uint64]bool{}
+	var r pageReader
+	for _, p := range pages[a:b] {
+		evs, err := r.read(s, int(p))
+		if err != nil {
+			return st, err
+		}
+		st.PagesRead++
+		for k := range evs {
+			e := &evs[k]
+			if e.Time < t0 || e.Time >= t1 || e.Stack == 0 {
+				continue
+			}
+			st.Scanned++
+			ok, seen := through[e.Stack]
+			if !seen {
+				frames, err := s.Stack(e.Stack)
+				if err != nil {
+					return st, err
+				}
+				ok = slices.ContainsFunc(frames, match)
+				through[e.Stack] = ok
+			}
+			if ok {
+				st.Matched++
+				if !visit(e) {
+					return st, nil
+				}
+			}
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,268 @@
+package tracestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	xtrace "golang.org/x/exp/trace"
+)
+
+// cachedTrace returns the path of trace name in the test cache, recording
+// it with record on first use.
+func cachedTrace(t *testing.T, name string, record func(path string) error) string {
+	t.Helper()
+	cache, err := testbuild.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "traces")
+	path := filepath.Join(dir, name+".trace")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	defer os.Remove(tmp)
+	start := time.Now()
+	if err := record(tmp); errors.Is(err, syscall.ENOEXEC) {
+		// The test itself runs under an emulator (CI's emu steps), which
+		// cannot start the programs it builds for its own GOARCH.
+		t.Skipf("recording %s: %v", name, err)
+	} else if err != nil {
+		t.Fatalf("recording %s: %v", name, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s in %v", name, time.Since(start).Round(time.Millisecond))
+	return path
+}
+
+func goCmd(ctx context.Context, env []string, args ...string) error {
+	cmd := exec.CommandContext(ctx, testbuild.GoBinary(), args...)
+	cmd.Env = append(append(os.Environ(), "GOFLAGS="), env...)
+	cmd.Stdout = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return nil
+}
+
+func goVersion(t *testing.T) string {
+	out, err := exec.Command(testbuild.GoBinary(), "env", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestRealTraces builds stores of real traces and checks them against a
+// full read of each trace with x/exp/trace: every event, the events through
+// functions found in the trace, and the lanes' aggregates against folds.
+// The traces: the go command's own trace of `go list -deps -test std` and
+// an HTTP server under load (testdata/server.txtar; 0.3 s with -short, 3 s,
+// some 6 million events, without), and without -short the go command's
+// trace of `go build std` with an empty build cache and of `go test
+// -short net/http`. They are recorded once into the test cache.
+func TestRealTraces(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	ver := goVersion(t)
+	srvCfg := testbuild.Config{Archive: "server"}
+	bin := testbuild.Build(t, srvCfg)
+	binKey := filepath.Base(bin) // carries the build's hash
+	traces := []struct {
+		name   string
+		long   bool
+		record func(path string) error
+	}{
+		{"golist-" + ver, false, func(p string) error {
+			return goCmd(ctx, nil, "list", "-debug-runtime-trace="+p, "-deps", "-test", "-json", "std")
+		}},
+		{"server-0.3s-" + binKey, false, func(p string) error {
+			_, err := testbuild.Exec(ctx, srvCfg, bin, "-trace", p, "-duration", "300ms")
+			return err
+		}},
+		{"server-3s-" + binKey, true, func(p string) error {
+			_, err := testbuild.Exec(ctx, srvCfg, bin, "-trace", p, "-duration", "3s")
+			return err
+		}},
+		{"gobuildstd-" + ver, true, func(p string) error {
+			return goCmd(ctx, []string{"GOCACHE=" + t.TempDir()}, "build", "-debug-runtime-trace="+p, "std")
+		}},
+		{"nethttp-" + ver, true, func(p string) error {
+			return goCmd(ctx, nil, "test", "-short", "-count=1", "-trace="+p, "net/http")
+		}},
+	}
+	for _, tr := range traces {
+		t.Run(strings.SplitN(tr.name, "-", 2)[0]+map[bool]string{true: "-long"}[tr.long], func(t *testing.T) {
+			if tr.long && testing.Short() {
+				t.Skip("-short")
+			}
+			path := cachedTrace(t, tr.name, tr.record)
+			checkRealTrace(t, path)
+		})
+	}
+}
+
+func checkRealTrace(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := MeasureTrace(bytes.NewReader(data))
+	if err != nil || ms.Total != int64(len(data)) {
+		t.Fatalf("MeasureTrace: %+v, %v", ms, err)
+	}
+	dir := filepath.Join(t.TempDir(), "store")
+	start := time.Now()
+	m, err := Build(bytes.NewReader(data), dir, Options{Source: filepath.Base(path)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := time.Since(start)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var size int64
+	for _, f := range m.Files {
+		size += f.Bytes
+	}
+	t.Logf("%s: %d bytes, %d events, %d lanes, %d spans; store %d bytes (%.2fx), built in %v",
+		filepath.Base(path), len(data), m.Events, m.Lanes, m.Spans, size, float64(size)/float64(len(data)), built.Round(time.Millisecond))
+
+	// The truth: every event of the trace, and its stack's functions.
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		time  int64
+		kind  xtrace.EventKind
+		funcs []string
+	}
+	var truth []ev
+	var base int64
+	for {
+		e, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(truth) == 0 {
+			base = int64(e.Time())
+		}
+		st := e.Stack()
+		if e.Kind() == xtrace.EventStateTransition && st == xtrace.NoStack {
+			st = e.StateTransition().Stack
+		}
+		x := ev{time: int64(e.Time()) - base, kind: e.Kind()}
+		for f := range st.Frames() {
+			x.funcs = append(x.funcs, f.Func)
+		}
+		truth = append(truth, x)
+	}
+	if uint64(len(truth)) != m.Events {
+		t.Fatalf("store: %d events, trace: %d", m.Events, len(truth))
+	}
+	i := 0
+	if err := s.Events(0, m.Duration+1, func(e *Event) bool {
+		if e.Time != truth[i].time || e.Kind != truth[i].kind {
+			t.Fatalf("event %d: %+v, the trace has %+v", i, e, truth[i])
+		}
+		i++
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Functions to query: from the first, middle and last events with a
+	// stack, innermost and outermost frames.
+	var fns []string
+	for _, k := range []int{0, len(truth) / 2, len(truth) - 1} {
+		for j := k; j < len(truth); j++ {
+			if f := truth[j].funcs; len(f) > 0 {
+				fns = append(fns, f[0], f[len(f)-1])
+				break
+			}
+		}
+	}
+	slices.Sort(fns)
+	fns = slices.Compact(fns)
+	d := m.Duration
+	for _, fn := range fns {
+		for _, rg := range [][2]int64{{0, d + 1}, {d / 4, d / 2}} {
+			want := 0
+			for _, e := range truth {
+				if e.time >= rg[0] && e.time < rg[1] && slices.Contains(e.funcs, fn) {
+					want++
+				}
+			}
+			got := 0
+			st, err := s.EventsThrough(fn, rg[0], rg[1], func(*Event) bool { got++; return true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s in %v: the store finds %d events, the trace has %d", fn, rg, got, want)
+			}
+			if st.IndexCorrupt || st.PagesRead > m.Pages {
+				t.Errorf("%s: %+v", fn, st)
+			}
+		}
+	}
+	// The busiest lanes against folds over their spans.
+	lanes := make([]int, len(s.Lanes()))
+	for l := range lanes {
+		lanes[l] = l
+	}
+	sort.SliceStable(lanes, func(a, b int) bool { return s.Lanes()[lanes[a]].Spans > s.Lanes()[lanes[b]].Spans })
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, l := range lanes[:min(10, len(lanes))] {
+		n := s.Lanes()[l].Spans
+		spans := make([]Span, n)
+		for k := range n {
+			spans[k] = s.Span(l, k)
+		}
+		for range 20 {
+			t0 := rnd.Int64N(d + 1)
+			t1 := t0 + 1 + rnd.Int64N(d+1-t0)
+			var count, busy int64
+			longest := int64(-1)
+			for k, sp := range spans {
+				if sp.End() > t0 && sp.Start < t1 {
+					count++
+					busy += min(sp.End(), t1) - max(sp.Start, t0)
+					if longest < 0 || sp.Dur > spans[longest].Dur {
+						longest = int64(k)
+					}
+				}
+			}
+			q := s.Query(l, t0, t1)
+			if q.Count != count || q.Busy != busy || q.Longest != longest {
+				t.Fatalf("lane %d [%d, %d): %+v; fold: count %d busy %d longest %d", l, t0, t1, q, count, busy, longest)
+			}
+		}
+	}
+}

@@ -1,0 +1,541 @@
+package tracestore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/pctab/pctab/diskmap"
+	"github.com/pctab/pctab/forest"
+	"github.com/pctab/pctab/stackcompress"
+)
+
+// A Store is an open trace store. Its query methods are safe for
+// concurrent use, except Close.
+type Store struct {
+	dir      string
+	m        Manifest
+	strings  []string
+	frames   []Frame
+	lanes    []Lane
+	forests  []*forest.Forest[Agg]
+	kindName []uint32 // kind<<24 | name of every span, lane after lane
+	laneSpan []int64  // index of each lane's first span in kindName
+	pageIdx  []byte
+	spans    []byte // blocks of spans
+	blockIdx []byte // per block: offset in spans, first start
+	events   *os.File
+	dag      *stackcompress.Reader
+	funcIdx  *diskmap.Map
+	lineIdx  *diskmap.Map
+	closers  []func() error
+	dagMu    chanMutex
+	pageSize int64
+}
+
+// chanMutex is a mutex that stackcompress's reader needs around it (the
+// reader keeps an LRU of pages).
+type chanMutex chan struct{}
+
+func (m chanMutex) lock()   { m <- struct{}{} }
+func (m chanMutex) unlock() { <-m }
+
+// Open opens the store in dir and checks it (see the package comment).
+func Open(dir string) (*Store, error) {
+	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize}
+	if err := s.open(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
+
+func (s *Store) open() error {
+	data, err := os.ReadFile(s.path(fileManifest))
+	if err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	if err := json.Unmarshal(data, &s.m); err != nil {
+		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
+	}
+	if s.m.SchemaVersion != SchemaVersion {
+		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d", fileManifest, s.m.SchemaVersion, SchemaVersion)
+	}
+	if ps := s.m.PageSize; ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {
+		return fmt.Errorf("tracestore: %s: page_size %d is not a power of two in [%d, %d]", fileManifest, ps, MinPageSize, MaxPageSize)
+	}
+	if s.m.Pages < 0 || s.m.Spans < 0 || s.m.Lanes < 0 {
+		return fmt.Errorf("tracestore: %s: negative counts", fileManifest)
+	}
+	s.pageSize = int64(s.m.PageSize)
+	sums := map[string]FileSum{}
+	for _, f := range s.m.Files {
+		sums[f.Name] = f
+	}
+	// read returns a file's bytes after checking its size and checksum.
+	read := func(name string) ([]byte, error) {
+		want, ok := sums[name]
+		if !ok {
+			return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
+		}
+		b, err := mapFile(s.path(name), &s.closers)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(b)) != want.Bytes {
+			return nil, fmt.Errorf("tracestore: %s: %d bytes, the manifest says %d", name, len(b), want.Bytes)
+		}
+		if crc(b) != want.CRC32 {
+			return nil, fmt.Errorf("tracestore: %s: checksum mismatch", name)
+		}
+		return b, nil
+	}
+	strTab, err := read(fileStrings)
+	if err != nil {
+		return err
+	}
+	if s.strings, err = decodeStrings(strTab); err != nil {
+		return err
+	}
+	ft, err := read(fileFrames)
+	if err != nil {
+		return err
+	}
+	if len(ft)%12 != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of 12", fileFrames, len(ft))
+	}
+	for o := 0; o < len(ft); o += 12 {
+		fn, file := binary.LittleEndian.Uint32(ft[o:]), binary.LittleEndian.Uint32(ft[o+4:])
+		if int(fn) >= len(s.strings) || int(file) >= len(s.strings) {
+			return fmt.Errorf("tracestore: %s: frame %d (offset %#x): string index out of range", fileFrames, o/12, o)
+		}
+		s.frames = append(s.frames, Frame{Func: s.strings[fn], File: s.strings[file], Line: binary.LittleEndian.Uint32(ft[o+8:])})
+	}
+	if s.pageIdx, err = read(filePages); err != nil {
+		return err
+	}
+	if len(s.pageIdx) != 24*s.m.Pages {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d pages", filePages, len(s.pageIdx), s.m.Pages)
+	}
+	if s.spans, err = read(fileSpans); err != nil {
+		return err
+	}
+	if s.blockIdx, err = read(fileBlocks); err != nil {
+		return err
+	}
+	if len(s.blockIdx)%blockIndexBytes != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileBlocks, len(s.blockIdx), blockIndexBytes)
+	}
+	fb, err := read(fileForest)
+	if err != nil {
+		return err
+	}
+	if len(fb)%aggBytes != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), aggBytes)
+	}
+	vals := make([]Agg, len(fb)/aggBytes)
+	for i := range vals {
+		vals[i] = getAgg(fb[i*aggBytes:])
+	}
+	lt, err := read(fileLanes)
+	if err != nil {
+		return err
+	}
+	if len(lt) != laneBytes*s.m.Lanes {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
+	}
+	var spanTotal, blockOff, forestOff int64
+	nblocks := int64(len(s.blockIdx) / blockIndexBytes)
+	var blk []Span
+	for i := range s.m.Lanes {
+		l := getLane(lt[i*laneBytes:])
+		nb := blocks(l.Spans)
+		if l.blockOff != blockOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanTotal || nb > nblocks-blockOff {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not follow the previous lane's", fileLanes, i, i*laneBytes, l.Spans, l.blockOff)
+		}
+		nv := forestValues(l.Spans)
+		if forestOff+nv > int64(len(vals)) {
+			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
+		}
+		f, err := forest.FromValues(vals[forestOff:forestOff+nv:forestOff+nv], combine, noAgg)
+		if err != nil {
+			return fmt.Errorf("tracestore: lane %d: %w", i, err)
+		}
+		// Every block decodes, exactly filling its bytes, and the lane's
+		// spans are sorted and do not overlap; the forest's longest spans
+		// are in their blocks.
+		end := int64(-1 << 63)
+		for k := range nb {
+			bi := l.blockOff + k
+			n := int(min(BlockSpans, l.Spans-k*BlockSpans))
+			lo, hi, start := s.blockAt(bi)
+			if lo > hi || hi > int64(len(s.spans)) {
+				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*blockIndexBytes, lo, hi, len(s.spans))
+			}
+			if start < end {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before the previous span ends (%d)", fileBlocks, i, k, start, end)
+			}
+			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n)
+			if err != nil {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, i, k, lo, err)
+			}
+			if got := int64(len(appendBlock(nil, blk))); got != hi-lo {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
+			}
+			end = blk[len(blk)-1].End()
+			for _, sp := range blk {
+				s.kindName = append(s.kindName, uint32(sp.Kind)<<24|sp.Name)
+			}
+			if n == BlockSpans {
+				a := f.Leaf(int(k))
+				if a.Index < k*BlockSpans || a.Index >= (k+1)*BlockSpans {
+					return fmt.Errorf("tracestore: %s: lane %d, block %d: longest span %d is not in the block", fileForest, i, k, a.Index)
+				}
+			}
+		}
+		s.laneSpan = append(s.laneSpan, spanTotal)
+		spanTotal += l.Spans
+		blockOff += nb
+		forestOff += nv
+		s.lanes = append(s.lanes, l)
+		s.forests = append(s.forests, f)
+	}
+	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != int64(len(vals)) {
+		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, len(vals))
+	}
+	// The event log is read page by page, each checked by its own sum;
+	// its size is checked here.
+	if s.events, err = os.Open(s.path(fileEvents)); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	s.closers = append(s.closers, s.events.Close)
+	if st, err := s.events.Stat(); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	} else if st.Size() != int64(s.m.Pages)*s.pageSize {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d pages", fileEvents, st.Size(), s.m.Pages)
+	}
+	if s.dag, err = stackcompress.Open(s.path(fileStacks), stackcompress.ReaderOptions{}); err != nil {
+		return fmt.Errorf("tracestore: %s: %w", fileStacks, err)
+	}
+	s.closers = append(s.closers, s.dag.Close)
+	for _, ix := range []struct {
+		name string
+		m    **diskmap.Map
+	}{{fileFuncIdx, &s.funcIdx}, {fileLineIdx, &s.lineIdx}} {
+		m, err := diskmap.Open(s.path(ix.name))
+		if err != nil {
+			return fmt.Errorf("tracestore: %w", err)
+		}
+		*ix.m = m
+		s.closers = append(s.closers, m.Close)
+	}
+	return nil
+}
+
+func decodeStrings(b []byte) ([]string, error) {
+	if len(b) < 4 {
+		return nil, fmt.Errorf("tracestore: %s: truncated header", fileStrings)
+	}
+	n := uint64(binary.LittleEndian.Uint32(b))
+	if 4+4*(n+1) > uint64(len(b)) {
+		return nil, fmt.Errorf("tracestore: %s: %d strings do not fit in %d bytes", fileStrings, n, len(b))
+	}
+	data := b[4+4*(n+1):]
+	out := make([]string, n)
+	prev := uint32(0)
+	for i := range n {
+		lo, hi := binary.LittleEndian.Uint32(b[4+4*i:]), binary.LittleEndian.Uint32(b[8+4*i:])
+		if lo != prev || hi < lo || uint64(hi) > uint64(len(data)) {
+			return nil, fmt.Errorf("tracestore: %s: string %d (offset %#x): bounds [%d, %d) out of order or past %d bytes", fileStrings, i, 4+4*i, lo, hi, len(data))
+		}
+		out[i] = string(data[lo:hi])
+		prev = hi
+	}
+	return out, nil
+}
+
+// Close releases the store's files.
+func (s *Store) Close() error {
+	var first error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil && first == nil {
+			first = err
+		}
+	}
+	s.closers = nil
+	return first
+}
+
+// Manifest returns the store's manifest.
+func (s *Store) Manifest() Manifest { return s.m }
+
+// Lanes returns the store's lanes, sorted by track, ID, layer and depth.
+func (s *Store) Lanes() []Lane { return s.lanes }
+
+// String returns string i of the store's table, or "" if there is none.
+func (s *Store) String(i uint32) string {
+	if int(i) < len(s.strings) {
+		return s.strings[i]
+	}
+	return ""
+}
+
+// blockAt returns the bytes and first start of block bi.
+func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
+	e := s.blockIdx[bi*blockIndexBytes:]
+	lo, start = int64(binary.LittleEndian.Uint64(e)), int64(binary.LittleEndian.Uint64(e[8:]))
+	hi = int64(len(s.spans))
+	if (bi+1)*blockIndexBytes < int64(len(s.blockIdx)) {
+		hi = int64(binary.LittleEndian.Uint64(e[blockIndexBytes:]))
+	}
+	return lo, hi, start
+}
+
+// block decodes block k of lane l into dst (Open checked that it decodes).
+func (s *Store) block(l int, k int64, dst []Span) []Span {
+	ln := &s.lanes[l]
+	lo, hi, start := s.blockAt(ln.blockOff + k)
+	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)))
+	return dst
+}
+
+// Span returns span i of lane l. It panics if either is out of range.
+func (s *Store) Span(l int, i int64) Span {
+	ln := &s.lanes[l]
+	if i < 0 || i >= ln.Spans {
+		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
+	}
+	var buf [BlockSpans]Span
+	return s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
+}
+
+// A LaneAgg aggregates the spans of a lane that overlap a time range.
+type LaneAgg struct {
+	Count   int64 // spans that overlap the range
+	Busy    int64 // nanoseconds of the range they cover
+	Longest int64 // index of the longest of them (by whole duration), -1 if none
+	First   int64 // index of the first of them
+}
+
+// Query aggregates the spans of lane l that overlap [t0, t1), from the
+// lane's forest: O(log N) for N spans, plus at most 2*BlockSpans spans
+// read at the ends.
+func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return LaneAgg{Longest: -1}
+	}
+	r := newRowCursor(s, l)
+	j := r.locate(t0)
+	i0 := j
+	if j > 0 && r.span(j-1).End() > t0 {
+		i0 = j - 1
+	}
+	i1 := r.locate(t1)
+	if i0 >= i1 {
+		return LaneAgg{Longest: -1, First: i0}
+	}
+	a := r.aggregate(i0, i1)
+	busy := a.Busy
+	if f := r.span(i0); f.Start < t0 {
+		busy -= t0 - f.Start
+	}
+	if e := r.span(i1 - 1).End(); e > t1 {
+		busy -= e - t1
+	}
+	longest := a.Index
+	if longest < i0 || longest >= i1 {
+		longest = -1 // a forest that does not match its spans
+	}
+	return LaneAgg{Count: i1 - i0, Busy: max(0, busy), Longest: longest, First: i0}
+}
+
+// A Cell is what a viewer draws for one lane over one pixel's time range:
+// the longest span that overlaps it, how many spans do, and which share of
+// the range they cover.
+type Cell struct {
+	Kind  SpanKind // NoSpan if no span overlaps the range
+	Busy  uint8    // covered share of the range, 0-255
+	Count uint16   // overlapping spans, saturating at 65535
+	Name  uint32   // the longest span's name (string index)
+	Span  int64    // the longest span's index in its lane, -1 if none
+}
+
+// NoSpan is a Cell's Kind where no span overlaps.
+const NoSpan SpanKind = 255
+
+// QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
+// equal pixel ranges: one range query per pixel, with the pixel
+// boundaries located once each and decoded blocks reused between
+// neighbouring pixels.
+func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
+	px := int64(len(cells))
+	if px == 0 {
+		return
+	}
+	for i := range cells {
+		cells[i] = Cell{Kind: NoSpan, Span: -1}
+	}
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return
+	}
+	r := newRowCursor(s, l)
+	w := t1 - t0
+	at := func(p int64) int64 { return t0 + w*p/px } // fits: w*px < 2^63 for any real trace and screen
+	if w > (1<<62)/px {
+		at = func(p int64) int64 { return t0 + int64(float64(w)*float64(p)/float64(px)) }
+	}
+	// Pixels before the first span and after the last are empty.
+	first := r.span(0).Start
+	last := r.span(ln.Spans - 1).End()
+	j := r.locate(at(0))
+	for p := int64(0); p < px; p++ {
+		a, b := at(p), at(p+1)
+		if b <= first || a >= last {
+			if a >= last {
+				break
+			}
+			j = r.locate(b)
+			continue
+		}
+		i0 := j
+		if j > 0 && r.span(j-1).End() > a {
+			i0 = j - 1
+		}
+		j = r.locate(b)
+		i1 := j
+		if i0 >= i1 {
+			continue
+		}
+		agg := r.aggregate(i0, i1)
+		busy := agg.Busy
+		if f := r.span(i0); f.Start < a {
+			busy -= a - f.Start
+		}
+		if e := r.span(i1 - 1).End(); e > b {
+			busy -= e - b
+		}
+		c := &cells[p]
+		c.Count = uint16(min(i1-i0, 65535))
+		c.Busy = uint8(min(255, max(0, busy)*255/max(1, b-a)))
+		if agg.Index >= i0 && agg.Index < i1 {
+			kn := s.kindName[s.laneSpan[l]+agg.Index]
+			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+		}
+	}
+}
+
+// rowCursor reads one lane, keeping its last decoded blocks (a pixel's
+// range reads the blocks at both of its ends, and the next pixel starts in
+// the block this one ended in) and the block of the last time located.
+type rowCursor struct {
+	s     *Store
+	l     int
+	cache [4]cachedBlock // by block number mod 4
+	hint  int            // locate's last block
+}
+
+type cachedBlock struct {
+	k   int64 // block number, -1 for none
+	n   int
+	buf [BlockSpans]Span
+}
+
+func newRowCursor(s *Store, l int) *rowCursor {
+	r := &rowCursor{s: s, l: l}
+	for i := range r.cache {
+		r.cache[i].k = -1
+	}
+	return r
+}
+
+func (r *rowCursor) blk(k int64) []Span {
+	c := &r.cache[k%int64(len(r.cache))]
+	if c.k != k {
+		c.n = len(r.s.block(r.l, k, c.buf[:0]))
+		c.k = k
+	}
+	return c.buf[:c.n]
+}
+
+func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpans] }
+
+// locate returns the index of the first span of the lane that starts at
+// or after t, which must not be before the last time located: a galloping
+// search of the block index from the last block found (pixel boundaries
+// grow along a row, and a large lane's index is then read a few cache
+// lines at a time), then a binary search of one block.
+func (r *rowCursor) locate(t int64) int64 {
+	ln := &r.s.lanes[r.l]
+	nb := int(blocks(ln.Spans))
+	k := int64(gallop(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	r.hint = max(0, int(k)-1)
+	if k == 0 {
+		return 0
+	}
+	blk := r.blk(k - 1)
+	j := sort.Search(len(blk), func(j int) bool { return blk[j].Start >= t })
+	return (k-1)*BlockSpans + int64(j)
+}
+
+// aggregate combines spans [i0, i1): whole blocks from the forest, the
+// rest span by span.
+func (r *rowCursor) aggregate(i0, i1 int64) Agg {
+	fold := func(a Agg, lo, hi int64) Agg {
+		for i := lo; i < hi; i++ {
+			sp := r.span(i)
+			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
+		}
+		return a
+	}
+	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
+	lastWhole := i1 / BlockSpans
+	if firstWhole >= lastWhole {
+		return fold(noAgg, i0, i1)
+	}
+	a := fold(noAgg, i0, firstWhole*BlockSpans)
+	a = combine(a, r.s.forests[r.l].Query(int(firstWhole), int(lastWhole)))
+	return fold(a, lastWhole*BlockSpans, i1)
+}
+
+// Stack returns the frames of stack id, innermost first.
+func (s *Store) Stack(id uint64) ([]Frame, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	s.dagMu.lock()
+	ids, err := s.dag.Stack(id, nil)
+	s.dagMu.unlock()
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: stack %d: %w", id, err)
+	}
+	out := make([]Frame, len(ids))
+	for i, f := range ids {
+		if f >= uint64(len(s.frames)) {
+			return nil, fmt.Errorf("tracestore: stack %d: frame %d out of range", id, f)
+		}
+		out[i] = s.frames[f]
+	}
+	return out, nil
+}
+
+// gallop returns the smallest k in [lo, n) with f(k) true (n if none), for
+// f false then true and false below lo: it looks at lo, lo+1, lo+3,
+// lo+7, ... and then binary-searches the last gap.
+func gallop(n, lo int, f func(int) bool) int {
+	step := 1
+	hi := lo
+	for hi < n && !f(hi) {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, n)
+	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
+}

@@ -1,0 +1,397 @@
+package tracestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/trace"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	xtrace "golang.org/x/exp/trace"
+)
+
+//go:noinline
+func spin(d time.Duration) int {
+	n := 0
+	for t := time.Now(); time.Since(t) < d; n++ {
+	}
+	return n
+}
+
+//go:noinline
+func blockOn(ch chan int) int { return <-ch }
+
+// workload runs goroutines that compute, block on channels, sleep, and
+// mark user tasks and nested regions.
+func workload() {
+	ctx, task := trace.NewTask(context.Background(), "work")
+	var wg sync.WaitGroup
+	ch := make(chan int)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			trace.WithRegion(ctx, "outer", func() {
+				trace.WithRegion(ctx, "inner", func() { spin(200 * time.Microsecond) })
+				if i%2 == 0 {
+					blockOn(ch)
+				} else {
+					ch <- i
+				}
+			})
+			time.Sleep(time.Millisecond)
+			trace.Log(ctx, "done", "ok")
+		}()
+	}
+	wg.Wait()
+	task.End()
+}
+
+func recordTrace(t testing.TB) []byte {
+	t.Helper()
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		workload()
+	}
+	trace.Stop()
+	return buf.Bytes()
+}
+
+// truthEvent is what a full scan of the trace with x/exp/trace says.
+type truthEvent struct {
+	time   int64
+	kind   xtrace.EventKind
+	frames []xtrace.StackFrame
+}
+
+func scanTrace(t testing.TB, data []byte) []truthEvent {
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []truthEvent
+	var base int64
+	for {
+		ev, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) == 0 {
+			base = int64(ev.Time())
+		}
+		st := ev.Stack()
+		if ev.Kind() == xtrace.EventStateTransition && st == xtrace.NoStack {
+			st = ev.StateTransition().Stack
+		}
+		te := truthEvent{time: int64(ev.Time()) - base, kind: ev.Kind()}
+		for f := range st.Frames() {
+			te.frames = append(te.frames, f)
+		}
+		out = append(out, te)
+	}
+	return out
+}
+
+func build(t testing.TB, data []byte) (*Store, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "store")
+	m, err := Build(bytes.NewReader(data), dir, Options{Source: "test", PageSize: MinPageSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TraceBytes != int64(len(data)) {
+		t.Errorf("manifest: %d trace bytes, read %d", m.TraceBytes, len(data))
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, dir
+}
+
+func TestEventsAgainstTrace(t *testing.T) {
+	data := recordTrace(t)
+	truth := scanTrace(t, data)
+	s, _ := build(t, data)
+	m := s.Manifest()
+	if m.Events != uint64(len(truth)) {
+		t.Fatalf("store has %d events, the trace %d", m.Events, len(truth))
+	}
+	// Every event, in order, with its time, kind and stack.
+	i := 0
+	err := s.Events(0, m.Duration+1, func(e *Event) bool {
+		tr := truth[i]
+		if e.Index != uint64(i) || e.Time != tr.time || e.Kind != tr.kind {
+			t.Fatalf("event %d: %+v, trace has time %d kind %v", i, e, tr.time, tr.kind)
+		}
+		frames, err := s.Stack(e.Stack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(frames) != len(tr.frames) {
+			t.Fatalf("event %d: %d frames, trace has %d", i, len(frames), len(tr.frames))
+		}
+		for k, f := range frames {
+			w := tr.frames[k]
+			if f.Func != w.Func || f.File != w.File || uint64(f.Line) != w.Line {
+				t.Fatalf("event %d frame %d: %+v, trace has %+v", i, k, f, w)
+			}
+		}
+		i++
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i != len(truth) {
+		t.Fatalf("visited %d events of %d", i, len(truth))
+	}
+	// Indexed queries equal a filtered scan, for several functions and
+	// time ranges.
+	for _, fn := range []string{"github.com/pctab/pctab/tracestore.blockOn", "runtime/trace.WithRegion", "time.Sleep", "github.com/pctab/pctab/tracestore.spin", "no.such.function"} {
+		for _, r := range [][2]int64{{0, m.Duration + 1}, {m.Duration / 3, m.Duration / 2}} {
+			var want []int64
+			for _, e := range truth {
+				if e.time >= r[0] && e.time < r[1] && slices.ContainsFunc(e.frames, func(f xtrace.StackFrame) bool { return f.Func == fn }) {
+					want = append(want, e.time)
+				}
+			}
+			var got []int64
+			st, err := s.EventsThrough(fn, r[0], r[1], func(e *Event) bool { got = append(got, e.Time); return true })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s in %v: %d events, a scan finds %d", fn, r, len(got), len(want))
+			}
+			if st.PagesRead > m.Pages || (len(want) == 0 && st.PagesRead > 0 && fn == "no.such.function") {
+				t.Errorf("%s: read %d pages of %d", fn, st.PagesRead, m.Pages)
+			}
+			t.Logf("%s in %v: %d events; %d pages indexed, %d read of %d", fn, r, len(got), st.IndexPages, st.PagesRead, m.Pages)
+		}
+	}
+}
+
+// TestLanesAgainstBruteForce checks every lane's aggregates over random
+// ranges against a fold over its spans, and the spans against the trace's
+// goroutine states.
+func TestLanesAgainstBruteForce(t *testing.T) {
+	s, _ := build(t, recordTrace(t))
+	m := s.Manifest()
+	if m.Lanes == 0 || m.Spans == 0 {
+		t.Fatalf("%d lanes, %d spans", m.Lanes, m.Spans)
+	}
+	kinds := map[Layer]int{}
+	for l, ln := range s.Lanes() {
+		kinds[ln.Layer]++
+		var spans []Span
+		for i := range ln.Spans {
+			sp := s.Span(l, i)
+			if len(spans) > 0 && sp.Start < spans[len(spans)-1].End() {
+				t.Fatalf("lane %d (%v %d %v %d): span %d %+v overlaps the previous %+v", l, ln.Track, ln.ID, ln.Layer, ln.Depth, i, sp, spans[len(spans)-1])
+			}
+			spans = append(spans, sp)
+		}
+		for q := range 50 {
+			t0 := int64(q) * m.Duration / 50
+			t1 := t0 + int64(q*q+1)*m.Duration/2500
+			var want LaneAgg
+			want.Longest = -1
+			var longest int64 = -1
+			for i, sp := range spans {
+				if sp.End() <= t0 || sp.Start >= t1 || (sp.Dur == 0 && sp.Start < t0) {
+					continue
+				}
+				if want.Count == 0 {
+					want.First = int64(i)
+				}
+				want.Count++
+				want.Busy += min(sp.End(), t1) - max(sp.Start, t0)
+				if sp.Dur > longest {
+					longest, want.Longest = sp.Dur, int64(i)
+				}
+			}
+			got := s.Query(l, t0, t1)
+			if want.Count == 0 {
+				got.First = 0
+			}
+			if got != want {
+				t.Fatalf("lane %d (%v %v, %d spans): Query(%d, %d) = %+v, a fold says %+v", l, ln.Track, ln.Layer, len(spans), t0, t1, got, want)
+			}
+		}
+	}
+	for _, layer := range []Layer{LayerState, LayerRegion, LayerTask} {
+		if kinds[layer] == 0 {
+			t.Errorf("no %v lanes", layer)
+		}
+	}
+}
+
+func TestCorruptStore(t *testing.T) {
+	_, dir := build(t, recordTrace(t))
+	ents, _ := os.ReadDir(dir)
+	for _, ent := range ents {
+		name := ent.Name()
+		path := filepath.Join(dir, name)
+		good, _ := os.ReadFile(path)
+		for _, mut := range []struct {
+			what string
+			data []byte
+		}{
+			{"truncated", good[:len(good)/2]},
+			{"a byte flipped", func() []byte { b := slices.Clone(good); b[len(b)/3] ^= 0x40; return b }()},
+		} {
+			if len(good) == 0 {
+				continue
+			}
+			os.WriteFile(path, mut.data, 0o666)
+			s, err := Open(dir)
+			if err == nil {
+				// Only the event log and the indexes are checked lazily.
+				m := s.Manifest()
+				_, qerr := s.EventsThrough("runtime/trace.WithRegion", 0, m.Duration+1, func(*Event) bool { return true })
+				eerr := s.Events(0, m.Duration+1, func(*Event) bool { return true })
+				s.Close()
+				switch name {
+				case fileEvents:
+					if qerr == nil && eerr == nil {
+						t.Errorf("%s %s: no error", name, mut.what)
+					}
+				case fileFuncIdx, fileLineIdx:
+					// A corrupt index answers every page: no error.
+				default:
+					t.Errorf("%s %s: Open succeeded", name, mut.what)
+				}
+			}
+			os.WriteFile(path, good, 0o666)
+		}
+	}
+}
+
+func FuzzPage(f *testing.F) {
+	data := recordTrace(f)
+	dir := filepath.Join(f.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
+		f.Fatal(err)
+	}
+	ev, _ := os.ReadFile(filepath.Join(dir, fileEvents))
+	f.Add(ev[:PageSize])
+	f.Fuzz(func(t *testing.T, p []byte) {
+		evs, err := decodePage(nil, p, 0, PageSize)
+		if err == nil && len(evs) > len(p) {
+			t.Fatalf("%d events from %d bytes", len(evs), len(p))
+		}
+	})
+}
+
+func FuzzBuild(f *testing.F) {
+	data := recordTrace(f)
+	f.Add(data[:min(len(data), 4096)])
+	f.Add(data)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := filepath.Join(t.TempDir(), "store")
+		if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
+			return
+		}
+		s, err := Open(dir)
+		if err != nil {
+			t.Fatalf("Build succeeded, Open failed: %v", err)
+		}
+		defer s.Close()
+		m := s.Manifest()
+		if err := s.Events(0, m.Duration+1, func(*Event) bool { return true }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestQueryRow checks every pixel of rows of every lane against Query over
+// the pixel's range.
+func TestQueryRow(t *testing.T) {
+	s, _ := build(t, recordTrace(t))
+	d := s.Manifest().Duration
+	for l := range s.Lanes() {
+		for _, v := range [][3]int64{{0, d + 1, 200}, {d / 4, d / 3, 97}, {d / 2, d/2 + 1000, 50}} {
+			cells := make([]Cell, v[2])
+			s.QueryRow(l, v[0], v[1], cells)
+			w := v[1] - v[0]
+			for p := range cells {
+				a, b := v[0]+w*int64(p)/v[2], v[0]+w*int64(p+1)/v[2]
+				q := s.Query(l, a, b)
+				c := cells[p]
+				if int64(c.Count) != min(q.Count, 65535) || c.Span != q.Longest {
+					t.Fatalf("lane %d pixel %d [%d, %d): cell %+v, Query %+v", l, p, a, b, c, q)
+				}
+				if q.Longest >= 0 {
+					sp := s.Span(l, q.Longest)
+					if c.Kind != sp.Kind || c.Name != sp.Name {
+						t.Fatalf("lane %d pixel %d: cell %+v, longest span %+v", l, p, c, sp)
+					}
+					if want := uint8(min(255, q.Busy*255/max(1, b-a))); c.Busy != want {
+						t.Fatalf("lane %d pixel %d: busy %d, want %d", l, p, c.Busy, want)
+					}
+				} else if c.Kind != NoSpan {
+					t.Fatalf("lane %d pixel %d: cell %+v for no span", l, p, c)
+				}
+			}
+		}
+	}
+}
+
+func TestMeasureTrace(t *testing.T) {
+	data := recordTrace(t)
+	s, err := MeasureTrace(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Total != int64(len(data)) || s.Header+s.Events+s.Stacks+s.Strings+s.CPUSamples+s.Sync+s.Experimental != s.Total {
+		t.Errorf("%+v does not add up to %d bytes", s, len(data))
+	}
+	if s.Events == 0 || s.Stacks == 0 || s.Strings == 0 {
+		t.Errorf("%+v: no events, stacks or strings", s)
+	}
+	for _, n := range []int{0, 10, 17, len(data) / 2} {
+		if _, err := MeasureTrace(bytes.NewReader(data[:n])); err == nil && n < len(data)/2 {
+			t.Errorf("a trace truncated to %d bytes measured without error", n)
+		}
+	}
+}
+
+func FuzzMeasureTrace(f *testing.F) {
+	data := recordTrace(f)
+	f.Add(data[:min(len(data), 2048)])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := MeasureTrace(bytes.NewReader(b))
+		if err == nil && s.Total != int64(len(b)) {
+			t.Fatalf("measured %d of %d bytes", s.Total, len(b))
+		}
+	})
+}
+
+func TestGallop(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 5, 100} {
+		for lo := 0; lo <= n; lo++ {
+			for want := lo; want <= n; want++ {
+				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
+					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
+				}
+			}
+		}
+	}
+}

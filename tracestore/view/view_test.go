@@ -1,0 +1,333 @@
+package view
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/trace"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/pctab/pctab/tracestore"
+)
+
+// recordStore traces a small workload of goroutines that compute, block
+// and mark regions, and builds its store.
+func recordStore(t *testing.T) *tracestore.Store {
+	t.Helper()
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for round := range 10 {
+		var wg sync.WaitGroup
+		ch := make(chan int)
+		for i := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				trace.WithRegion(ctx, "work", func() {
+					for t := time.Now(); time.Since(t) < time.Duration(100+50*i)*time.Microsecond; {
+					}
+				})
+				if i%2 == 0 {
+					<-ch
+				} else {
+					ch <- round
+				}
+			}()
+		}
+		wg.Wait()
+		time.Sleep(200 * time.Microsecond)
+	}
+	trace.Stop()
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, err := tracestore.Build(&buf, dir, tracestore.Options{Source: "view test"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tracestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func get(t *testing.T, url string) ([]byte, int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, resp.StatusCode
+}
+
+// TestAPI checks the API's answers against the store's own queries.
+func TestAPI(t *testing.T) {
+	s := recordStore(t)
+	srv := httptest.NewServer(Handler(s))
+	defer srv.Close()
+	var meta Meta
+	b, code := get(t, srv.URL+"/api/meta")
+	if code != 200 || json.Unmarshal(b, &meta) != nil || meta.SchemaVersion != SchemaVersion || len(meta.Lanes) != len(s.Lanes()) {
+		t.Fatalf("meta: %d %s", code, b)
+	}
+	d := s.Manifest().Duration
+	px, lo, hi := 300, 0, min(10, len(s.Lanes()))
+	b, code = get(t, fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=%d&lo=%d&hi=%d", srv.URL, d+1, px, lo, hi))
+	if code != 200 || len(b) != 8*px*(hi-lo) {
+		t.Fatalf("tile: %d, %d bytes", code, len(b))
+	}
+	cells := make([]tracestore.Cell, px)
+	for l := lo; l < hi; l++ {
+		s.QueryRow(l, 0, d+1, cells)
+		for i, c := range cells {
+			e := b[8*(px*(l-lo)+i):]
+			if e[0] != byte(c.Kind) || e[1] != c.Busy || binary.LittleEndian.Uint16(e[2:]) != c.Count || binary.LittleEndian.Uint32(e[4:]) != c.Name {
+				t.Fatalf("tile lane %d pixel %d: % x, QueryRow %+v", l, i, e[:8], c)
+			}
+		}
+	}
+	for _, bad := range []string{"t0=0&t1=10&px=0&lo=0&hi=1", "t0=0&t1=10&px=10&lo=0&hi=100000", "t0=10&t1=0&px=10&lo=0&hi=1", "t0=x"} {
+		if _, code := get(t, srv.URL+"/api/tile?"+bad); code != 400 {
+			t.Errorf("tile?%s: %d, want 400", bad, code)
+		}
+	}
+	a := s.Query(0, 0, d+1)
+	var sp SpanInfo
+	b, code = get(t, fmt.Sprintf("%s/api/pixel?lane=0&t0=0&t1=%d", srv.URL, d+1))
+	if code != 200 || json.Unmarshal(b, &sp) != nil || sp.Index != a.Longest || sp.SpansUnder != a.Count {
+		t.Fatalf("pixel: %d %s; Query %+v", code, b, a)
+	}
+	// A function some event's stack passes through.
+	fn := ""
+	s.Events(0, d+1, func(e *tracestore.Event) bool {
+		if fr, _ := s.Stack(e.Stack); len(fr) > 0 {
+			fn = fr[0].Func
+		}
+		return fn == ""
+	})
+	var fc FuncCounts
+	b, code = get(t, fmt.Sprintf("%s/api/func?name=%s&t0=0&t1=%d&px=7", srv.URL, url.QueryEscape(fn), d+1))
+	if code != 200 || json.Unmarshal(b, &fc) != nil || len(fc.Counts) != 7 {
+		t.Fatalf("func: %d %s", code, b)
+	}
+	var n uint32
+	for _, c := range fc.Counts {
+		n += c
+	}
+	if n == 0 || uint64(n) != fc.Stats.Matched {
+		t.Errorf("func: %d events in the columns, %d matched", n, fc.Stats.Matched)
+	}
+}
+
+// chromium returns the path of a headless-capable Chromium, skipping the
+// test if there is none (and failing it in CI, which installs one).
+func chromium(t *testing.T) string {
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no chromium; CI installs Debian's chromium package")
+	}
+	t.Skip("no chromium (apt-get install chromium)")
+	return ""
+}
+
+// TestChromium loads the viewer in headless Chromium (driven through the
+// DevTools protocol), zooms it with real mouse-wheel input, pans it with a
+// real drag, opens it at a fragment, and after each step takes a
+// screenshot and checks what it drew: every pixel column of every lane on
+// screen is colored exactly where the store has a span in the range the
+// page reports.
+func TestChromium(t *testing.T) {
+	bin := chromium(t)
+	s := recordStore(t)
+	srv := httptest.NewServer(Handler(s))
+	defer srv.Close()
+	const width, height = 1000, 500
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("force-device-scale-factor", "1"),
+		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+
+	// settled waits until the page has drawn a frame after frame number
+	// prev and owes none, and returns its data attributes.
+	settled := func(prev int) map[string]string {
+		t.Helper()
+		for {
+			ds, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.assign({}, document.body.dataset)`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := strconv.Atoi(ds["frames"]); n > prev && ds["idle"] == "1" {
+				if ds["status"] != "ok" {
+					t.Fatalf("page status %q", ds["status"])
+				}
+				return ds
+			}
+			if strings.HasPrefix(ds["status"], "error") {
+				t.Fatalf("page status %q", ds["status"])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	frames := func(ds map[string]string) int { n, _ := strconv.Atoi(ds["frames"]); return n }
+	rangeOf := func(ds map[string]string) (int64, int64) {
+		t0, err0 := strconv.ParseInt(ds["t0"], 10, 64)
+		t1, err1 := strconv.ParseInt(ds["t1"], 10, 64)
+		if err0 != nil || err1 != nil || t1 <= t0 {
+			t.Fatalf("page reports range %q, %q", ds["t0"], ds["t1"])
+		}
+		return t0, t1
+	}
+	shoot := func(name string, top int, ds map[string]string) {
+		t.Helper()
+		buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(buf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dir := os.Getenv("VIEW_SCREENSHOTS"); dir != "" {
+			os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o666)
+		}
+		t0, t1 := rangeOf(ds)
+		t.Logf("%s: %s frames, last %s ms, [%d, %d), %s cells", name, ds["frames"], ds["lastMs"], t0, t1, ds["cells"])
+		checkPixels(t, s, img, t0, t1, top)
+	}
+	d := s.Manifest().Duration
+
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height), chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	ds := settled(0)
+	if t0, t1 := rangeOf(ds); t0 != 0 || t1 != d+1 {
+		t.Errorf("the page opened at [%d, %d), want the whole trace [0, %d)", t0, t1, d+1)
+	}
+	shoot("whole", 0, ds)
+
+	// Zoom in with the wheel, around the middle of the timeline.
+	x, y := float64(gutter+(width-gutter)/2), float64(barH+axisH+funcH+laneH)
+	wheelUp := func(p *input.DispatchMouseEventParams) { p.DeltaX, p.DeltaY = 0.01, -100 } // a zero deltaX is left out, and Chrome wants one
+	for range 10 {
+		if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, x, y, wheelUp)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds = settled(frames(ds))
+	z0, z1 := rangeOf(ds)
+	if (z1-z0)*3 > d {
+		t.Errorf("10 wheel steps in left [%d, %d) of %d ns", z0, z1, d)
+	}
+	shoot("zoomed", 0, ds)
+
+	// Pan right by dragging left by 200 pixels.
+	if err := chromedp.Do(ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x-100, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x-200, y, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x-200, y, chromedp.ButtonLeft)); err != nil {
+		t.Fatal(err)
+	}
+	ds = settled(frames(ds))
+	p0, p1 := rangeOf(ds)
+	if w := (p1 - p0) - (z1 - z0); (w > 1 || w < -1) && p1 != d+1 { // the page rounds its range to whole ns
+		t.Errorf("panning changed the width from %d to %d ns", z1-z0, p1-p0)
+	}
+	if p0 <= z0 && z1 != d+1 {
+		t.Errorf("dragging left moved the view from %d to %d, not later", z0, p0)
+	}
+	shoot("panned", 0, ds)
+
+	// A fragment: a range and a first lane.
+	a, b := d/3, d/3+d/20
+	if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/#t0=%d&t1=%d&top=2", srv.URL, a, b))); err != nil {
+		t.Fatal(err)
+	}
+	ds = settled(frames(ds))
+	if f0, f1 := rangeOf(ds); f0 != a || f1 != b {
+		t.Errorf("fragment: the page shows [%d, %d), want [%d, %d)", f0, f1, a, b)
+	}
+	shoot("fragment", 2, ds)
+}
+
+// Layout of the page, as index.html draws it.
+const (
+	barH   = 33 // the bar above the canvas
+	gutter = 150
+	axisH  = 18
+	funcH  = 10
+	laneH  = 14
+)
+
+func colored(img image.Image, x, y int) bool {
+	r, g, b, _ := img.At(x, y).RGBA()
+	r, g, b = r>>8, g>>8, b>>8
+	return max(r, g, b)-min(r, g, b) > 30 // a hue, not the white or grey background
+}
+
+func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int64, top int) {
+	t.Helper()
+	bounds := img.Bounds()
+	px := bounds.Dx() - gutter
+	rows := min(64, (bounds.Dy()-barH-axisH-funcH)/laneH, len(s.Lanes())-top)
+	cells := make([]tracestore.Cell, px)
+	checked, mismatched, spans := 0, 0, 0
+	for li := range rows {
+		s.QueryRow(top+li, t0, t1, cells)
+		y := barH + axisH + funcH + li*laneH + laneH/2
+		for x, c := range cells {
+			want := c.Kind != tracestore.NoSpan
+			if want {
+				spans++
+			}
+			if colored(img, gutter+x, y) != want {
+				mismatched++
+				if mismatched <= 5 {
+					t.Errorf("lane %d column %d (pixel %d,%d): drawn %v, the store has %+v", top+li, x, gutter+x, y, !want, c)
+				}
+			}
+			checked++
+		}
+	}
+	if spans == 0 {
+		t.Error("the store has no span on screen to check")
+	}
+	t.Logf("%d pixel columns checked (%d with spans), %d mismatched", checked, spans, mismatched)
+}
