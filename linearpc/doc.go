@@ -54,7 +54,7 @@
 // # Which lookup is fastest
 //
 // Two spec lookups read the same bytes: [Set.Lookup] (lookupFast, mostly
-// branch-free) and [Set.LookupBranchy] (lookupBranchy in branchy.go, which
+// branch-free) and [Set.LookupBranchy] (branchy.go, which
 // turns data into predicted branches: see that file). Measured side by side
 // by lookupbench on the Go 1.26.8 go command (CPU ns per lookup, median of 6
 // runs; README, "Lookup speed"):
@@ -86,7 +86,7 @@
 //
 // # Porting to the runtime
 //
-// lookupBranchy and lookupPlain (branchy.go), with the vlenSum, partLen
+// Set.LookupBranchy and lookupPlain (branchy.go), with the vlenSum, partLen
 // and sxShift tables, are self-contained and are the code to port for the
 // runtime's learned paths; lookupFast (fast.go) for the general one. The
 // branchy lookup's window is only a bounds-check device: its loads stay
