@@ -60,29 +60,32 @@
 // runs; README, "Lookup speed"):
 //
 //	pattern                        Set.Lookup  LookupBranchy
-//	hot, same order, random PC          11.0           6.32
-//	hot, same order, PC 0               9.97           4.31
-//	hot, same order, PC 4096            12.2           6.73
-//	hot, same order, return address     11.6           7.09
-//	hot, shuffled, random PC            11.5           20.4
-//	hot, shuffled, PC 0                 10.4           9.38
-//	hot, shuffled, PC 4096              14.6           12.7
-//	hot, shuffled, return address       12.4           22.0
-//	cold, random PC                     14.8           24.4
-//	cold, return address                15.8           26.3
+//	hot, same order, random PC          11.0           5.67
+//	hot, same order, PC 0               10.1           3.68
+//	hot, same order, PC 4096            12.2           6.03
+//	hot, same order, return address     11.4           6.23
+//	hot, shuffled, random PC            11.5           19.7
+//	hot, shuffled, PC 0                 10.1           7.86
+//	hot, shuffled, PC 4096              14.2           11.1
+//	hot, shuffled, return address       11.9           20.4
+//	cold, random PC                     13.4           21.4
+//	cold, PC 0                          11.8           10.1
+//	cold, PC 4096                       13.8           12.2
+//	cold, return address                13.9           22.8
 //
 // Which to use, per pattern:
 //
 //   - LookupBranchy where the same lookups repeat in the same order (a
 //     branch predictor learns them: the golang/go#61984 benchmark's
-//     pattern, a loop over a fixed set of PCs), and at PC 0 (no PC to
-//     count). There it takes 0.43-0.61x the time of Set.Lookup, and
-//     0.68x that of the #61984 reference decoder on the same pairs.
-//   - Set.Lookup (or compact-fast's) everywhere else: random PCs and
-//     return addresses in a changing order or over the whole table set,
-//     which is what tracebacks, profilers and tracers see. There the
-//     branchy lookup's mispredictions (2 per lookup) double its time,
-//     while Set.Lookup's cost hardly depends on the pattern.
+//     pattern, a loop over a fixed set of PCs), and at PC 0 and PC 4096 in
+//     any order (few PCs to count). In the fixed order it takes 0.36-0.55x
+//     the time of Set.Lookup, and 0.57-0.74x that of the #61984 reference
+//     decoder on the same pairs.
+//   - Set.Lookup (or compact-fast's) for random PCs and return addresses
+//     in a changing order or over the whole table set, which is what
+//     tracebacks, profilers and tracers see. There the branchy lookup
+//     mispredicts about 2 branches per lookup and takes 1.6-1.7x the time
+//     of Set.Lookup, whose cost hardly depends on the pattern.
 //
 // # Porting to the runtime
 //
