@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pctab/pctab/internal/pagecache"
 )
 
 // seedShape builds the seed's benchmark map: 100,000 key hashes with 10
@@ -102,7 +104,7 @@ func BenchmarkLookupCold(b *testing.B) {
 	path := writeFile(b, bl)
 	for i := range b.N {
 		b.StopTimer()
-		if err := dropCache(path); err != nil {
+		if err := pagecache.Drop(path); err != nil {
 			b.Skipf("cannot drop %s from the page cache: %v", filepath.Base(path), err)
 		}
 		b.StartTimer()

@@ -3,9 +3,10 @@ package forest
 import (
 	"fmt"
 	"runtime"
-	"sort"
 	"sync"
 	"testing"
+
+	"github.com/pctab/pctab/internal/gallop"
 )
 
 // A synthLane is a timeline of n synthetic spans laid end to end, as
@@ -60,7 +61,7 @@ func (l *synthLane) at(t int64, hint *int) int {
 	if t >= l.end {
 		return l.n
 	}
-	k := gallop(len(l.starts), *hint, func(k int) bool { return l.starts[k] > t }) - 1
+	k := gallop.Search(len(l.starts), *hint, func(k int) bool { return l.starts[k] > t }) - 1
 	*hint = max(k, 0)
 	s := l.starts[k]
 	i := k * synthBlock
@@ -70,21 +71,6 @@ func (l *synthLane) at(t int64, hint *int) int {
 		}
 	}
 	return i
-}
-
-// gallop returns the smallest k in [lo, n) with f(k) true (n if none),
-// for f false then true, looking at lo, lo+1, lo+3, lo+7, ... before a
-// binary search of the last gap. f(k) must be false for k < lo.
-func gallop(n, lo int, f func(int) bool) int {
-	step := 1
-	hi := lo
-	for hi < n && !f(hi) {
-		lo = hi + 1
-		hi += step
-		step *= 2
-	}
-	hi = min(hi, n)
-	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
 }
 
 // row fills one lane's pixels: the longest span under each of px columns
@@ -174,15 +160,6 @@ func TestSynthLane(t *testing.T) {
 	for i := range l.n {
 		starts = append(starts, s)
 		s += l.dur(i)
-	}
-	for _, n := range []int{0, 1, 5, 100} {
-		for lo := 0; lo <= n; lo++ {
-			for want := lo; want <= n; want++ {
-				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
-					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
-				}
-			}
-		}
 	}
 	out := make([]Span, 97)
 	for _, r := range [][2]int64{{0, l.end}, {l.end / 3, l.end/3 + 5000}, {100, 40000}} {

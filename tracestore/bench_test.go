@@ -11,21 +11,26 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/diskmap"
+	"github.com/pctab/pctab/internal/pagecache"
 	xtrace "golang.org/x/exp/trace"
 )
 
-// benchStore builds a store of the trace named by $TRACESTORE_BENCH_TRACE,
-// or of an in-process trace.
-func benchStore(b *testing.B) *Store {
-	var data []byte
+// benchTrace returns the trace named by $TRACESTORE_BENCH_TRACE, or an
+// in-process trace.
+func benchTrace(b *testing.B) []byte {
 	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
-		var err error
-		if data, err = os.ReadFile(p); err != nil {
+		data, err := os.ReadFile(p)
+		if err != nil {
 			b.Fatal(err)
 		}
-	} else {
-		data = recordTrace(b)
+		return data
 	}
+	return recordTrace(b)
+}
+
+// benchStore builds a store of benchTrace's trace.
+func benchStore(b *testing.B) *Store {
+	data := benchTrace(b)
 	dir := filepath.Join(b.TempDir(), "store")
 	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
 		b.Fatal(err)
@@ -89,15 +94,7 @@ func BenchmarkFrame(b *testing.B) {
 // whole trace with x/exp/trace, as a tool without the store must. The
 // function is $TRACESTORE_BENCH_FUNC, or runtime.gcBgMarkWorker.
 func BenchmarkQuery(b *testing.B) {
-	var data []byte
-	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
-		var err error
-		if data, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		data = recordTrace(b)
-	}
+	data := benchTrace(b)
 	fn := os.Getenv("TRACESTORE_BENCH_FUNC")
 	if fn == "" {
 		fn = "runtime.gcBgMarkWorker"
@@ -164,15 +161,7 @@ func BenchmarkQuery(b *testing.B) {
 // each open (POSIX_FADV_DONTNEED; it has no effect on tmpfs, so set
 // $TRACESTORE_BENCH_DIR to a directory on disk).
 func BenchmarkFuncIndex(b *testing.B) {
-	var data []byte
-	if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
-		var err error
-		if data, err = os.ReadFile(p); err != nil {
-			b.Fatal(err)
-		}
-	} else {
-		data = recordTrace(b)
-	}
+	data := benchTrace(b)
 	root := os.Getenv("TRACESTORE_BENCH_DIR")
 	if root == "" {
 		root = b.TempDir()
@@ -221,7 +210,7 @@ func BenchmarkFuncIndex(b *testing.B) {
 	b.Run("cold", func(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()
-			if err := dropCache(path); err != nil {
+			if err := pagecache.Drop(path); err != nil {
 				b.Skip(err)
 			}
 			b.StartTimer()

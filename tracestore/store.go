@@ -10,6 +10,7 @@ import (
 
 	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/forest"
+	"github.com/pctab/pctab/internal/gallop"
 	"github.com/pctab/pctab/stackcompress"
 )
 
@@ -474,7 +475,7 @@ func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpa
 func (r *rowCursor) locate(t int64) int64 {
 	ln := &r.s.lanes[r.l]
 	nb := int(blocks(ln.Spans))
-	k := int64(gallop(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
+	k := int64(gallop.Search(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
 	r.hint = max(0, int(k)-1)
 	if k == 0 {
 		return 0
@@ -523,19 +524,4 @@ func (s *Store) Stack(id uint64) ([]Frame, error) {
 		out[i] = s.frames[f]
 	}
 	return out, nil
-}
-
-// gallop returns the smallest k in [lo, n) with f(k) true (n if none), for
-// f false then true and false below lo: it looks at lo, lo+1, lo+3,
-// lo+7, ... and then binary-searches the last gap.
-func gallop(n, lo int, f func(int) bool) int {
-	step := 1
-	hi := lo
-	for hi < n && !f(hi) {
-		lo = hi + 1
-		hi += step
-		step *= 2
-	}
-	hi = min(hi, n)
-	return lo + sort.Search(hi-lo, func(i int) bool { return f(lo + i) })
 }

@@ -3,6 +3,7 @@ package tracestore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -384,14 +385,66 @@ func FuzzMeasureTrace(f *testing.F) {
 	})
 }
 
-func TestGallop(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 5, 100} {
-		for lo := 0; lo <= n; lo++ {
-			for want := lo; want <= n; want++ {
-				if got := gallop(n, lo, func(k int) bool { return k >= want }); got != want {
-					t.Fatalf("gallop(%d, %d) for %d: %d", n, lo, want, got)
-				}
-			}
+// FuzzStoreFiles replaces one file of a real store with arbitrary bytes and
+// fixes the manifest's size and checksum for it, as a hostile writer could:
+// Open must then reject the store or give one whose every query runs
+// without panicking.
+func FuzzStoreFiles(f *testing.F) {
+	data := recordTrace(f)
+	base := filepath.Join(f.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), base, Options{PageSize: MinPageSize}); err != nil {
+		f.Fatal(err)
+	}
+	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx}
+	for i, n := range names {
+		b, _ := os.ReadFile(filepath.Join(base, n))
+		f.Add(uint8(i), b)
+		if len(b) > 8 {
+			c := slices.Clone(b)
+			c[len(c)/2] ^= 0x80
+			f.Add(uint8(i), c)
 		}
 	}
+	man, _ := os.ReadFile(filepath.Join(base, fileManifest))
+	f.Fuzz(func(t *testing.T, which uint8, content []byte) {
+		dir := t.TempDir()
+		for _, n := range append(names, fileManifest) {
+			b, _ := os.ReadFile(filepath.Join(base, n))
+			os.WriteFile(filepath.Join(dir, n), b, 0o666)
+		}
+		name := names[int(which)%len(names)]
+		os.WriteFile(filepath.Join(dir, name), content, 0o666)
+		var m Manifest
+		if err := json.Unmarshal(man, &m); err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.Files {
+			if m.Files[i].Name == name {
+				m.Files[i].Bytes, m.Files[i].CRC32 = int64(len(content)), crc(content)
+			}
+		}
+		if err := writeManifest(dir, &m); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir)
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		d := s.Manifest().Duration
+		cells := make([]Cell, 37)
+		for l, ln := range s.Lanes() {
+			s.Query(l, 0, d+1)
+			s.Query(l, d/3, d/2)
+			s.QueryRow(l, 0, d+1, cells)
+			for i := range min(ln.Spans, 40) {
+				sp := s.Span(l, i)
+				s.String(sp.Name)
+				s.Stack(uint64(sp.Stack))
+			}
+		}
+		s.Events(0, d+1, func(e *Event) bool { s.Stack(e.Stack); return true })
+		s.EventsThrough("runtime/trace.WithRegion", 0, d+1, func(*Event) bool { return true })
+		s.EventsAtLine("x.go", 1, 0, d+1, func(*Event) bool { return true })
+	})
 }

@@ -110,8 +110,29 @@ func BenchmarkUnprofiled(b *testing.B) {
 	}
 }
 
-// BenchmarkTraced runs goroutines of the workload that block on each
-// other under the execution tracer, which records a stack per event.
+// blocking runs goroutines of the workload, 40 frames deep, that block on
+// each other in pairs.
+func blocking() {
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deep(40, func() {
+				if i%2 == 0 {
+					ch <- work(5)
+				} else {
+					sink += <-ch
+				}
+			})
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkTraced runs blocking under the execution tracer, which records
+// a stack per event.
 func BenchmarkTraced(b *testing.B) {
 	var buf bytes.Buffer
 	if err := trace.Start(&buf); err != nil {
@@ -119,22 +140,7 @@ func BenchmarkTraced(b *testing.B) {
 	}
 	defer trace.Stop()
 	for range b.N {
-		ch := make(chan int)
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				deep(40, func() {
-					if i%2 == 0 {
-						ch <- work(5)
-					} else {
-						sink += <-ch
-					}
-				})
-			}()
-		}
-		wg.Wait()
+		blocking()
 		if buf.Len() > 64<<20 {
 			buf.Reset()
 		}
@@ -145,21 +151,6 @@ func BenchmarkTraced(b *testing.B) {
 // of the tracer's overhead.
 func BenchmarkUntraced(b *testing.B) {
 	for range b.N {
-		ch := make(chan int)
-		var wg sync.WaitGroup
-		for i := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				deep(40, func() {
-					if i%2 == 0 {
-						ch <- work(5)
-					} else {
-						sink += <-ch
-					}
-				})
-			}()
-		}
-		wg.Wait()
+		blocking()
 	}
 }

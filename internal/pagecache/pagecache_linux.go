@@ -1,4 +1,4 @@
-package tracestore
+package pagecache
 
 import (
 	"os"
@@ -6,8 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dropCache drops path's clean pages from the page cache.
-func dropCache(path string) error {
+func drop(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package pagecache
+
+func drop(string) error { return ErrUnsupported }
