@@ -54,28 +54,49 @@
 // # Which lookup is fastest
 //
 // Two spec lookups read the same bytes: [Set.Lookup] (lookupFast, mostly
-// branch-free) and [Set.LookupBranchy] (lookupBranchy, plain branches and a
-// PC scan loop, shaped like the golang/go#61984 reference decoder). Measured
-// side by side by lookupbench on the Go 1.26.8 go command (CPU ns per
-// lookup, median of 6 runs; README, "Lookup speed"):
+// branch-free) and [Set.LookupBranchy] (branchy.go, which
+// turns data into predicted branches: see that file). Measured side by side
+// by lookupbench on the Go 1.26.8 go command (CPU ns per lookup, median of 6
+// runs; README, "Lookup speed"):
 //
-//	pattern                      Set.Lookup  LookupBranchy
-//	hot, same order, random PC         11.6           11.8
-//	hot, same order, PC 0              10.7           7.89
-//	hot, same order, PC 4096           13.1           9.63
-//	hot, shuffled, random PC           12.2           24.7
-//	hot, shuffled, return address      13.6           26.7
-//	cold, random PC                    19.4           46.0
-//	cold, return address               26.4           58.6
+//	pattern                        Set.Lookup  LookupBranchy
+//	hot, same order, random PC          11.0           5.67
+//	hot, same order, PC 0               10.1           3.68
+//	hot, same order, PC 4096            12.2           6.03
+//	hot, same order, return address     11.4           6.23
+//	hot, shuffled, random PC            11.5           19.7
+//	hot, shuffled, PC 0                 10.1           7.86
+//	hot, shuffled, PC 4096              14.2           11.1
+//	hot, shuffled, return address       11.9           20.4
+//	cold, random PC                     13.4           21.4
+//	cold, PC 0                          11.8           10.1
+//	cold, PC 4096                       13.8           12.2
+//	cold, return address                13.9           22.8
 //
-// The branchy lookup wins only where its branches are predictable: the same
-// 1,024 pairs repeated in the same order (a predictor learns them), or PCs
-// whose chunk has no or few changes before the target. Once the order
-// changes every pass, or the pairs do not repeat, its mispredictions cost
-// more than the branch-free arithmetic (callgrind, hot-shuffled: 196
-// instructions and 2.12 mispredicted branches per lookup against 171 and
-// 0.17, for about twice the time). Set.Lookup is the one to port: its cost
-// hardly depends on the pattern.
+// Which to use, per pattern:
+//
+//   - LookupBranchy where the same lookups repeat in the same order (a
+//     branch predictor learns them: the golang/go#61984 benchmark's
+//     pattern, a loop over a fixed set of PCs), and at PC 0 and PC 4096 in
+//     any order (few PCs to count). In the fixed order it takes 0.36-0.55x
+//     the time of Set.Lookup, and 0.57-0.74x that of the #61984 reference
+//     decoder on the same pairs.
+//   - Set.Lookup (or compact-fast's) for random PCs and return addresses
+//     in a changing order or over the whole table set, which is what
+//     tracebacks, profilers and tracers see. There the branchy lookup
+//     mispredicts about 2 branches per lookup and takes 1.6-1.7x the time
+//     of Set.Lookup, whose cost hardly depends on the pattern.
+//
+// # Porting to the runtime
+//
+// Set.LookupBranchy and lookupPlain (branchy.go), with the vlenSum, partLen
+// and sxShift tables, are self-contained and are the code to port for the
+// runtime's learned paths; lookupFast (fast.go) for the general one. The
+// branchy lookup's window is only a bounds-check device: its loads stay
+// inside the chunk except the 4-byte value loads, which may read 3 bytes
+// past it, so with unchecked loads the runtime needs 3 bytes of padding
+// after its last table; lookupFast reads through a 1 KiB window and needs
+// that much.
 //
 // # Variants
 //

@@ -69,7 +69,8 @@ func FuzzLookupChecked(f *testing.F) {
 }
 
 // FuzzVariants builds a table from the fuzz input and checks that every
-// variant, standalone and in a set, answers like the table.
+// variant, standalone and in a set (with Set.Lookup and Set.LookupBranchy),
+// answers like the table.
 func FuzzVariants(f *testing.F) {
 	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, uint32(300))
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f, 0, 0x80, 0, 0, 0, 2}, uint32(1000))
@@ -104,6 +105,9 @@ func FuzzVariants(f *testing.F) {
 				}
 				if got := sets[v.Name].Lookup(offs[i], tab.Len, pc); got != want {
 					t.Fatalf("%s set: pc %d = %d, want %d", v.Name, pc, got, want)
+				}
+				if got := sets[v.Name].LookupBranchy(offs[i], tab.Len, pc); got != want {
+					t.Fatalf("%s set, LookupBranchy: pc %d = %d, want %d", v.Name, pc, got, want)
 				}
 			}
 		}

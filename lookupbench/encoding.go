@@ -76,7 +76,7 @@ func (b *Bench) encodings() []encoding {
 	}
 	for v := range b.variants {
 		if b.variants[v].IsSpec() {
-			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.LookupBranchy on the spec set: plain branches, a PC scan loop and 4-byte value loads, as the #61984 reference decoder"},
+			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.LookupBranchy on the spec set: predicted branches instead of dependent loads (PC scan loop, early return), fastest when the same lookups repeat in order"},
 				func(b *Bench, in kernelInput) kernel { return b.kernelLinearBranchy(v, in) }})
 		}
 	}

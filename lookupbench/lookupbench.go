@@ -61,7 +61,8 @@
 //     table of the binary, looked up with Set.Lookup.
 //   - "linear-<variant>": the same for every other linearpc variant.
 //   - "linear-branchy": the spec set looked up with Set.LookupBranchy, a
-//     plain branchy decoder shaped like the #61984 reference's.
+//     branchy decoder that turns data into branches (fastest when a
+//     predictor learns them: the hot set in order).
 //   - "flat": one int32 per PC quantum for every table the sample set
 //     touches, the speed-of-light reference: one load per lookup, at the
 //     price of memory (174 MB for the tables of the go command of Go 1.26.8).

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/varintpc"
 )
 
 // The reference figures of golang/go#61984's size comparison, for the Go
@@ -101,5 +103,40 @@ func TestVariantsAndHybrid(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("best variant %q is not among the rows", r.Best)
+	}
+}
+
+// TestVariantSizesExact checks every variant row against a set filled the
+// plain way: every table decoded and added, none skipped.
+func TestVariantSizesExact(t *testing.T) {
+	path := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	f, err := objscan.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Compute(f, Options{Variants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	for _, v := range linearpc.Variants() {
+		set := linearpc.NewSet(v)
+		for i := range f.Tabs {
+			tab, _, err := varintpc.Decode(f.Tabs[i].Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set.Add(tab)
+		}
+		want[v.Name] = int64(set.Size())
+	}
+	if len(r.Variants) != len(want) {
+		t.Fatalf("%d variant rows, want %d", len(r.Variants), len(want))
+	}
+	for _, row := range r.Variants {
+		if row.Bytes != want[row.Name] {
+			t.Errorf("variant %s: %d bytes, want %d", row.Name, row.Bytes, want[row.Name])
+		}
 	}
 }
