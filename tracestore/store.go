@@ -123,6 +123,17 @@ func (s *Store) open() error {
 	if len(s.pageIdx) != 24*s.m.Pages {
 		return fmt.Errorf("tracestore: %s: %d bytes for %d pages", filePages, len(s.pageIdx), s.m.Pages)
 	}
+	// PagesIn binary-searches the pages' time ranges, and page reads
+	// number events from each page's first index: both must be in order.
+	prevLast, prevIdx := int64(-1<<63), int64(-1)
+	for i := range s.m.Pages {
+		first, last := s.pageTimes(i)
+		idx := int64(binary.LittleEndian.Uint64(s.pageIdx[24*i+16:]))
+		if first > last || first < prevLast || idx <= prevIdx {
+			return fmt.Errorf("tracestore: %s: page %d (offset %#x): times [%d, %d], first event %d out of order after [.., %d], event %d", filePages, i, 24*i, first, last, idx, prevLast, prevIdx)
+		}
+		prevLast, prevIdx = last, idx
+	}
 	if s.spans, err = read(fileSpans); err != nil {
 		return err
 	}

@@ -448,3 +448,46 @@ func FuzzStoreFiles(f *testing.F) {
 		s.EventsAtLine("x.go", 1, 0, d+1, func(*Event) bool { return true })
 	})
 }
+
+// TestOpenRejectsUnorderedPageIndex checks that Open rejects a pages.idx
+// whose time ranges are out of order, even with a manifest fixed to match:
+// PagesIn binary-searches those ranges, so an unordered index would make
+// queries silently miss events instead of failing.
+func TestOpenRejectsUnorderedPageIndex(t *testing.T) {
+	data := recordTrace(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), dir, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, filePages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 48 {
+		t.Fatalf("store has %d bytes of page index, want at least 2 pages", len(b))
+	}
+	// Swap the first two pages' records.
+	c := slices.Clone(b)
+	copy(c[:24], b[24:48])
+	copy(c[24:48], b[:24])
+	os.WriteFile(filepath.Join(dir, filePages), c, 0o666)
+	man, _ := os.ReadFile(filepath.Join(dir, fileManifest))
+	var m Manifest
+	if err := json.Unmarshal(man, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Files {
+		if m.Files[i].Name == filePages {
+			m.Files[i].CRC32 = crc(c)
+		}
+	}
+	if err := writeManifest(dir, &m); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(dir); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a page index with pages out of time order")
+	} else {
+		t.Log(err)
+	}
+}
