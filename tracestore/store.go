@@ -186,7 +186,7 @@ func (s *Store) open() error {
 			bi := l.blockOff + k
 			n := int(min(BlockSpans, l.Spans-k*BlockSpans))
 			lo, hi, start := s.blockAt(bi)
-			if lo > hi || hi > int64(len(s.spans)) {
+			if lo < 0 || lo > hi || hi > int64(len(s.spans)) {
 				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*blockIndexBytes, lo, hi, len(s.spans))
 			}
 			if start < end {
