@@ -295,3 +295,20 @@ func FuzzMap(f *testing.F) {
 		}
 	})
 }
+
+// TestEmptyChecked checks that a map without keys is a valid map that
+// answers "no pages", not a corrupt one that answers "every page" (a store
+// whose trace has no stacks has empty indexes).
+func TestEmptyChecked(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := NewBuilder().WriteChecked(&buf); err != nil {
+		t.Fatal(err)
+	}
+	m := NewChecked(buf.Bytes())
+	if p, all := m.LookupHash(5); all || len(p) != 0 {
+		t.Errorf("empty map: %v, every page %v", p, all)
+	}
+	if m.Len() != 0 || m.Verify() != nil {
+		t.Errorf("empty map: Len %d, Verify %v", m.Len(), m.Verify())
+	}
+}
