@@ -3,7 +3,9 @@ package linearpc
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/pctab/pctab/pcvalue"
 )
@@ -48,6 +50,21 @@ func Variants() []Variant {
 		{Name: "compact", Doc: "compact chunks: one header byte for count and widths, start values relative to the table's first value, uniform nibble/byte widths or a delta vlen", kind: kindCompact, shift: 8},
 		{Name: "compact-fast", Doc: "compact chunks with absolute start values and uniform delta widths only (no header table, no vlen, no chunk-0 reference), for a branch-free padded lookup", kind: kindCompactFast, shift: 8},
 	}
+}
+
+// VariantByName returns the variant named name ("" means the spec).
+func VariantByName(name string) (Variant, error) {
+	if name == "" {
+		return Spec(), nil
+	}
+	var names []string
+	for _, v := range Variants() {
+		if v.Name == name {
+			return v, nil
+		}
+		names = append(names, v.Name)
+	}
+	return Variant{}, fmt.Errorf("linearpc: unknown variant %q (have %s)", name, strings.Join(names, ", "))
 }
 
 // compact reports whether v has a compact chunk layout.

@@ -13,6 +13,12 @@ import (
 // accepts it, and read in the other byte order it is no Go magic either.
 const LinearMagic uint32 = 0xffffffe1
 
+// LinearDerivedMagic is the pcHeader magic of a pclntab whose PC-value
+// tables are in the linear-index format and whose function lengths are
+// derived from the functab, at no cost in bytes (written by the pctab
+// toolchain's linker; see [Linear]).
+const LinearDerivedMagic uint32 = 0xffffffe2
+
 // LinearSection is the name of the ELF section that holds the linear tables
 // of an append-mode binary.
 const LinearSection = ".gopclntab.linear"
@@ -50,11 +56,19 @@ const (
 // The pctab holds the linear encodings: byte 0 is a pad byte (so that no
 // table has offset 0, which means "no table"), the encodings follow, then
 // [LinearPad] zero bytes that let word-at-a-time lookups stay in bounds.
-// Every _func record has the Go 1.20 layout with one extra uint32 after
-// nfuncdata, at offset 44: the number of PC-quantum units every table of the
-// function covers, which the linear format needs out of band. The pcdata
-// offsets follow it. pcsp, pcfile, pcln and pcdata are offsets into the
-// linear pctab.
+// With [LinearMagic] every _func record has the Go 1.20 layout with one
+// extra uint32 after nfuncdata, at offset 44: the number of PC-quantum units
+// every table of the function covers, which the linear format needs out of
+// band. The pcdata offsets follow it. pcsp, pcfile, pcln and pcdata are
+// offsets into the linear pctab.
+//
+// With [LinearDerivedMagic] the _func records keep the Go 1.20 layout, and
+// a function's tables cover the units up to the next function's entry
+// (Linear.Derived): the runtime reads the entryOff of the next record,
+// which starts at the pointer-aligned end of this one's pcdata and funcdata
+// arrays, and after the last record a uint32 holds the end of the text (as
+// an offset from the text start, like entryOff). objscan checks that the
+// records are laid out that way.
 //
 // For a replace-mode binary File.Tabs is empty (there are no varint tables)
 // and Func.InlTree is nil: an inline tree's size is the largest value of the
@@ -86,7 +100,10 @@ const (
 // A function's table of some kind is found by its varint pctab offset and the
 // function's length in the index; linearOff is an offset into data.
 type Linear struct {
-	Mode    string // "replace" or "append"
+	Mode string // "replace" or "append"
+	// Derived reports a replace-mode pclntab with [LinearDerivedMagic]:
+	// function lengths derived from the functab, not stored.
+	Derived bool
 	Variant string // linearpc variant name, e.g. "spec"
 	Source  string // where the tables are: "pclntab pctab" or "section .gopclntab.linear"
 
@@ -142,23 +159,26 @@ func (lf *LinearFunc) Offsets() []uint32 {
 // linearMagic is the parseHeader hook: it recognizes a replace-mode pcHeader,
 // which is then parsed as the Go 1.20 layout (finishLinear restores Magic).
 func (f *File) linearMagic(le, be uint32) bool {
-	switch LinearMagic {
-	case le:
+	derived := false
+	switch {
+	case le == LinearMagic || le == LinearDerivedMagic:
 		f.ByteOrder = binary.LittleEndian
-	case be:
+		derived = le == LinearDerivedMagic
+	case be == LinearMagic || be == LinearDerivedMagic:
 		f.ByteOrder = binary.BigEndian
+		derived = be == LinearDerivedMagic
 	default:
 		return false
 	}
 	f.Magic = Go120Magic
-	f.Linear = &Linear{Mode: "replace", Source: "pclntab pctab"}
+	f.Linear = &Linear{Mode: "replace", Source: "pclntab pctab", Derived: derived}
 	return true
 }
 
 // linearRecordExtra is the parseFunc hook: the size of the extra field a
 // replace-mode _func record has before its pcdata array.
 func (f *File) linearRecordExtra() uint64 {
-	if f.Linear != nil && f.Linear.Mode == "replace" {
+	if f.Linear != nil && f.Linear.Mode == "replace" && !f.Linear.Derived {
 		return 4
 	}
 	return 0
@@ -197,7 +217,15 @@ func (f *File) collectLinear() error {
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		lf := &l.Funcs[i]
-		lf.Len = rr.u32(tabOff + uint64(fn.Offset) + LinearFuncLenOffset)
+		if l.Derived {
+			n, err := f.derivedLen(tabOff, i)
+			if err != nil {
+				return err
+			}
+			lf.Len = n
+		} else {
+			lf.Len = rr.u32(tabOff + uint64(fn.Offset) + LinearFuncLenOffset)
+		}
 		if rr.err != nil {
 			return rr.err
 		}
@@ -216,12 +244,47 @@ func (f *File) collectLinear() error {
 	return nil
 }
 
+// derivedLen returns the length of function i of a LinearDerivedMagic
+// pclntab whose functab starts at tabOff, after checking that the runtime
+// finds it where it looks: the next record (or, after the last, a uint32
+// holding the end of the text) at the pointer-aligned end of the record.
+func (f *File) derivedLen(tabOff uint64, i int) (uint32, error) {
+	fn := &f.Funcs[i]
+	ps := uint64(f.PtrSize)
+	rel := uint64(fn.Offset) + 40 + 4 + 4*uint64(len(fn.PCData)) + 4*uint64(len(fn.FuncData))
+	rel = (rel + ps - 1) &^ (ps - 1)
+	if i+1 < len(f.Funcs) {
+		if next := uint64(f.Funcs[i+1].Offset); next != rel {
+			return 0, formatErr("_func", int64(tabOff+uint64(fn.Offset)), "%s: derived-length layout: the next record is at functab offset %#x, want %#x (the aligned end of this one)", fn.Name, next, rel)
+		}
+	} else {
+		rr := &rd{f: f, where: "functab", d: f.pcln}
+		end := f.textAddr(uint64(rr.u32(tabOff + rel)))
+		if rr.err != nil {
+			return 0, fmt.Errorf("derived-length end offset after the last record: %w", rr.err)
+		}
+		if end != fn.End {
+			return 0, formatErr("functab", int64(tabOff+rel), "derived-length end offset gives %#x, but the functab ends at %#x", end, fn.End)
+		}
+		f.Sizes.FuncTab = int64(rel + 4)
+	}
+	q := uint64(f.PCQuantum)
+	if d := fn.End - fn.Entry; d%q != 0 || d/q > 1<<32-1 {
+		return 0, formatErr("functab", -1, "%s: extent %#x..%#x is not a whole number of %d-byte units", fn.Name, fn.Entry, fn.End, q)
+	}
+	return uint32((fn.End - fn.Entry) / q), nil
+}
+
 // finishLinear runs after parse: it completes a replace-mode File and looks
 // for the LinearSection of an append-mode binary.
 func (f *File) finishLinear(r io.ReaderAt, fileSize int64) error {
 	if f.Linear != nil && f.Linear.Mode == "replace" {
 		f.Magic = LinearMagic
 		f.Version = "go1.20-linear"
+		if f.Linear.Derived {
+			f.Magic = LinearDerivedMagic
+			f.Version = "go1.20-linear-derived"
+		}
 		f.Sizes.Header += LinearVariantLen
 		return nil
 	}

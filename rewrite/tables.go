@@ -3,7 +3,6 @@ package rewrite
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
@@ -14,20 +13,11 @@ import (
 // VariantByName returns the linearpc variant with the given name ("" means
 // the spec variant).
 func VariantByName(name string) (linearpc.Variant, error) {
-	if name == "" {
-		return linearpc.Spec(), nil
+	v, err := linearpc.VariantByName(name)
+	if err == nil && len(v.Name) > objscan.LinearVariantLen {
+		return v, fmt.Errorf("variant name %q is longer than the %d bytes the header holds", name, objscan.LinearVariantLen)
 	}
-	var names []string
-	for _, v := range linearpc.Variants() {
-		if v.Name == name {
-			if len(v.Name) > objscan.LinearVariantLen {
-				return v, fmt.Errorf("variant name %q is longer than the %d bytes the header holds", name, objscan.LinearVariantLen)
-			}
-			return v, nil
-		}
-		names = append(names, v.Name)
-	}
-	return linearpc.Variant{}, fmt.Errorf("unknown variant %q (have %s)", name, strings.Join(names, ", "))
+	return v, err
 }
 
 // tableKey identifies one linear encoding: a varint table, encoded for a

@@ -20,13 +20,18 @@ type Flavour struct {
 	Stock bool
 }
 
-// Flavours are the builds Bench compares: the stock toolchain, the patched
-// one (linear tables, pcvalue cache kept) and the patched one without the
-// cache.
-var Flavours = []Flavour{
-	{Name: "stock", Stock: true},
-	{Name: "linear"},
-	{Name: "linear-nocache", Tags: []string{NoCacheTag}},
+// Flavours returns the builds Bench compares: the stock toolchain, and the
+// patched one with spec tables (linear) and compact-fast tables (linear-cf),
+// each with the pcvalue cache kept and removed (-nocache). All derive
+// function lengths from the functab.
+func Flavours() []Flavour {
+	return []Flavour{
+		{Name: "stock", Stock: true},
+		{Name: "linear"},
+		{Name: "linear-nocache", Tags: []string{NoCacheTag}},
+		{Name: "linear-cf", Tags: []string{CompactFastTag}},
+		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
+	}
 }
 
 // BenchOptions configure Bench.
@@ -49,8 +54,9 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	if o.Count < 1 {
 		o.Count = 1
 	}
-	bins := make([]string, len(Flavours))
-	for i, fl := range Flavours {
+	flavours := Flavours()
+	bins := make([]string, len(flavours))
+	for i, fl := range flavours {
 		bins[i] = filepath.Join(o.Work, fl.Name+".test")
 		args := []string{"test", "-c", "-o", bins[i]}
 		if len(fl.Tags) > 0 {
@@ -59,7 +65,7 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 		args = append(args, o.Package)
 		var cmd *exec.Cmd
 		if fl.Stock {
-			cmd = exec.CommandContext(ctx, filepath.Join(tc.StockRoot, "bin", "go"+exeSuffix()), args...)
+			cmd = exec.CommandContext(ctx, tc.StockGoCommand(), args...)
 			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
 		} else {
 			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
@@ -74,7 +80,7 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	bw := bufio.NewWriter(w)
 	header := true
 	for round := range o.Count {
-		for i, fl := range Flavours {
+		for i, fl := range flavours {
 			fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, fl.Name)
 			cmd := exec.CommandContext(ctx, bins[i], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime="+o.BenchTime, "-test.count=1")
 			cmd.Dir = o.Dir

@@ -1,6 +1,6 @@
 // Package toolchain builds and runs a Go toolchain whose linker writes, and
 // whose runtime reads, PC-value tables in the linear index format of
-// golang/go#61984 (package linearpc's spec variant).
+// golang/go#61984 (package linearpc's spec or compact-fast variant).
 //
 // The change to Go is one reviewable patch, patches/linear.diff, against the
 // local Go release (the go command on PATH). [Build] makes, once per patch
@@ -8,8 +8,14 @@
 //
 //   - go: a copy of the local GOROOT with the patch applied and cmd/link
 //     rebuilt from the patched sources. Programs built with it carry linear
-//     tables (pcHeader magic 0xffffffe1, objscan.LinearMagic) and a runtime
-//     that reads them.
+//     tables and a runtime that reads them. The runtime's build tags choose
+//     the format and the linker follows (it reads runtime.linearFormat):
+//     by default spec tables whose function lengths are derived from the
+//     functab (pcHeader magic 0xffffffe2, objscan.LinearDerivedMagic);
+//     [CompactFastTag] selects the compact-fast variant, [FuncFieldTag] a
+//     length field in every _func (magic 0xffffffe1, objscan.LinearMagic),
+//     and [NoCacheTag] removes the runtime's pcvalue cache. [Formats] lists
+//     the table formats.
 //   - twin: the same patched sources with the stock linker. It builds the
 //     stock twin of a program: the same code at the same addresses with
 //     varint tables, the independent truth [Check] compares against.
@@ -48,9 +54,19 @@ import (
 //go:embed patches/linear.diff
 var Patch []byte
 
-// NoCacheTag is the build tag that removes the runtime's per-M pcvalue
-// cache (go build -tags pctab_nocache).
-const NoCacheTag = "pctab_nocache"
+// The build tags that select a runtime flavour (go build -tags); the linker
+// writes what the runtime it links reads.
+const (
+	// NoCacheTag removes the runtime's per-M pcvalue cache.
+	NoCacheTag = "pctab_nocache"
+	// CompactFastTag selects linearpc's compact-fast variant instead of
+	// the spec.
+	CompactFastTag = "pctab_compactfast"
+	// FuncFieldTag stores each function's length in a uint32 _func field
+	// (magic 0xffffffe1) instead of deriving it from the functab (magic
+	// 0xffffffe2, the default).
+	FuncFieldTag = "pctab_funcfield"
+)
 
 // Toolchain is a built patched toolchain and its twin.
 type Toolchain struct {
@@ -255,18 +271,48 @@ type BuildOptions struct {
 	Package string   // package to build, e.g. "." or "cmd/gofmt"
 	Out     string   // output file
 	Twin    bool     // build with the twin (varint tables)
+	Stock   bool     // build with the local, unpatched toolchain (Twin is ignored)
 	Tags    []string // build tags, e.g. NoCacheTag
+	Flags   []string // more go build flags, e.g. -trimpath
 	Env     []string // extra environment, e.g. GOARCH=arm64
 }
 
 // GoBuild runs go build with the patched toolchain or the twin.
 func (tc *Toolchain) GoBuild(ctx context.Context, o BuildOptions) error {
-	args := []string{"build", "-o", o.Out}
+	args := append([]string{"build", "-o", o.Out}, o.Flags...)
 	if len(o.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(o.Tags, ","))
 	}
 	args = append(args, o.Package)
+	if o.Stock {
+		env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		return run(ctx, o.Dir, append(env, o.Env...), tc.StockGoCommand(), args...)
+	}
 	return run(ctx, o.Dir, tc.Env(o.Twin, o.Env...), tc.GoCommand(o.Twin), args...)
+}
+
+// StockGoCommand returns the path of the local toolchain's go command.
+func (tc *Toolchain) StockGoCommand() string {
+	return filepath.Join(tc.StockRoot, "bin", "go"+exeSuffix())
+}
+
+// A Format is one of the table formats the patched toolchain writes,
+// chosen by the runtime's build tags.
+type Format struct {
+	Name string   // e.g. "spec", "compact-fast-field"
+	Tags []string // build tags that select it
+}
+
+// Formats returns the formats the patched toolchain writes: the spec and
+// compact-fast variants, each with function lengths derived from the
+// functab (the default, no bytes) or stored in a _func field.
+func Formats() []Format {
+	return []Format{
+		{Name: "spec-field", Tags: []string{FuncFieldTag}},
+		{Name: "spec"},
+		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
+		{Name: "compact-fast", Tags: []string{CompactFastTag}},
+	}
 }
 
 func run(ctx context.Context, dir string, env []string, name string, args ...string) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,8 @@ func TestPatchedFiles(t *testing.T) {
 	}
 	want := map[string]bool{
 		"src/cmd/link/internal/ld/pcln.go": true, "src/cmd/link/internal/ld/pclinear.go": true,
-		"src/runtime/symtab.go": true, "src/runtime/symtab_linear.go": true, "src/runtime/runtime2.go": true,
+		"src/runtime/symtab.go": true, "src/runtime/symtab_linear.go": true, "src/runtime/symtab_linear_cf.go": true,
+		"src/runtime/symtab_linear_derived.go": true, "src/debug/gosym/pclntab.go": true,
 	}
 	for _, f := range files {
 		delete(want, f)
@@ -65,7 +67,9 @@ func build(t *testing.T, tc *Toolchain, twin bool, tags ...string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), fmt.Sprintf("selfwalk-%v-%s", twin, strings.Join(tags, "-")))
-	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Twin: twin, Tags: tags}); err != nil {
+	// selfwalk links to runtime internals (tables.go).
+	env := []string{"GOFLAGS=-ldflags=-checklinkname=0"}
+	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Twin: twin, Tags: tags, Env: env}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -86,14 +90,15 @@ func testToolchain(t *testing.T) *Toolchain {
 	return tc
 }
 
-// TestRuntime builds a program with the patched toolchain, with and
-// without the runtime's pcvalue cache, checks its tables against its twin,
-// and asks its runtime (FuncForPC, FileLine) about every PC of every
-// function, comparing with objscan and linearpc's lookups in the same
-// binary.
+// TestRuntime builds a program with the patched toolchain in every runtime
+// flavour (spec and compact-fast tables, lengths derived or in a _func
+// field, with and without the pcvalue cache), checks its tables against its
+// twin, and asks its runtime about every PC of every function (FuncForPC,
+// FileLine, and the runtime's own funcspdelta and pcdatavalue), comparing
+// with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {NoCacheTag}} {
+	for _, tags := range [][]string{nil, {NoCacheTag}, {CompactFastTag}, {CompactFastTag, NoCacheTag}, {FuncFieldTag}, {CompactFastTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin, twin := build(t, tc, false, tags...), build(t, tc, true, tags...)
 			fl, err := objscan.Open(lin)
@@ -114,6 +119,13 @@ func TestRuntime(t *testing.T) {
 				t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
 			}
 			t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+			wantVariant, wantDerived := "spec", !slices.Contains(tags, FuncFieldTag)
+			if slices.Contains(tags, CompactFastTag) {
+				wantVariant = "compact-fast"
+			}
+			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
+				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
+			}
 			selfWalk(t, lin, fl)
 		})
 	}
@@ -124,6 +136,16 @@ func selfWalk(t *testing.T, bin string, f *objscan.File) {
 	var funcs []int
 	l := f.Linear
 	q := uint64(f.PCQuantum)
+	v, err := linearpc.VariantByName(l.Variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(off, n, u uint32) int32 {
+		if off == 0 {
+			return -1
+		}
+		return v.Lookup(l.Data[off:], n, u)
+	}
 	for i := range f.Funcs {
 		lf := &l.Funcs[i]
 		if lf.Len == 0 || lf.PCLn == 0 || lf.PCFile == 0 {
@@ -171,18 +193,33 @@ func selfWalk(t *testing.T, bin string, f *objscan.File) {
 		inl := lf.TableOffset(objscan.KindInlTreeIndex)
 		for u := range lf.Len {
 			got := next()
-			line := linearpc.Lookup(l.Data[lf.PCLn:], lf.Len, u)
-			fileno := linearpc.Lookup(l.Data[lf.PCFile:], lf.Len, u)
+			line := lookup(lf.PCLn, lf.Len, u)
+			fileno := lookup(lf.PCFile, lf.Len, u)
 			file, err := f.FileName(fn, fileno)
 			if err != nil {
 				file = "?"
 			}
 			want := []string{strconv.Itoa(int(line)), file}
 			have := []string{"-", "-"}
-			if len(got) == 4 && got[0] != "-" {
+			// The runtime's funcspdelta and pcdatavalue 0..3.
+			tabs := []string{strconv.Itoa(int(lookup(lf.PCSP, lf.Len, u)))}
+			for k := range 4 {
+				tabs = append(tabs, strconv.Itoa(int(lookup(lf.TableOffset(objscan.KindPCData+objscan.TableKind(k)), lf.Len, u))))
+			}
+			if len(got) != 9 {
+				t.Fatalf("%s: line %q, want 9 fields", bin, got)
+			}
+			if g, w := strings.Join(got[4:], " "), strings.Join(tabs, " "); g != w {
+				bad++
+				badFuncs[fn.Name]++
+				if bad <= 3 {
+					t.Errorf("%s at %#x (+%#x): runtime's pcsp and pcdata 0-3 are %s, linearpc's %s", fn.Name, fn.Entry+uint64(u)*q, uint64(u)*q, g, w)
+				}
+			}
+			if got[0] != "-" {
 				fid, _ := strconv.Atoi(got[1])
 				have = []string{got[0], files[fid]}
-				if inl == 0 || linearpc.Lookup(l.Data[inl:], lf.Len, u) < 0 {
+				if inl == 0 || lookup(inl, lf.Len, u) < 0 {
 					nid, _ := strconv.Atoi(got[2])
 					name := nameForPrint(fn.Name)
 					if i == 0 {
@@ -207,7 +244,7 @@ func selfWalk(t *testing.T, bin string, f *objscan.File) {
 	if bad > 0 {
 		t.Errorf("%d of %d PCs disagree, in %v", bad, checked, badFuncs)
 	}
-	t.Logf("%d PCs of %d functions: the runtime agrees with linearpc", checked, len(funcs))
+	t.Logf("%d PCs of %d functions: the runtime agrees with linearpc (line, file, name, entry, pcsp, pcdata 0-3)", checked, len(funcs))
 }
 
 // nameForPrint is runtime.funcNameForPrint: everything from the first '['
@@ -222,14 +259,20 @@ func nameForPrint(name string) string {
 
 // TestTools checks the toolchain's own tools on what its linker writes:
 // go tool addr2line of the patched toolchain (debug/gosym reading the
-// linear tables) names the same function and file:line for every PC of
+// linear tables) names the same function and file:line for the entry PC of
 // every function of a patched binary, and for a sample of offsets, as the
 // twin's addr2line does for the twin binary, whose code sits at the same
-// addresses.
+// addresses; for every table format.
 func TestTools(t *testing.T) {
 	tc := testToolchain(t)
-	lin, twin := build(t, tc, false), build(t, tc, true)
-	f, err := objscan.Open(lin)
+	for _, f := range Formats() {
+		t.Run(f.Name, func(t *testing.T) { testTools(t, tc, f.Tags) })
+	}
+}
+
+func testTools(t *testing.T, tc *Toolchain, tags []string) {
+	lin, twin := build(t, tc, false, tags...), build(t, tc, true, tags...)
+	f, err := objscan.Open(twin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +281,10 @@ func TestTools(t *testing.T) {
 	n := 0
 	for i, fn := range f.Funcs {
 		for _, off := range []uint64{0, 1, 7, 33, 120} {
-			if pc := fn.Entry + off; pc < fn.End && (off == 0 || i%3 == 0) {
+			// PCs of the function's code: in the padding after it the
+			// derived format's tables carry the last value on, where the
+			// twin's varint tables have ended.
+			if pc := fn.Entry + off; pc < fn.Entry+fn.Size && (off == 0 || i%3 == 0) {
 				fmt.Fprintf(&in, "%#x\n", pc)
 				n++
 			}
@@ -273,7 +319,7 @@ func TestTools(t *testing.T) {
 // TestStackBench builds testdata/stackbench's benchmarks (panics through
 // deep stacks, runtime.Stack of many goroutines, GC stack scans, the CPU
 // profiler and the execution tracer on deep stacks) with the patched
-// toolchain, with and without the pcvalue cache, and runs each once: the
+// toolchain in every flavour Bench compares, and runs each once: the
 // README compares their times with a stock build's.
 func TestStackBench(t *testing.T) {
 	tc := testToolchain(t)
@@ -281,7 +327,11 @@ func TestStackBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tags := range [][]string{nil, {NoCacheTag}} {
+	for _, fl := range Flavours() {
+		if fl.Stock {
+			continue
+		}
+		tags := fl.Tags
 		bin := filepath.Join(t.TempDir(), "stackbench.test")
 		args := []string{"test", "-c", "-o", bin}
 		if len(tags) > 0 {
@@ -326,12 +376,13 @@ func TestBench(t *testing.T) {
 	if err := r.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(Flavours) {
+	flavours := Flavours()
+	if len(got) != len(flavours) {
 		t.Fatalf("results %q, want one per flavour\n%s", got, out.String())
 	}
 	for i, g := range got {
-		if !strings.HasPrefix(g, Flavours[i].Name+" PanicDeep") {
-			t.Errorf("result %d: %q, want %s's PanicDeep", i, g, Flavours[i].Name)
+		if !strings.HasPrefix(g, flavours[i].Name+" PanicDeep") {
+			t.Errorf("result %d: %q, want %s's PanicDeep", i, g, flavours[i].Name)
 		}
 	}
 }

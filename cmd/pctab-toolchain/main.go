@@ -7,8 +7,13 @@
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
 //	pctab-toolchain go [-twin] ARGS...    run its go command (or the twin's: stock linker)
 //	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
-//	pctab-toolchain sizes [PKG...]        build packages both ways and compare sizes
-//	pctab-toolchain bench [flags] [PKG]    benchmark a package's tests built stock, linear and linear without the cache
+//	pctab-toolchain sizes [-ldflags F] [PKG...]  build packages stock and in every table format, check and compare sizes
+//	pctab-toolchain bench [flags] [PKG]   benchmark a package's tests built stock and in every runtime flavour (toolchain.Flavours)
+//
+// The patched go command builds spec tables with lengths derived from the
+// functab by default; -tags pctab_compactfast selects the compact-fast
+// variant, pctab_funcfield a length field in _func, and pctab_nocache
+// removes the runtime's pcvalue cache.
 package main
 
 import (
@@ -41,7 +46,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, "usage: pctab-toolchain build\n"+
 		"       pctab-toolchain go [-twin] ARGS...\n"+
 		"       pctab-toolchain check PATCHED TWIN\n"+
-		"       pctab-toolchain sizes [-twin-too] [PKG...]\n"+
+		"       pctab-toolchain sizes [-ldflags FLAGS] [PKG...]\n"+
 		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +13,19 @@ import (
 	"github.com/pctab/pctab/toolchain"
 )
 
-// runSizes builds each package with the patched toolchain and its twin and
-// prints file and pclntab sizes, and checks each pair.
-func runSizes(ctx context.Context, get func() (*toolchain.Toolchain, error), pkgs []string, w io.Writer) error {
+// runSizes builds each package with the stock toolchain, and with the
+// patched toolchain and its twin in every table format; it checks each
+// pair and prints the sizes: the file against the stock build (the real
+// cost) and against the twin (the same code with varint tables, so the
+// tables' cost alone), and the pctab and functab parts. Every build uses
+// -trimpath, so that file names do not depend on where each GOROOT is.
+func runSizes(ctx context.Context, get func() (*toolchain.Toolchain, error), args []string, w io.Writer) error {
+	fs := flag.NewFlagSet("sizes", flag.ContinueOnError)
+	ldflags := fs.String("ldflags", "", "-ldflags for every build, e.g. -w (no DWARF, as the Go distribution's binaries)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pkgs := fs.Args()
 	if len(pkgs) == 0 {
 		pkgs = []string{"cmd/gofmt", "cmd/go"}
 	}
@@ -27,47 +38,71 @@ func runSizes(ctx context.Context, get func() (*toolchain.Toolchain, error), pkg
 		return err
 	}
 	defer os.RemoveAll(dir)
-	fmt.Fprintf(w, "%-12s %12s %12s %8s %12s %12s %8s  %s\n", "package", "twin file", "linear file", "file", "twin pctab", "linear pctab", "pclntab", "check")
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%-12s %-19s %10s %10s %8s %10s %8s %9s %9s %8s %8s  %s\n", "package", "format", "stock", "linear", "vs stock", "twin", "vs twin", "pctab", "linear", "functab", "linear", "check")
 	for _, pkg := range pkgs {
 		name := strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")
 		if name == "" {
 			name = "main"
 		}
-		lin, twin := filepath.Join(dir, name+".linear"), filepath.Join(dir, name+".twin")
-		for _, o := range []toolchain.BuildOptions{
-			{Dir: tc.GOROOT + "/src", Package: pkg, Out: lin},
-			{Dir: tc.TwinGOROOT + "/src", Package: pkg, Out: twin, Twin: true},
-		} {
-			if !strings.HasPrefix(pkg, "cmd/") {
-				o.Dir, _ = os.Getwd()
+		build := func(o toolchain.BuildOptions, root string) error {
+			// -trimpath: file names must not differ with the GOROOT's path.
+			o.Package, o.Flags = pkg, []string{"-trimpath"}
+			if *ldflags != "" {
+				o.Flags = append(o.Flags, "-ldflags="+*ldflags)
 			}
-			if err := tc.GoBuild(ctx, o); err != nil {
+			o.Dir = filepath.Join(root, "src")
+			if !strings.HasPrefix(pkg, "cmd/") {
+				o.Dir = wd
+			}
+			return tc.GoBuild(ctx, o)
+		}
+		stock := filepath.Join(dir, name+".stock")
+		if err := build(toolchain.BuildOptions{Out: stock, Stock: true}, tc.StockRoot); err != nil {
+			return err
+		}
+		for _, f := range toolchain.Formats() {
+			lin, twin := filepath.Join(dir, name+"."+f.Name), filepath.Join(dir, name+"."+f.Name+".twin")
+			if err := build(toolchain.BuildOptions{Out: lin, Tags: f.Tags}, tc.GOROOT); err != nil {
+				return err
+			}
+			if err := build(toolchain.BuildOptions{Out: twin, Tags: f.Tags, Twin: true}, tc.TwinGOROOT); err != nil {
+				return err
+			}
+			if err := sizeRow(w, pkg, f.Name, stock, lin, twin); err != nil {
 				return err
 			}
 		}
-		fl, err := objscan.Open(lin)
-		if err != nil {
-			return err
-		}
-		ft, err := objscan.Open(twin)
-		if err != nil {
-			fl.Close()
-			return err
-		}
-		res, err := toolchain.Check(fl, ft)
-		status := "ok"
-		switch {
-		case err != nil:
-			status = err.Error()
-		case !res.OK():
-			status = fmt.Sprintf("FAIL %d mismatches", res.Mismatches)
-		}
-		sl, st := fileSize(lin), fileSize(twin)
-		fmt.Fprintf(w, "%-12s %12d %12d %8s %12d %12d %8s  %s\n", pkg, st, sl, pct(sl, st),
-			ft.Sizes.PCTab, fl.Sizes.PCTab, pct(fl.Sizes.Total, ft.Sizes.Total), status)
-		fl.Close()
-		ft.Close()
 	}
+	return nil
+}
+
+// sizeRow checks one patched binary against its twin and prints its row.
+func sizeRow(w io.Writer, pkg, format, stock, lin, twin string) error {
+	fl, err := objscan.Open(lin)
+	if err != nil {
+		return err
+	}
+	defer fl.Close()
+	ft, err := objscan.Open(twin)
+	if err != nil {
+		return err
+	}
+	defer ft.Close()
+	res, err := toolchain.Check(fl, ft)
+	status := "ok"
+	switch {
+	case err != nil:
+		status = err.Error()
+	case !res.OK():
+		status = fmt.Sprintf("FAIL %d mismatches", res.Mismatches)
+	}
+	ss, sl, st := fileSize(stock), fileSize(lin), fileSize(twin)
+	fmt.Fprintf(w, "%-12s %-19s %10d %10d %8s %10d %8s %9d %9d %8d %8d  %s\n", pkg, format, ss, sl, pct(sl, ss), st, pct(sl, st),
+		ft.Sizes.PCTab, fl.Sizes.PCTab, ft.Sizes.FuncTab, fl.Sizes.FuncTab, status)
 	return nil
 }
 

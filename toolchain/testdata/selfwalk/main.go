@@ -2,8 +2,9 @@
 //
 // It reads lines "START END STEP" (hexadecimal PCs) from standard input and,
 // for every PC from START below END by STEP, prints what the runtime says:
-// "line fileID nameID entry" with runtime.FuncForPC(pc).FileLine, .Name and
-// .Entry. Strings are interned: the first use of a file or name prints
+// "line fileID nameID entry sp pcdata0 pcdata1 pcdata2 pcdata3" with
+// runtime.FuncForPC(pc).FileLine, .Name and .Entry, then the runtime's own
+// funcspdelta and pcdatavalue (tables.go). Strings are interned: the first use of a file or name prints
 // "f ID NAME" or "n ID NAME" first. Before that it exercises the runtime's
 // other table users (tracebacks, panics through deep stacks, GC stack
 // scans of many goroutines) and prints "ok" if they gave the right answers.
@@ -109,13 +110,14 @@ func main() {
 			os.Exit(2)
 		}
 		for pc := start; pc < end; pc += step {
+			sp, pcdata := tableValues(pc)
 			fn := runtime.FuncForPC(pc)
 			if fn == nil {
-				fmt.Fprintf(out, "- - - -\n")
+				fmt.Fprintf(out, "- - - - %d %d %d %d %d\n", sp, pcdata[0], pcdata[1], pcdata[2], pcdata[3])
 				continue
 			}
 			file, line := fn.FileLine(pc)
-			fmt.Fprintf(out, "%d %d %d %x\n", line, intern(files, "f", file), intern(names, "n", fn.Name()), fn.Entry())
+			fmt.Fprintf(out, "%d %d %d %x %d %d %d %d %d\n", line, intern(files, "f", file), intern(names, "n", fn.Name()), fn.Entry(), sp, pcdata[0], pcdata[1], pcdata[2], pcdata[3])
 		}
 	}
 }
