@@ -268,9 +268,11 @@ func (f *File) derivedLen(tabOff uint64, i int) (uint32, error) {
 		}
 		f.Sizes.FuncTab = int64(rel + 4)
 	}
+	// Whole units, rounded down as the runtime does (a marker symbol such
+	// as go:textfipsend may be one byte long).
 	q := uint64(f.PCQuantum)
-	if d := fn.End - fn.Entry; d%q != 0 || d/q > 1<<32-1 {
-		return 0, formatErr("functab", -1, "%s: extent %#x..%#x is not a whole number of %d-byte units", fn.Name, fn.Entry, fn.End, q)
+	if d := fn.End - fn.Entry; d/q > 1<<32-1 {
+		return 0, formatErr("functab", -1, "%s: extent %#x..%#x is longer than 2^32 %d-byte units", fn.Name, fn.Entry, fn.End, q)
 	}
 	return uint32((fn.End - fn.Entry) / q), nil
 }

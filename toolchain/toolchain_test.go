@@ -62,13 +62,22 @@ func TestExtend(t *testing.T) {
 // build builds testdata/selfwalk with the patched toolchain or its twin.
 func build(t *testing.T, tc *Toolchain, twin bool, tags ...string) string {
 	t.Helper()
+	return buildFor(t, tc, "", twin, tags...)
+}
+
+// buildFor is build for GOARCH goarch ("" for the host's).
+func buildFor(t *testing.T, tc *Toolchain, goarch string, twin bool, tags ...string) string {
+	t.Helper()
 	dir, err := filepath.Abs("testdata/selfwalk")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), fmt.Sprintf("selfwalk-%v-%s", twin, strings.Join(tags, "-")))
+	out := filepath.Join(t.TempDir(), fmt.Sprintf("selfwalk-%s-%v-%s", goarch, twin, strings.Join(tags, "-")))
 	// selfwalk links to runtime internals (tables.go).
 	env := []string{"GOFLAGS=-ldflags=-checklinkname=0"}
+	if goarch != "" {
+		env = append(env, "GOARCH="+goarch, "CGO_ENABLED=0")
+	}
 	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Twin: twin, Tags: tags, Env: env}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,12 +135,53 @@ func TestRuntime(t *testing.T) {
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
 				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
 			}
-			selfWalk(t, lin, fl)
+			selfWalk(t, nil, lin, fl)
 		})
 	}
 }
 
-func selfWalk(t *testing.T, bin string, f *objscan.File) {
+// TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
+// linux/s390x under qemu-user, in the default and compact-fast flavours:
+// the runtime's decoders answer every PC of their own binary as linearpc
+// does on the host.
+func TestRuntimeEmulated(t *testing.T) {
+	tc := testToolchain(t)
+	for _, arch := range []string{"arm64", "s390x"} {
+		qemu, err := exec.LookPath(map[string]string{"arm64": "qemu-aarch64", "s390x": "qemu-s390x"}[arch])
+		if err != nil {
+			t.Logf("%s: no qemu-user emulator: %v", arch, err)
+			continue
+		}
+		for _, tags := range [][]string{nil, {CompactFastTag}} {
+			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
+				lin, twin := buildFor(t, tc, arch, false, tags...), buildFor(t, tc, arch, true, tags...)
+				fl, err := objscan.Open(lin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer fl.Close()
+				ft, err := objscan.Open(twin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ft.Close()
+				res, err := Check(fl, ft)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.OK() || res.PCs == 0 {
+					t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
+				}
+				selfWalk(t, []string{qemu}, lin, fl)
+			})
+		}
+	}
+}
+
+// selfWalk runs bin (under the command runner, if any) on every PC of
+// every function with line and file tables and compares its runtime's
+// answers with linearpc's lookups in f.
+func selfWalk(t *testing.T, runner []string, bin string, f *objscan.File) {
 	var in bytes.Buffer
 	var funcs []int
 	l := f.Linear
@@ -154,7 +204,8 @@ func selfWalk(t *testing.T, bin string, f *objscan.File) {
 		funcs = append(funcs, i)
 		fmt.Fprintf(&in, "%x %x %x\n", f.Funcs[i].Entry, f.Funcs[i].Entry+uint64(lf.Len)*q, q)
 	}
-	cmd := exec.Command(bin)
+	argv := append(slices.Clone(runner), bin)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin = &in
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
