@@ -9,6 +9,8 @@
 //	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
 //	pctab-toolchain sizes [-ldflags F] [PKG...]  build packages stock and in every table format, check and compare sizes
 //	pctab-toolchain bench [flags] [PKG]   benchmark a package's tests built stock and in every runtime flavour (toolchain.Flavours)
+//	pctab-toolchain summary FILE...       summarize bench's results against stock (benchstat's statistics)
+//	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
 //
 // The patched go command builds spec tables with lengths derived from the
 // functab by default; -tags pctab_compactfast selects the compact-fast
@@ -47,7 +49,9 @@ func usage(w io.Writer) {
 		"       pctab-toolchain go [-twin] ARGS...\n"+
 		"       pctab-toolchain check PATCHED TWIN\n"+
 		"       pctab-toolchain sizes [-ldflags FLAGS] [PKG...]\n"+
-		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n")
+		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n"+
+		"       pctab-toolchain summary FILE...\n"+
+		"       pctab-toolchain compare [-count N] [-benchtime T] [-o DIR]\n")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -168,6 +172,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "pctab-toolchain: compare with: benchstat -col toolchain %s\n", *outPath)
 		}
 		return nil
+	case "summary":
+		if len(args) < 2 {
+			return errors.New("summary needs result files")
+		}
+		for _, p := range args[1:] {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			err = toolchain.Summarize(f, stdout)
+			f.Close()
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case "compare":
+		return runCompare(ctx, get, args[1:], stdout, stderr)
 	}
 	usage(stderr)
 	return fmt.Errorf("unknown subcommand %q", args[0])

@@ -1,0 +1,52 @@
+package toolchain
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	var in strings.Builder
+	in.WriteString("goos: linux\ngoarch: amd64\n")
+	for round := range 6 {
+		for _, fl := range []struct {
+			name string
+			ns   int
+		}{{"stock", 100}, {"linear", 50}, {"linear-nocache", 200}} {
+			in.WriteString("toolchain: " + fl.name + "\n")
+			in.WriteString("BenchmarkX-2 \t1000\t" + itoa(fl.ns+round) + " ns/op\t8 B/op\n")
+		}
+	}
+	var out bytes.Buffer
+	if err := Summarize(strings.NewReader(in.String()), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	var rows []string
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		rows = append(rows, strings.Join(strings.Fields(line), " "))
+	}
+	want := []string{
+		"benchmark flavour median ± CI × stock p n",
+		"X-2 stock 102.5ns 2% 1.000 6",
+		"linear 52.5ns 5% 0.512 0.002 6",
+		"linear-nocache 202.5ns 1% 1.976 0.002 6",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("summary:\n%s\nwant rows:\n%s", got, strings.Join(want, "\n"))
+	}
+	if strings.Contains(got, "B/op") || strings.Contains(got, "linear-cf") {
+		t.Errorf("summary shows a unit or flavour without results:\n%s", got)
+	}
+}
+
+func itoa(n int) string {
+	var b []byte
+	for {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		if n /= 10; n == 0 {
+			return string(b)
+		}
+	}
+}
