@@ -3,6 +3,8 @@ package objscan
 import (
 	"bytes"
 	"debug/elf"
+	"debug/macho"
+	"debug/pe"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,6 +24,15 @@ const LinearDerivedMagic uint32 = 0xffffffe2
 // LinearSection is the name of the ELF section that holds the linear tables
 // of an append-mode binary.
 const LinearSection = ".gopclntab.linear"
+
+// The append-mode section in Mach-O and PE files, whose section names are
+// shorter: LinearSectionMachO in its own segment LinearSegmentMachO, and
+// LinearSectionPE (eight bytes, the PE limit).
+const (
+	LinearSegmentMachO = "__GOLINPC"
+	LinearSectionMachO = "__golinpc"
+	LinearSectionPE    = ".golinpc"
+)
 
 // LinearSectionMagic starts a LinearSection.
 const LinearSectionMagic = "GOLINPC\x00"
@@ -290,30 +301,64 @@ func (f *File) finishLinear(r io.ReaderAt, fileSize int64) error {
 		f.Sizes.Header += LinearVariantLen
 		return nil
 	}
-	if f.im.format != "elf" {
-		return nil
+	name, off, size, ok, err := f.linearSectionAt(r)
+	if err != nil || !ok {
+		return err
 	}
-	ef, err := safely("ELF", func() (*elf.File, error) { return elf.NewFile(r) })
-	if err != nil {
-		return nil // openELF already accepted the file; nothing more to find
+	if size > uint64(fileSize) || off > uint64(fileSize)-size {
+		return formatErr(name, -1, "section of %d bytes at file offset %#x lies outside the %d-byte file", size, off, fileSize)
 	}
-	s := ef.Section(LinearSection)
-	if s == nil {
-		return nil
-	}
-	if s.Type == elf.SHT_NOBITS || s.Size > uint64(fileSize) || s.Offset > uint64(fileSize)-s.Size {
-		return formatErr(LinearSection, -1, "section of %d bytes at file offset %#x lies outside the %d-byte file", s.Size, s.Offset, fileSize)
-	}
-	data := make([]byte, s.Size)
-	if _, err := r.ReadAt(data, int64(s.Offset)); err != nil {
-		return fmt.Errorf("objscan: reading section %s: %w", LinearSection, err)
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, int64(off)); err != nil {
+		return fmt.Errorf("objscan: reading section %s: %w", name, err)
 	}
 	l, err := f.parseLinearSection(data)
 	if err != nil {
 		return err
 	}
+	l.Source = "section " + name
 	f.Linear = l
 	return nil
+}
+
+// linearSectionAt finds the append-mode section of f's format: its name,
+// file offset and size.
+func (f *File) linearSectionAt(r io.ReaderAt) (name string, off, size uint64, ok bool, err error) {
+	// The image was opened already, so these parsers accept the file.
+	switch f.im.format {
+	case "elf":
+		ef, err := safely("ELF", func() (*elf.File, error) { return elf.NewFile(r) })
+		if err != nil {
+			return "", 0, 0, false, nil
+		}
+		if s := ef.Section(LinearSection); s != nil {
+			if s.Type == elf.SHT_NOBITS {
+				return "", 0, 0, false, formatErr(LinearSection, -1, "section has no file bytes (SHT_NOBITS)")
+			}
+			return LinearSection, s.Offset, s.Size, true, nil
+		}
+	case "macho":
+		mf, err := safely("Mach-O", func() (*macho.File, error) { return macho.NewFile(r) })
+		if err != nil {
+			return "", 0, 0, false, nil
+		}
+		for _, s := range mf.Sections {
+			if s.Name == LinearSectionMachO && s.Seg == LinearSegmentMachO {
+				return LinearSegmentMachO + "," + LinearSectionMachO, uint64(s.Offset), s.Size, true, nil
+			}
+		}
+	case "pe":
+		pf, err := safely("PE", func() (*pe.File, error) { return pe.NewFile(r) })
+		if err != nil {
+			return "", 0, 0, false, nil
+		}
+		if s := pf.Section(LinearSectionPE); s != nil {
+			// The raw data is padded to the file alignment; the
+			// section's own size is its virtual size.
+			return LinearSectionPE, uint64(s.Offset), uint64(min(s.VirtualSize, s.Size)), true, nil
+		}
+	}
+	return "", 0, 0, false, nil
 }
 
 // parseLinearSection parses the contents of a LinearSection against the
@@ -357,7 +402,7 @@ func (f *File) parseLinearSection(d []byte) (*Linear, error) {
 	case dataOff > n || n-dataOff < dataSize || dataSize < 1+LinearPad:
 		return nil, formatErr(where, 48, "data (%d bytes) at %#x does not fit the %d-byte section, or is too short for its padding", dataSize, dataOff, n)
 	}
-	l := &Linear{Mode: "append", Variant: string(name), Source: "section " + LinearSection,
+	l := &Linear{Mode: "append", Variant: string(name),
 		Data: d[dataOff : dataOff+dataSize : dataOff+dataSize], SectionSize: int64(n), IndexEntries: int(nindex)}
 	type key struct{ off, len uint32 }
 	index := make(map[key]uint32, nindex)
