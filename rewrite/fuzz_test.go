@@ -43,3 +43,21 @@ func FuzzRewrite(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMachOPEHeaders runs append mode's Mach-O and PE header readers on
+// arbitrary bytes: the code-signature reader and re-signer, the PE layout
+// reader and both formats' before/after checks must not panic.
+func FuzzMachOPEHeaders(f *testing.F) {
+	f.Add([]byte("MZ"))
+	f.Add([]byte("\xcf\xfa\xed\xfe"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parsePELayout(data)
+		CheckCodeSignature(data)
+		resignMachO(bytes.Clone(data))
+		samePESections(data, data)
+		sameMachOSections(data, data)
+		if _, _, err := Rewrite(data, Options{Mode: Append, Workers: 1}); err == nil {
+			t.Logf("append mode accepted %d bytes", len(data))
+		}
+	})
+}

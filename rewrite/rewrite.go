@@ -85,9 +85,9 @@ type Result struct {
 }
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
-// file's bytes. Only ELF binaries are supported. Replace mode needs the Go
-// 1.20+ pclntab layout and a non-PIE executable (ET_EXEC); append mode works
-// on any ELF Go binary objscan reads.
+// file's bytes. Replace mode needs an ELF file, the Go 1.20+ pclntab layout
+// and a non-PIE executable (ET_EXEC); append mode works on any ELF Go
+// binary objscan reads, and on 64-bit little-endian Mach-O and on PE files.
 func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode == "" {
 		opt.Mode = Replace
@@ -103,15 +103,17 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: reading the binary: %w", err)
 	}
-	if f.Format != "elf" {
-		return nil, nil, fmt.Errorf("rewrite: %s binaries are not supported, only ELF", f.Format)
+	if f.Format != "elf" && opt.Mode == Replace {
+		return nil, nil, fmt.Errorf("rewrite: replace mode supports ELF only; for this %s file it would have to grow the pclntab in place, moving every later section and segment and the pointers into them (the moduledata's, the symbol table's, the %s), which is not implemented; append mode works on it", f.Format, map[string]string{"macho": "dyld fixups' and the code signature's", "pe": "base relocations'"}[f.Format])
 	}
 	if f.Linear != nil {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
 	}
-	e, err := parseELF(data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("rewrite: %w", err)
+	var e *elfFile
+	if f.Format == "elf" {
+		if e, err = parseELF(data); err != nil {
+			return nil, nil, fmt.Errorf("rewrite: %w", err)
+		}
 	}
 	lt, err := buildTables(f, v)
 	if err != nil {
@@ -124,16 +126,23 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(len(f.Pclntab())),
 	}
 	var out []byte
-	if opt.Mode == Append {
+	switch {
+	case f.Format == "macho":
+		out, err = appendMachO(data, f, lt, res)
+	case f.Format == "pe":
+		out, err = appendPE(data, f, lt, res)
+	case opt.Mode == Append:
 		out, err = appendMode(e, f, lt, res)
-	} else {
+	default:
 		out, err = replaceMode(e, f, lt, res)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: %s mode: %w", opt.Mode, err)
 	}
-	if _, err := safeELF(out); err != nil {
-		return nil, nil, fmt.Errorf("rewrite: internal error: the output is not valid ELF: %w", err)
+	if f.Format == "elf" {
+		if _, err := safeELF(out); err != nil {
+			return nil, nil, fmt.Errorf("rewrite: internal error: the output is not valid ELF: %w", err)
+		}
 	}
 	res.OutBytes = int64(len(out))
 	res.DeltaBytes = res.OutBytes - res.InBytes
@@ -172,7 +181,16 @@ func verifyOutput(orig *objscan.File, data, out []byte, res *Result, workers int
 		return fmt.Errorf("verify: %d mismatches, first: %s", vr.Mismatches, vr.Examples[0])
 	}
 	if res.Mode == Append {
-		if err := SameLoadedImage(data, out); err != nil {
+		var err error
+		switch orig.Format {
+		case "macho":
+			err = sameMachOSections(data, out)
+		case "pe":
+			err = samePESections(data, out)
+		default:
+			err = SameLoadedImage(data, out)
+		}
+		if err != nil {
 			return fmt.Errorf("verify: the loaded image changed: %w", err)
 		}
 	}
@@ -285,14 +303,10 @@ func appendMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]b
 	if !strsCut {
 		strsPart = Part{Name: ".shstrtab", New: int64(len(names)), Note: "a grown copy; the old table stays in the file, unused"}
 	}
-	res.Parts = []Part{
-		{Name: objscan.LinearSection + " header", New: objscan.LinearSectionHdrSize},
-		{Name: "function lengths (out of band)", New: 4 * int64(len(f.Funcs)), Note: "one uint32 per function", kind: kindOutOfBand},
-		{Name: "index: (varint offset, length) -> linear offset", New: 12 * int64(len(lt.index)), Note: "append mode only: maps the untouched _func offsets to the linear tables"},
-		{Name: "linear tables", New: int64(len(lt.data)), Note: fmt.Sprintf("%d bytes of encodings, a pad byte before them and %d after", lt.set.Size(), objscan.LinearPad), kind: kindTables},
-		{Name: "alignment before the section", New: int64(padBefore)},
+	res.Parts = append(sectionParts(f, lt, objscan.LinearSection),
+		Part{Name: "alignment before the section", New: int64(padBefore)},
 		strsPart,
-	}
+	)
 	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, oldShoff >= cut, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes, "no loaded byte and no program header changed")
 	return out, nil

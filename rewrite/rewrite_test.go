@@ -330,8 +330,8 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"darwin", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}, Append, "macho binaries are not supported"},
-		{"windows", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}, Replace, "pe binaries are not supported"},
+		{"darwin", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}, Replace, "replace mode supports ELF only; for this macho file"},
+		{"windows", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}, Replace, "replace mode supports ELF only; for this pe file"},
 		{"pie", testbuild.Config{Archive: "features", BuildMode: "pie"}, Replace, "ET_EXEC"},
 	}
 	for _, tt := range tests {
@@ -562,6 +562,78 @@ func TestAppendLinked(t *testing.T) {
 				t.Errorf("replace mode: %v", err)
 			case tc.replace != "" && (err == nil || !strings.Contains(err.Error(), tc.replace)):
 				t.Errorf("replace mode: error %v, want one saying %q", err, tc.replace)
+			}
+		})
+	}
+}
+
+// TestAppendMachOPE rewrites Mach-O and PE builds in append mode and checks
+// the results with debug/macho and debug/pe (through objscan and the
+// checks below), against the original tables at every PC, and, for
+// darwin/arm64, the ad-hoc code signature's page hashes before and after.
+func TestAppendMachOPE(t *testing.T) {
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "386"},
+	} {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.GOOS == "darwin" {
+				// The signature check is independent of the rewrite: it
+				// must accept the linker's own signature.
+				if err := CheckCodeSignature(data); err != nil {
+					t.Fatalf("the original's signature: %v", err)
+				}
+			}
+			out, res, err := Rewrite(data, Options{Mode: Append, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("verify: %+v", res.Verify)
+			}
+			f, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"darwin": "section " + objscan.LinearSegmentMachO + "," + objscan.LinearSectionMachO, "windows": "section " + objscan.LinearSectionPE}[cfg.GOOS]
+			if f.Linear == nil || f.Linear.Mode != "append" || f.Linear.Source != want {
+				t.Fatalf("objscan reads %+v, want append-mode tables in %s", f.Linear, want)
+			}
+			if cfg.GOOS == "darwin" {
+				if err := CheckCodeSignature(out); err != nil {
+					t.Errorf("the output's signature: %v", err)
+				}
+				if err := sameMachOSections(data, out); err != nil {
+					t.Error(err)
+				}
+			} else if err := samePESections(data, out); err != nil {
+				t.Error(err)
+			}
+			if res.DeltaBytes != int64(len(out)-len(data)) {
+				t.Errorf("delta %d, the file grew by %d", res.DeltaBytes, len(out)-len(data))
+			}
+			// A second append is refused, not stacked.
+			if _, _, err := Rewrite(out, Options{Mode: Append}); err == nil || !strings.Contains(err.Error(), "already rewritten") {
+				t.Errorf("appending twice: %v", err)
+			}
+			// Go signs darwin/arm64 binaries (ad hoc) and not amd64 ones.
+			// A corrupted page is caught by the signature check.
+			if _, _, _, _, _, signed, err := codeDirectory(out); cfg.GOOS == "darwin" && (err != nil || signed != (cfg.GOARCH == "arm64")) {
+				t.Errorf("code signature found: %v (%v), want %v", signed, err, cfg.GOARCH == "arm64")
+			}
+			if cfg.GOOS == "darwin" && cfg.GOARCH == "arm64" {
+				bad := bytes.Clone(out)
+				bad[0x2000] ^= 1
+				if err := CheckCodeSignature(bad); err == nil {
+					t.Error("CheckCodeSignature accepts a changed page")
+				}
 			}
 		})
 	}
