@@ -103,9 +103,6 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: reading the binary: %w", err)
 	}
-	if f.Format != "elf" && opt.Mode == Replace {
-		return nil, nil, fmt.Errorf("rewrite: replace mode supports ELF only; for this %s file it would have to grow the pclntab in place, moving every later section and segment and the pointers into them (the moduledata's, the symbol table's, the %s), which is not implemented; append mode works on it", f.Format, map[string]string{"macho": "dyld fixups' and the code signature's", "pe": "base relocations'"}[f.Format])
-	}
 	if f.Linear != nil {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
 	}
@@ -123,14 +120,18 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		Mode: opt.Mode, Variant: v.Name, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
 		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
-		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(len(f.Pclntab())),
+		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),
 	}
 	var out []byte
 	switch {
-	case f.Format == "macho":
+	case f.Format == "macho" && opt.Mode == Append:
 		out, err = appendMachO(data, f, lt, res)
-	case f.Format == "pe":
+	case f.Format == "macho":
+		out, err = replaceMachO(data, f, lt, res)
+	case f.Format == "pe" && opt.Mode == Append:
 		out, err = appendPE(data, f, lt, res)
+	case f.Format == "pe":
+		out, err = replacePE(data, f, lt, res)
 	case opt.Mode == Append:
 		out, err = appendMode(e, f, lt, res)
 	default:

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"debug/macho"
+	"debug/pe"
 	"errors"
 	"os"
 	"os/exec"
@@ -330,8 +332,6 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"darwin", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}, Replace, "replace mode supports ELF only; for this macho file"},
-		{"windows", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}, Replace, "replace mode supports ELF only; for this pe file"},
 		{"pie", testbuild.Config{Archive: "features", BuildMode: "pie"}, Replace, "ET_EXEC"},
 	}
 	for _, tt := range tests {
@@ -634,6 +634,131 @@ func TestAppendMachOPE(t *testing.T) {
 				if err := CheckCodeSignature(bad); err == nil {
 					t.Error("CheckCodeSignature accepts a changed page")
 				}
+			}
+		})
+	}
+}
+
+// llvmReadobjClean runs llvm-readobj on path, if it is installed, and
+// fails the test on any warning or error it prints.
+func llvmReadobjClean(t *testing.T, path string) {
+	t.Helper()
+	ro, err := exec.LookPath("llvm-readobj")
+	if err != nil {
+		return
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(ro, "--file-headers", "--sections", "--symbols", "--program-headers", path)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 || bytes.Contains(bytes.ToLower(out), []byte("warning")) {
+		t.Errorf("llvm-readobj %s: %v\n%s", path, err, stderr.String())
+	}
+}
+
+// TestReplaceMachOPE rewrites Mach-O and PE builds in replace mode. The
+// output must verify against the original at every PC, parse with
+// debug/macho or debug/pe and llvm-readobj, keep the moduledata's view of
+// the text and funcdata (Check), hold the new table in the new segment or
+// section, and, for darwin/arm64, carry a valid ad-hoc signature.
+func TestReplaceMachOPE(t *testing.T) {
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "386"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
+	} {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""], func(t *testing.T) {
+			t.Parallel()
+			in := testbuild.Build(t, cfg)
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, res, err := Rewrite(data, Options{Mode: Replace, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("verify: %+v", res.Verify)
+			}
+			checkSizes(t, res, orig)
+			f, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Linear == nil || f.Linear.Mode != "replace" || f.Magic != objscan.LinearMagic {
+				t.Fatalf("objscan reads %+v (magic %#x), want replace-mode tables", f.Linear, f.Magic)
+			}
+			if res.NewPclntab != int64(len(f.Pclntab())) {
+				t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
+			}
+			// The old table is gone: the file shrank by at least its size
+			// before the new one was added.
+			if res.DeltaBytes > res.NewPclntab-res.OldPclntab+64<<10 {
+				t.Errorf("the file grew by %d bytes, the pclntab by %d: old bytes left behind?", res.DeltaBytes, res.NewPclntab-res.OldPclntab)
+			}
+			if n := bytes.Count(out, orig.Pclntab()[:64]); n != 0 {
+				t.Errorf("the old pcHeader is still in the file (%d times)", n)
+			}
+			switch cfg.GOOS {
+			case "darwin":
+				mf, err := macho.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := mf.Section("__gopclntab")
+				if s == nil || s.Seg != MachOPclntabSegment || s.Addr != f.PclntabAddr || mf.Segment(MachOPclntabSegment) == nil {
+					t.Errorf("__gopclntab: %+v, objscan reads the table at %#x", s, f.PclntabAddr)
+				}
+				if err := CheckCodeSignature(out); err != nil {
+					t.Error(err)
+				}
+				if _, _, _, _, _, signed, err := codeDirectory(out); err != nil || signed != (cfg.GOARCH == "arm64") {
+					t.Errorf("code signature found: %v (%v), want %v", signed, err, cfg.GOARCH == "arm64")
+				}
+			case "windows":
+				pf, err := pe.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := pf.Section(PEPclntabSection)
+				if s == nil || s != pf.Sections[len(pf.Sections)-1] {
+					t.Fatalf("no %s section last", PEPclntabSection)
+				}
+				var base uint64
+				switch oh := pf.OptionalHeader.(type) {
+				case *pe.OptionalHeader64:
+					base = oh.ImageBase
+				case *pe.OptionalHeader32:
+					base = uint64(oh.ImageBase)
+				}
+				if base+uint64(s.VirtualAddress) != f.PclntabAddr {
+					t.Errorf("objscan reads the table at %#x, %s is at %#x", f.PclntabAddr, PEPclntabSection, base+uint64(s.VirtualAddress))
+				}
+				// Sections stay adjacent in memory.
+				for i := 1; i < len(pf.Sections); i++ {
+					p, c := pf.Sections[i-1], pf.Sections[i]
+					if p.VirtualAddress+max(p.VirtualSize, p.Size) > c.VirtualAddress || c.VirtualAddress-p.VirtualAddress-max(p.VirtualSize, p.Size) >= 0x1000 {
+						t.Errorf("sections %s and %s are not adjacent: %#x+%#x, %#x", p.Name, c.Name, p.VirtualAddress, p.VirtualSize, c.VirtualAddress)
+					}
+				}
+			}
+			path := filepath.Join(t.TempDir(), "out")
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			llvmReadobjClean(t, path)
+			// A second rewrite is refused.
+			if _, _, err := Rewrite(out, Options{Mode: Replace}); err == nil || !strings.Contains(err.Error(), "already rewritten") {
+				t.Errorf("rewriting twice: %v", err)
 			}
 		})
 	}
