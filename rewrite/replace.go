@@ -30,8 +30,8 @@ import (
 // that refers to them directly is not updated (Go code reaches them through
 // the moduledata), and neither is DWARF.
 func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
-	if e.typ != elf.ET_EXEC {
-		return nil, fmt.Errorf("only non-PIE executables (ELF type ET_EXEC) are supported, this is %v; append mode works on it", e.typ)
+	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
+		return nil, fmt.Errorf("only executables (ELF type ET_EXEC or ET_DYN) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
@@ -50,6 +50,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf(".gopclntab at %#x is not in a PT_LOAD segment's file bytes", P.Addr)
 	}
 	L := e.progs[li]
+	if e.typ == elf.ET_DYN {
+		return replaceSplit(e, f, lt, res, pi, li)
+	}
 	if L.Memsz != L.Filesz || P.Off-L.Off != P.Addr-L.Vaddr || P.Addr == L.Vaddr {
 		return nil, fmt.Errorf("unsupported layout: .gopclntab's segment (%#x+%#x) has zero-fill bytes, is not mapped linearly, or starts with .gopclntab", L.Vaddr, L.Memsz)
 	}
@@ -62,8 +65,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd {
 			continue
 		}
-		if s.Type != uint32(elf.SHT_PROGBITS) {
-			return nil, fmt.Errorf("unsupported layout: section %s (type %v) follows .gopclntab in its segment", s.Name, elf.SectionType(s.Type))
+		if s.Type != uint32(elf.SHT_PROGBITS) || s.Name == ".eh_frame_hdr" || s.Name == ".eh_frame" {
+			// Sections that cannot move: split the segment instead.
+			return replaceSplit(e, f, lt, res, pi, li)
 		}
 		group = append(group, i)
 	}

@@ -332,7 +332,7 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"pie", testbuild.Config{Archive: "features", BuildMode: "pie"}, Replace, "ET_EXEC"},
+		{"go1.18 layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.18.10"}, Replace, "needs the Go 1.20+ pclntab layout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -513,11 +513,13 @@ func TestAppendLinked(t *testing.T) {
 		cfg     testbuild.Config
 		replace string // what replace mode's error says, "" if it works
 	}{
-		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}, "ET_EXEC"},
-		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}, "ET_EXEC"},
-		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}, "unsupported layout"},
+		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}, ""},
+		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}, ""},
+		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}, ""},
+		{"external-stripped", testbuild.Config{Archive: "features", LinkMode: "external", Ldflags: "-s -w"}, ""},
 		{"stripped", testbuild.Config{Archive: "features", Ldflags: "-s -w"}, ""},
 		{"cgo", testbuild.Config{Archive: "features", CGO: true}, ""},
+		{"pie-arm64", testbuild.Config{Archive: "features", GOARCH: "arm64", BuildMode: "pie"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := testbuild.Compile(context.Background(), tc.cfg)
@@ -545,6 +547,11 @@ func TestAppendLinked(t *testing.T) {
 			}
 			readelfClean(t, out)
 			want, runErr, canRun := runBinary(t, tc.cfg, in)
+			if canRun && runErr != nil && tc.cfg.GOARCH != "" && strings.Contains(runErr.Error(), "Could not open") {
+				// A cross-built PIE needs the target's dynamic loader.
+				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
+				canRun = false
+			}
 			if canRun {
 				if runErr != nil {
 					t.Fatalf("the original fails: %v", runErr)
@@ -556,12 +563,38 @@ func TestAppendLinked(t *testing.T) {
 			} else {
 				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
 			}
-			_, _, err = Rewrite(data, Options{Mode: Replace})
+			// Replace mode: the output verifies, readelf reads it without
+			// complaint, and it loads: the runtime finds the new table
+			// through the moduledata (and, in a PIE, the relocations that
+			// initialise it) and refuses its magic.
+			repl := filepath.Join(t.TempDir(), "replaced")
+			rres, err := RewriteFile(in, repl, Options{Mode: Replace, Verify: true})
 			switch {
 			case tc.replace == "" && err != nil:
-				t.Errorf("replace mode: %v", err)
+				t.Fatalf("replace mode: %v", err)
 			case tc.replace != "" && (err == nil || !strings.Contains(err.Error(), tc.replace)):
 				t.Errorf("replace mode: error %v, want one saying %q", err, tc.replace)
+			}
+			if err != nil {
+				return
+			}
+			if rres.Verify == nil || !rres.Verify.OK() {
+				t.Fatalf("replace mode: verification %+v", rres.Verify)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSizes(t, rres, orig)
+			if rres.DeltaBytes > rres.NewPclntab-rres.OldPclntab+3*64<<10 {
+				t.Errorf("replace mode: the file grew by %d bytes, the pclntab by %d: old bytes left behind?", rres.DeltaBytes, rres.NewPclntab-rres.OldPclntab)
+			}
+			readelfClean(t, repl)
+			if canRun {
+				got, err, _ := runBinary(t, tc.cfg, repl)
+				if err == nil || !strings.Contains(err.Error()+string(got), "magic= 0xffffffe1") {
+					t.Errorf("the replace-mode binary: %q, %v; want the runtime to refuse the magic", got, err)
+				}
 			}
 		})
 	}
