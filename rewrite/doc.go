@@ -1,7 +1,7 @@
-// Package rewrite rewrites Go binaries (ELF, Mach-O and PE) so that their PC-value tables are
-// in the linear-index format of golang/go#61984 (package linearpc), to
-// measure what the format really costs in a binary and to give tools a
-// binary to work on. Command rewrite-binary is its command-line front end.
+// Package rewrite rewrites Go binaries (ELF, Mach-O and PE) so that their
+// PC-value tables are in the linear-index format of golang/go#61984
+// (package linearpc), to measure what the format really costs in a binary
+// and to give tools a binary to work on. Command rewrite-binary is its command-line front end.
 //
 // # Modes
 //

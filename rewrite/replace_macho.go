@@ -120,6 +120,11 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 	if at != machoHeaderSize64+uint64(mf.Cmdsz) {
 		return nil, fmt.Errorf("load commands end at %#x, the header says %#x", at, machoHeaderSize64+uint64(mf.Cmdsz))
 	}
+	for _, s := range segs {
+		if s.filesize > 0 && (s.fileoff > uint64(len(data)) || s.filesize > uint64(len(data))-s.fileoff) {
+			return nil, fmt.Errorf("segment %s: %#x bytes at file offset %#x lie outside the %d-byte file", s.name, s.filesize, s.fileoff, len(data))
+		}
+	}
 	// The segment and section holding the pclntab.
 	ti, pj := -1, -1
 	for i, s := range segs {

@@ -110,6 +110,9 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	}
 	S := sects[si]
 	sEnd := uint64(S.rawOff) + uint64(S.rawSize)
+	if sEnd > uint64(len(data)) {
+		return nil, fmt.Errorf("section %s: %#x bytes at file offset %#x run past the %d-byte file", cstring(S.name[:]), S.rawSize, S.rawOff, len(data))
+	}
 	for i := range sects {
 		s := &sects[i]
 		if i == si || s.rawSize == 0 {
@@ -257,7 +260,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 				continue
 			}
 			o := uint64(s.rawOff) + rva - uint64(s.va)
-			if size > uint64(min(s.vsize, s.rawSize))-(rva-uint64(s.va)) {
+			if size > uint64(min(s.vsize, s.rawSize))-(rva-uint64(s.va)) || o+size > uint64(len(out)) {
 				return nil, "section " + cstring(s.name[:]) + " (too short)"
 			}
 			return out[o : o+size], "section " + cstring(s.name[:])

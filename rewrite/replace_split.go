@@ -46,6 +46,9 @@ func replaceSplit(e *elfFile, f *objscan.File, lt *linearTables, res *Result, pi
 	if P.Addr == L.Vaddr {
 		return nil, fmt.Errorf("unsupported layout: .gopclntab starts its segment (%#x); the segment would have to be replaced, not split", L.Vaddr)
 	}
+	if L.Off > P.Off || L.Off+L.Filesz > uint64(len(e.data)) || L.Off+L.Filesz < L.Off {
+		return nil, fmt.Errorf("segment %d (%#x bytes at file offset %#x) lies outside the %d-byte file or after .gopclntab", li, L.Filesz, L.Off, len(e.data))
+	}
 	if L.Memsz < L.Filesz || P.Off-L.Off != P.Addr-L.Vaddr {
 		return nil, fmt.Errorf("unsupported layout: .gopclntab's segment (%#x+%#x) is not mapped linearly", L.Vaddr, L.Memsz)
 	}
@@ -234,12 +237,18 @@ func replaceSplit(e *elfFile, f *objscan.File, lt *linearTables, res *Result, pi
 			p.Memsz = p.Filesz
 		}
 	}
+	// A section header table that ends the file (ld's layout) is written
+	// again at the new end; one elsewhere is cleared and left in place.
+	dropped := oldShoff >= X && oldShoff+oldShsize == uint64(len(e.data))
+	if dropped {
+		out = out[:mapOff(oldShoff)]
+	}
 	before := uint64(len(out))
 	shoff, err := e.placeTables(before)
 	if err != nil {
 		return nil, err
 	}
-	if o := mapOff(oldShoff); o+oldShsize <= uint64(len(out)) && (oldShoff < P.Off || oldShoff >= X) {
+	if o := mapOff(oldShoff); !dropped && o+oldShsize <= uint64(len(out)) && (oldShoff < P.Off || oldShoff >= X) {
 		clear(out[o : o+oldShsize])
 	}
 	e.shoff = shoff
@@ -268,7 +277,7 @@ func replaceSplit(e *elfFile, f *objscan.File, lt *linearTables, res *Result, pi
 		Part{Name: "split-off rest of the segment", Old: int64(X - (P.Off + P.Size)), New: int64(X + uint64(D) - gEnd),
 			Note: fmt.Sprintf("what followed .gopclntab, from the %#x-byte page where it ended (%d bytes of it zeroed), and later segments' alignment", pageAlign, remnant)},
 	)
-	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, false, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
+	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, dropped, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new PT_LOAD (R) for .gopclntab at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", gAddr, gOff, len(np.data), P.Addr-L.Vaddr))
 	if hasTail {

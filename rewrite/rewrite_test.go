@@ -796,3 +796,49 @@ func TestReplaceMachOPE(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaceHostileHeaders corrupts the headers (the first 4 KiB: load
+// commands, PE and ELF header tables) of real Mach-O, PE and PIE builds
+// and requires replace mode to fail with an error or to write a file its
+// format's reader accepts, never to panic.
+func TestReplaceHostileHeaders(t *testing.T) {
+	trials := 60
+	if testing.Short() {
+		trials = 12
+	}
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+		{Archive: "features", BuildMode: "pie"},
+	} {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+cfg.BuildMode, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := uint64(7)
+			next := func(n int) int { // xorshift: the same corruptions every run
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				return int(rng % uint64(n))
+			}
+			failed := 0
+			for trial := range trials {
+				bad := bytes.Clone(data)
+				for range 1 + next(4) {
+					bad[next(min(len(bad), 0x1000))] = byte(next(256))
+				}
+				out, _, err := Rewrite(bad, Options{Mode: Replace, Workers: 1})
+				if err != nil {
+					failed++
+					continue
+				}
+				if _, err := objscan.NewFile(bytes.NewReader(out)); err != nil {
+					t.Errorf("trial %d: replace mode wrote a file objscan rejects: %v", trial, err)
+				}
+			}
+			t.Logf("%d of %d corrupted inputs refused", failed, trials)
+		})
+	}
+}
