@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -839,6 +840,82 @@ func TestReplaceHostileHeaders(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d corrupted inputs refused", failed, trials)
+		})
+	}
+}
+
+// TestReplaceRefusals edits the headers of real builds into layouts
+// replace mode cannot rewrite, and checks that each error says why.
+func TestReplaceRefusals(t *testing.T) {
+	le := binary.LittleEndian
+	darwin := testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}
+	windows := testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}
+	// machoCmd returns the offset of the first load command of type cmd.
+	machoCmd := func(t *testing.T, data []byte, cmd uint32) int {
+		at := machoHeaderSize64
+		for range le.Uint32(data[16:]) {
+			if le.Uint32(data[at:]) == cmd {
+				return at
+			}
+			at += int(le.Uint32(data[at+4:]))
+		}
+		t.Fatalf("no load command %#x", cmd)
+		return 0
+	}
+	peDir := func(data []byte, d int) int { // offset of data directory d (PE32+)
+		return int(le.Uint32(data[0x3c:])) + 24 + 112 + 8*d
+	}
+	tests := []struct {
+		name string
+		cfg  testbuild.Config
+		edit func(t *testing.T, data []byte)
+		want string
+	}{
+		{"macho chained fixups", darwin, func(t *testing.T, d []byte) {
+			le.PutUint32(d[machoCmd(t, d, lcUUID):], lcChainedFixups)
+		}, "LC_DYLD_CHAINED_FIXUPS"},
+		{"macho unknown command", darwin, func(t *testing.T, d []byte) {
+			le.PutUint32(d[machoCmd(t, d, lcUUID):], 0x99)
+		}, "load command 0x99 is not known to hold no file offsets"},
+		{"macho no __LINKEDIT", darwin, func(t *testing.T, d []byte) {
+			i := bytes.Index(d[:0x1000], []byte("__LINKEDIT"))
+			copy(d[i:], "__LINKEDIX")
+		}, "the last segment is __LINKEDIX, not __LINKEDIT"},
+		{"pe signed", windows, func(t *testing.T, d []byte) {
+			le.PutUint32(d[peDir(d, 4)+4:], 8)
+		}, "the signature would have to be made again"},
+		{"pe debug directory", windows, func(t *testing.T, d []byte) {
+			le.PutUint32(d[peDir(d, 6)+4:], 28)
+		}, "debug directory"},
+		{"elf no room for program headers", testbuild.Config{Archive: "features", LinkMode: "external"}, func(t *testing.T, d []byte) {
+			ef, err := elf.NewFile(bytes.NewReader(d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			phoff := le.Uint64(d[32:])
+			for i, p := range ef.Progs {
+				if p.Type == elf.PT_NOTE {
+					le.PutUint32(d[phoff+56*uint64(i):], uint32(elf.PT_NULL))
+				}
+			}
+		}, "no PT_NOTE entry left to give up"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := testbuild.Compile(context.Background(), tt.cfg)
+			if err != nil {
+				t.Skipf("cannot build: %v", err)
+			}
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(t, data)
+			_, _, err = Rewrite(data, Options{Mode: Replace})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+			t.Log(err)
 		})
 	}
 }
