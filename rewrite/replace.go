@@ -29,6 +29,10 @@ import (
 // gofunc, epclntab, typelinks, itablinks) and in the symbol table. Code
 // that refers to them directly is not updated (Go code reaches them through
 // the moduledata), and neither is DWARF.
+//
+// PIEs, and layouts where sections that cannot move follow .gopclntab
+// (external links: .eh_frame_hdr, .eh_frame, the dynamic sections), go
+// through replaceSplit, which moves the table alone.
 func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
 	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC or ET_DYN) are supported, this is %v; append mode works on it", e.typ)
