@@ -348,3 +348,66 @@ func alignUp(x, a uint64) uint64 {
 	}
 	return (x + a - 1) &^ (a - 1)
 }
+
+// shiftPlan says how the file contents after a rewritten region move.
+type shiftPlan struct {
+	X      uint64 // the first byte at or after the region's end that anything occupies, or the file size
+	A      uint64 // the largest alignment of what starts at or after X
+	D      int64  // how far it moves: the smallest multiple of A with X+D >= the new end
+	newLen int64  // the output's size
+}
+
+// off maps an input file offset at or after X to the output.
+func (p *shiftPlan) off(off uint64) uint64 {
+	if off >= p.X {
+		return uint64(int64(off) + p.D)
+	}
+	return off
+}
+
+// planShift plans how the file contents that start at or after end (of
+// sections, segments and the section header table) move so that they
+// start at or after newEnd, each keeping its offset modulo its alignment
+// (a segment's offset stays congruent to its address).
+func (e *elfFile) planShift(end, newEnd uint64) (shiftPlan, error) {
+	p := shiftPlan{X: uint64(len(e.data)), A: 8}
+	for i := range e.sects {
+		if s := &e.sects[i]; i != 0 && !s.nobits() && s.Size > 0 && s.Off >= end {
+			p.X = min(p.X, s.Off)
+		}
+	}
+	for i := range e.progs {
+		if g := &e.progs[i]; g.Filesz > 0 && g.Off >= end {
+			p.X = min(p.X, g.Off)
+		}
+	}
+	if e.shoff >= end {
+		p.X = min(p.X, e.shoff)
+	}
+	for i := range e.sects {
+		if s := &e.sects[i]; i != 0 && s.Off >= p.X {
+			p.A = max(p.A, s.Addralign)
+		}
+	}
+	for i := range e.progs {
+		if g := &e.progs[i]; g.Off >= p.X && (g.Filesz > 0 || g.Type == uint32(elf.PT_LOAD)) {
+			p.A = max(p.A, g.Align)
+		}
+	}
+	if p.A&(p.A-1) != 0 {
+		return p, fmt.Errorf("unsupported alignment %#x of the contents after file offset %#x", p.A, end)
+	}
+	if p.X == uint64(len(e.data)) {
+		p.newLen = int64(newEnd)
+		p.D = p.newLen - int64(len(e.data))
+		return p, nil
+	}
+	p.D = int64(newEnd) - int64(p.X)
+	if p.D >= 0 {
+		p.D = int64(alignUp(uint64(p.D), p.A))
+	} else {
+		p.D = -int64(uint64(-p.D) &^ (p.A - 1))
+	}
+	p.newLen = int64(len(e.data)) + p.D
+	return p, nil
+}

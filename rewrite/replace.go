@@ -148,56 +148,11 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 
 	// Everything after the group in the file moves by D, a multiple of the
 	// alignment of whatever follows.
-	X := uint64(len(e.data))
-	for i := range e.sects {
-		s := &e.sects[i]
-		if i == 0 || inGroup[i] || s.nobits() || s.Size == 0 {
-			continue
-		}
-		if s.Off >= oldGroupEnd {
-			X = min(X, s.Off)
-		}
+	plan, err := e.planShift(oldGroupEnd, gEnd)
+	if err != nil {
+		return nil, err
 	}
-	for i := range e.progs {
-		if p := &e.progs[i]; p.Filesz > 0 && p.Off >= oldGroupEnd {
-			X = min(X, p.Off)
-		}
-	}
-	if e.shoff >= oldGroupEnd {
-		X = min(X, e.shoff)
-	}
-	A := uint64(8)
-	for i := range e.sects {
-		if s := &e.sects[i]; !inGroup[i] && s.Off >= X {
-			A = max(A, s.Addralign)
-		}
-	}
-	for i := range e.progs {
-		if p := &e.progs[i]; p.Off >= X && (p.Filesz > 0 || p.Type == uint32(elf.PT_LOAD)) {
-			A = max(A, p.Align)
-		}
-	}
-	if A&(A-1) != 0 {
-		return nil, fmt.Errorf("unsupported alignment %#x after .gopclntab's segment", A)
-	}
-	// D = the smallest multiple of A with X+D >= gEnd.
-	D := int64(gEnd) - int64(X)
-	if D >= 0 {
-		D = int64(alignUp(uint64(D), A))
-	} else {
-		D = -int64(uint64(-D) &^ (A - 1))
-	}
-	newLen := int64(len(e.data)) + D
-	if X == uint64(len(e.data)) {
-		newLen = int64(gEnd)
-		D = newLen - int64(len(e.data))
-	}
-	shiftOff := func(off uint64) uint64 {
-		if off >= X {
-			return uint64(int64(off) + D)
-		}
-		return off
-	}
+	X, A, D, newLen, shiftOff := plan.X, plan.A, plan.D, plan.newLen, plan.off
 	out := make([]byte, newLen)
 	copy(out, e.data[:P.Off])
 	for _, m := range mv {

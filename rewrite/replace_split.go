@@ -119,45 +119,11 @@ func replaceSplit(e *elfFile, f *objscan.File, lt *linearTables, res *Result, pi
 	}
 	// Everything from X, the first byte after the segment's, moves by D,
 	// a multiple of the largest alignment of what follows.
-	X := uint64(len(e.data))
-	for i := range e.sects {
-		if s := &e.sects[i]; i != 0 && !s.nobits() && s.Size > 0 && s.Off >= lFileEnd {
-			X = min(X, s.Off)
-		}
+	plan, err := e.planShift(lFileEnd, newEnd)
+	if err != nil {
+		return nil, err
 	}
-	for i := range e.progs {
-		if p := &e.progs[i]; p.Filesz > 0 && p.Off >= lFileEnd {
-			X = min(X, p.Off)
-		}
-	}
-	if e.shoff >= lFileEnd {
-		X = min(X, e.shoff)
-	}
-	A := uint64(8)
-	for i := range e.sects {
-		if s := &e.sects[i]; s.Off >= X {
-			A = max(A, s.Addralign)
-		}
-	}
-	for i := range e.progs {
-		if p := &e.progs[i]; p.Off >= X && (p.Filesz > 0 || p.Type == uint32(elf.PT_LOAD)) {
-			A = max(A, p.Align)
-		}
-	}
-	if A&(A-1) != 0 {
-		return nil, fmt.Errorf("unsupported alignment %#x after .gopclntab's segment", A)
-	}
-	D := int64(newEnd) - int64(X)
-	if D >= 0 {
-		D = int64(alignUp(uint64(D), A))
-	} else {
-		D = -int64(uint64(-D) &^ (A - 1))
-	}
-	newLen := int64(len(e.data)) + D
-	if X == uint64(len(e.data)) {
-		newLen = int64(newEnd)
-		D = newLen - int64(len(e.data))
-	}
+	X, D, newLen := plan.X, plan.D, plan.newLen
 	mapOff := func(off uint64) uint64 {
 		switch {
 		case off >= X:
