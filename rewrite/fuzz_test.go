@@ -54,6 +54,7 @@ func FuzzMachOPEHeaders(f *testing.F) {
 		parsePELayout(data)
 		CheckCodeSignature(data)
 		resignMachO(bytes.Clone(data))
+		machoResign(data, data, uint64(len(data)), 0, uint64(len(data)))
 		samePESections(data, data)
 		sameMachOSections(data, data)
 		for _, mode := range []Mode{Append, Replace} {

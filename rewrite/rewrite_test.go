@@ -919,3 +919,36 @@ func TestReplaceRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMachOResign rebuilds the ad-hoc code signature of a darwin/arm64
+// build for its own, unchanged contents: the result must be byte for byte
+// the signature Go's linker wrote.
+func TestMachOResign(t *testing.T) {
+	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := macho.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigOff, sigSize uint64
+	for _, l := range mf.Loads {
+		if raw := l.Raw(); binary.LittleEndian.Uint32(raw) == lcCodeSignature {
+			sigOff, sigSize = uint64(binary.LittleEndian.Uint32(raw[8:])), uint64(binary.LittleEndian.Uint32(raw[12:]))
+		}
+	}
+	text := mf.Segment("__TEXT")
+	if sigSize == 0 || text == nil {
+		t.Fatal("no code signature or no __TEXT")
+	}
+	sig := data[sigOff : sigOff+sigSize]
+	got, err := machoResign(sig, data, sigOff, text.Offset, text.Offset+text.Filesz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The linker pads the blob; the rebuilt one has no padding.
+	if !bytes.Equal(got, sig[:len(got)]) || !allZero(sig[len(got):]) {
+		t.Errorf("rebuilt signature (%d bytes) differs from the linker's (%d bytes)", len(got), len(sig))
+	}
+}
