@@ -180,7 +180,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		tail = S
 		tail.oldIndex = 0
 		tail.name = [8]byte{}
-		copy(tail.name[:7], cstring(S.name[:])+"2")
+		copy(tail.name[:], tailName(cstring(S.name[:])))
 		tail.va = tailVA
 		tail.vsize = sVEnd - tailVA
 		if S.vsize > 0 {
@@ -277,7 +277,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	res.NewPclntab = int64(newSize)
 	sName := cstring(S.name[:])
 	res.Parts = append(pclnParts(f, lt, np, 16),
-		Part{Name: sName + " after the pclntab", Old: int64(sEnd) - int64(S.rawOff) - int64(headLen) - int64(pS), New: int64(head.rawSize-headLen) + int64(tail.rawSize), Note: fmt.Sprintf("%s is cut at the table and padded to the %#x-byte file alignment; %s2 holds the rest from the page where the table ended (%d bytes of it zeroed)", sName, fa, sName, tailRemnant)},
+		Part{Name: sName + " after the pclntab", Old: int64(sEnd) - int64(S.rawOff) - int64(headLen) - int64(pS), New: int64(head.rawSize-headLen) + int64(tail.rawSize), Note: fmt.Sprintf("%s is cut at the table and padded to the %#x-byte file alignment; %s holds the rest from the page where the table ended (%d bytes of it zeroed)", sName, fa, tailName(sName), tailRemnant)},
 		Part{Name: PEPclntabSection + " file alignment", New: int64(padBefore) + int64(n.rawSize-newSize), Note: "before and after the new section"},
 		Part{Name: "section headers", Note: fmt.Sprintf("%d more, in the headers' padding: no file bytes", len(table)-len(sects))},
 	)
@@ -286,9 +286,15 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		fmt.Sprintf("file contents from %#x moved by %+d bytes; SizeOfImage and NumberOfSections updated", sEnd, d),
 		mdNote, symNote)
 	if hasTail {
-		res.Notes = append(res.Notes, fmt.Sprintf("new section %s2 at RVA %#x (its old address) with the %#x bytes of %s after the table", sName, tailVA, tail.rawSize, sName))
+		res.Notes = append(res.Notes, fmt.Sprintf("new section %s at RVA %#x (its old address) with the %#x bytes of %s after the table", tailName(sName), tailVA, tail.rawSize, sName))
 	}
 	return out, nil
+}
+
+// tailName names the section split off section name: the name and a "2",
+// in PE's eight bytes.
+func tailName(name string) string {
+	return name[:min(len(name), 7)] + "2"
 }
 
 func alignUp32(x, a uint32) uint32 { return uint32(alignUp(uint64(x), uint64(a))) }
