@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"debug/gosym"
 	"debug/macho"
 	"debug/pe"
 	"encoding/binary"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 )
 
@@ -950,5 +952,83 @@ func TestMachOResign(t *testing.T) {
 	// The linker pads the blob; the rebuilt one has no padding.
 	if !bytes.Equal(got, sig[:len(got)]) || !allZero(sig[len(got):]) {
 		t.Errorf("rebuilt signature (%d bytes) differs from the linker's (%d bytes)", len(got), len(sig))
+	}
+}
+
+// TestReplaceGosym symbolizes replace-mode outputs through their linear
+// tables alone (pcln and pcfile looked up with linearpc's checked decoder,
+// file names through the copied CU and file tables) and compares every PC
+// of every function with debug/gosym on the original binary, a parser
+// independent of this repository.
+func TestReplaceGosym(t *testing.T) {
+	cfgs := []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "386"},
+		{Archive: "features", BuildMode: "pie"},
+		{Archive: "features", GOARCH: "arm64"},
+	}
+	if _, err := exec.LookPath("gcc"); err == nil && !testing.Short() {
+		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
+	}
+	for _, cfg := range cfgs {
+		t.Run(cfg.String(), func(t *testing.T) {
+			in, err := testbuild.Compile(context.Background(), cfg)
+			if err != nil {
+				t.Skipf("cannot build: %v", err)
+			}
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := Rewrite(data, Options{Mode: Replace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(orig.Pclntab(), orig.TextStart))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tab.Funcs) != len(rf.Funcs) {
+				t.Fatalf("gosym finds %d functions in the original, objscan %d in the output", len(tab.Funcs), len(rf.Funcs))
+			}
+			q := uint64(rf.PCQuantum)
+			pcs, bad := 0, 0
+			for i := range rf.Funcs {
+				fn, lf, g := &rf.Funcs[i], &rf.Linear.Funcs[i], &tab.Funcs[i]
+				if fn.Entry != g.Entry || fn.Name != g.Name {
+					t.Fatalf("function %d: %s at %#x, gosym %s at %#x", i, fn.Name, fn.Entry, g.Name, g.Entry)
+				}
+				if lf.PCLn == 0 || lf.PCFile == 0 {
+					continue
+				}
+				for u := uint32(0); u < lf.Len && uint64(u)*q < g.End-g.Entry; u++ {
+					line, err1 := linearpc.LookupChecked(rf.Linear.Data[lf.PCLn:], lf.Len, u)
+					fi, err2 := linearpc.LookupChecked(rf.Linear.Data[lf.PCFile:], lf.Len, u)
+					if err1 != nil || err2 != nil {
+						t.Fatalf("%s+%#x: %v %v", fn.Name, uint64(u)*q, err1, err2)
+					}
+					file, err := rf.FileName(fn, fi)
+					gfile, gline, _ := tab.PCToLine(fn.Entry + uint64(u)*q)
+					pcs++
+					if err != nil || file != gfile || int(line) != gline {
+						if bad++; bad <= 5 {
+							t.Errorf("%s+%#x: linear %s:%d (%v), gosym on the original %s:%d", fn.Name, uint64(u)*q, file, line, err, gfile, gline)
+						}
+					}
+				}
+			}
+			if pcs == 0 || bad > 0 {
+				t.Errorf("%d of %d PCs differ", bad, pcs)
+			}
+			t.Logf("%d PCs of %d functions agree with debug/gosym", pcs, len(rf.Funcs))
+		})
 	}
 }
