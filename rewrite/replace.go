@@ -29,8 +29,8 @@ import (
 // that refers to them directly is not updated (Go code reaches them through
 // the moduledata), and neither is DWARF.
 func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
-	if e.typ != elf.ET_EXEC {
-		return nil, fmt.Errorf("only non-PIE executables (ELF type ET_EXEC) are supported, this is %v; append mode works on it", e.typ)
+	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
+		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
@@ -61,8 +61,8 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd {
 			continue
 		}
-		if s.Type != uint32(elf.SHT_PROGBITS) {
-			return nil, fmt.Errorf("unsupported layout: section %s (type %v) follows .gopclntab in its segment", s.Name, elf.SectionType(s.Type))
+		if !movableType(elf.SectionType(s.Type)) {
+			return nil, fmt.Errorf("unsupported layout: section %s (type %v) follows .gopclntab in its segment, and replace mode does not know how to move its contents", s.Name, elf.SectionType(s.Type))
 		}
 		group = append(group, i)
 	}
@@ -80,13 +80,19 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 			return nil, fmt.Errorf("unsupported layout: section %s overlaps the file bytes of .gopclntab's segment", s.Name)
 		}
 	}
+	// Segments inside the moved range move with it: PT_GNU_EH_FRAME
+	// (.eh_frame_hdr) and notes, if they lie in the group's sections.
+	inGroupSegs := map[int]bool{}
 	for i := range e.progs {
 		p := &e.progs[i]
 		if i == li || p.Filesz == 0 && p.Memsz == 0 {
 			continue
 		}
 		if p.Off < oldGroupEnd && p.Off+p.Filesz > P.Off || p.Vaddr < segEnd && p.Vaddr+p.Memsz > P.Addr {
-			return nil, fmt.Errorf("unsupported layout: segment %d (%v) overlaps .gopclntab's segment", i, elf.ProgType(p.Type))
+			if p.Type == uint32(elf.PT_LOAD) || p.Vaddr < P.Addr+P.Size || p.Vaddr+p.Memsz > segEnd {
+				return nil, fmt.Errorf("unsupported layout: segment %d (%v) overlaps .gopclntab's segment", i, elf.ProgType(p.Type))
+			}
+			inGroupSegs[i] = true
 		}
 	}
 	var pageAlign uint64 = 1
@@ -114,25 +120,44 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	}
 	gOff := P.Off
 	gAddr := alignUp(top, pageAlign) + gOff%pageAlign
-	type moved struct {
-		idx              int
-		oldAddr, oldOff  uint64
-		newAddr, newOff  uint64
-		oldSize, newSize uint64
-		data             []byte
-	}
 	var mv []moved
 	at := gAddr
-	for _, i := range group {
+	// The sections after .gopclntab move by one delta, a multiple of their
+	// largest alignment, so pointers among them stay valid.
+	restAlign := uint64(1)
+	for _, i := range group[1:] {
+		restAlign = max(restAlign, e.sects[i].Addralign)
+	}
+	var delta uint64
+	for k, i := range group {
 		s := &e.sects[i]
 		m := moved{idx: i, oldAddr: s.Addr, oldOff: s.Off, oldSize: s.Size, newSize: s.Size, data: e.data[s.Off : s.Off+s.Size]}
 		if i == pi {
 			m.data, m.newSize = np.data, uint64(len(np.data))
 		}
-		at = alignUp(at, max(s.Addralign, 1))
+		switch k {
+		case 0:
+			at = alignUp(at, max(s.Addralign, 1))
+		case 1:
+			delta = alignUp(alignUp(at, max(s.Addralign, 1))-s.Addr, restAlign)
+			at = s.Addr + delta
+		default:
+			at = s.Addr + delta
+		}
 		m.newAddr, m.newOff = at, gOff+(at-gAddr)
 		at += m.newSize
 		mv = append(mv, m)
+	}
+	// The program header table gains the new segment. Where it has no room
+	// after the ELF header (an external linker packs the first sections
+	// right after it), it moves to the end of the new segment, which maps
+	// it as PT_PHDR requires.
+	phSize := uint64(len(e.progs)+1) * e.phentsize
+	oldPhoff := e.phoff
+	var phAt uint64 // new address of the program header table, or 0
+	if e.phoff+phSize > e.firstDataOff(e.ehsize()) {
+		phAt = alignUp(at, 8)
+		at = phAt + phSize
 	}
 	gEnd := gOff + (at - gAddr)
 	oldGroupSize := oldGroupEnd - P.Off
@@ -219,7 +244,15 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		}
 	}
 	for i := range e.progs {
-		if p := &e.progs[i]; i != li {
+		p := &e.progs[i]
+		switch {
+		case inGroupSegs[i]:
+			nv, _, err := addrMap.addr(p.Vaddr)
+			if err != nil {
+				return nil, fmt.Errorf("segment %d (%v): %w", i, elf.ProgType(p.Type), err)
+			}
+			p.Off, p.Vaddr, p.Paddr = gOff+(nv-gAddr), nv, nv
+		case i != li:
 			p.Off = shiftOff(p.Off)
 		}
 	}
@@ -230,10 +263,17 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	loads := e.sortedLoads()
 	ins := loads[len(loads)-1] + 1
 	e.progs = append(e.progs[:ins], append([]elfProg{newSeg}, e.progs[ins:]...)...)
+	if phAt != 0 {
+		e.phoff = gOff + (phAt - gAddr)
+		clear(out[oldPhoff : oldPhoff+uint64(len(e.progs)-1)*e.phentsize])
+	}
 	for i := range e.progs {
 		if p := &e.progs[i]; p.Type == uint32(elf.PT_PHDR) {
 			p.Filesz = uint64(len(e.progs)) * e.phentsize
 			p.Memsz = p.Filesz
+			if phAt != 0 {
+				p.Off, p.Vaddr, p.Paddr = e.phoff, phAt, phAt
+			}
 		}
 	}
 	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
@@ -252,7 +292,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	e.writeTables(out)
 
 	// Moduledata and symbols.
-	mdNote, err := fixModuledata(e, f, out, addrMap, lenFix, P.Addr)
+	mdNote, mdWords, err := fixModuledata(e, f, out, addrMap, lenFix, P.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -260,22 +300,93 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
+	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr)
+	if err != nil {
+		return nil, err
+	}
+	dynNote, err := fixDynamic(e, out, addrMap)
+	if err != nil {
+		return nil, err
+	}
+	ehNote, err := fixUnwind(e, out, addrMap, mv)
+	if err != nil {
+		return nil, err
+	}
 
 	res.NewPclntab = int64(len(np.data))
+	var phPart uint64
+	if phAt != 0 {
+		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
+	}
 	res.Parts = []Part{
 		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", objscan.LinearMagic, objscan.LinearVariantLen)},
 		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
 		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*len(f.Funcs), ps), kind: kindOutOfBand},
 		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
-		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data))},
+		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
 		{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
+	}
+	if phAt != 0 {
+		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
+			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
 	}
 	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, false, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),
 		mdNote, symNote)
+	for _, n := range []string{relNote, dynNote, ehNote} {
+		if n != "" {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	return out, nil
+}
+
+// fixUnwind rewrites the pointers of the moved .eh_frame_hdr and .eh_frame.
+func fixUnwind(e *elfFile, out []byte, m remap, mv []moved) (string, error) {
+	var hdr *moved
+	for k := range mv {
+		if e.sects[mv[k].idx].Name == ".eh_frame_hdr" {
+			hdr = &mv[k]
+		}
+	}
+	fixed := 0
+	for k := range mv {
+		mm := &mv[k]
+		name := e.sects[mm.idx].Name
+		if name != ".eh_frame_hdr" && name != ".eh_frame" {
+			continue
+		}
+		x := &ehFixer{e: e, out: out, m: m, oldAddr: mm.oldAddr, newAddr: mm.newAddr, off: mm.newOff, size: mm.newSize}
+		if hdr != nil {
+			x.oldBase, x.newBase = hdr.oldAddr, hdr.newAddr
+		}
+		var err error
+		if name == ".eh_frame_hdr" {
+			err = x.fixEHFrameHdr()
+		} else {
+			err = x.fixEHFrame()
+		}
+		if err != nil {
+			return "", err
+		}
+		fixed += x.fixed
+	}
+	if fixed == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("unwind tables: %d PC-relative pointers updated", fixed), nil
+}
+
+// moved is a section of the group replace mode moves: where it was and
+// where it goes, and its new contents.
+type moved struct {
+	idx              int
+	oldAddr, oldOff  uint64
+	newAddr, newOff  uint64
+	oldSize, newSize uint64
+	data             []byte
 }
 
 // groupNames lists the names of the sections at idx.
@@ -309,7 +420,7 @@ func pclnHeaderOf(f *objscan.File) pclnHeader {
 // are Go 1.20+'s stable prefix (pcHeader through etext); later words that
 // point into the moved sections (gofunc, epclntab, typelinks, itablinks)
 // are found by value.
-func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[uint64]struct{ old, new uint64 }, oldPcln uint64) (string, error) {
+func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[uint64]struct{ old, new uint64 }, oldPcln uint64) (string, map[uint64]uint64, error) {
 	ps := e.ptrSize()
 	o := e.order
 	word := func(b []byte, i uint64) uint64 {
@@ -327,14 +438,14 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 	}
 	mdAddr, words, ok := f.Moduledata()
 	if !ok {
-		return "", fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
+		return "", nil, fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
 	}
 	// Where the moduledata is in the output: its section's header is
 	// already the output's, so offsets index out.
 	addr := mdAddr
 	if nv, in, err := m.addr(mdAddr); in {
 		if err != nil {
-			return "", fmt.Errorf("moduledata at %#x: %w", mdAddr, err)
+			return "", nil, fmt.Errorf("moduledata at %#x: %w", mdAddr, err)
 		}
 		addr = nv
 	}
@@ -347,19 +458,20 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 		}
 		end := s.Off + s.Size
 		if end > uint64(len(out)) || (addr-s.Addr)+uint64(words)*ps > s.Size {
-			return "", fmt.Errorf("moduledata at %#x: %d words run past section %s", addr, words, s.Name)
+			return "", nil, fmt.Errorf("moduledata at %#x: %d words run past section %s", addr, words, s.Name)
 		}
 		md, where = out[s.Off+(addr-s.Addr):end], fmt.Sprintf("moduledata at %#x (section %s)", addr, s.Name)
 		break
 	}
 	if md == nil {
-		return "", fmt.Errorf("moduledata at %#x is in no section of the output", addr)
+		return "", nil, fmt.Errorf("moduledata at %#x is in no section of the output", addr)
 	}
 	if word(md, 0) != oldPcln {
-		return "", fmt.Errorf("%s: word 0 is %#x, not the old pclntab address %#x", where, word(md, 0), oldPcln)
+		return "", nil, fmt.Errorf("%s: word 0 is %#x, not the old pclntab address %#x", where, word(md, 0), oldPcln)
 	}
 	n := uint64(words)
 	var changed int
+	mdWords := map[uint64]uint64{} // old address of a changed word -> its new value
 	for i := uint64(0); i < n; i++ {
 		v := word(md, i)
 		if i >= 20 && v == oldPcln {
@@ -370,9 +482,10 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("moduledata word %d: %w", i, err)
+			return "", nil, fmt.Errorf("moduledata word %d: %w", i, err)
 		}
 		put(md, i, nv)
+		mdWords[mdAddr+i*ps] = nv
 		changed++
 		if fix, ok := lenFix[v]; ok && i+2 < n && word(md, i+1) == fix.old && word(md, i+2) == fix.old {
 			put(md, i+1, fix.new)
@@ -381,7 +494,7 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 			i += 2
 		}
 	}
-	return fmt.Sprintf("%s: %d words updated", where, changed), nil
+	return fmt.Sprintf("%s: %d words updated", where, changed), mdWords, nil
 }
 
 // fixSymbols updates the symbols defined in the moved sections: their
