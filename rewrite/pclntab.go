@@ -87,9 +87,14 @@ type newPclntab struct {
 // funcdata) keeps: its offset in the new table is congruent to the old one
 // modulo tailAlign.
 func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPclntab, error) {
-	if f.Magic != objscan.Go120Magic {
-		return nil, fmt.Errorf("replace mode needs the Go 1.20+ pclntab layout (magic %#x); this binary's is %s (magic %#x)", objscan.Go120Magic, f.Version, f.Magic)
+	// The Go 1.18-1.19 layout differs from Go 1.20's only in the _func
+	// record, which lacks startLine: its records are written in the Go 1.20
+	// layout with startLine 0 (objscan's linear layout is Go 1.20's). Older
+	// layouts keep absolute entry PCs and funcdata pointers.
+	if f.Magic != objscan.Go120Magic && f.Magic != objscan.Go118Magic {
+		return nil, fmt.Errorf("replace mode needs the Go 1.18+ pclntab layout (magic %#x or %#x); this binary's is %s (magic %#x), whose _func records hold absolute entry PCs and funcdata pointers", objscan.Go118Magic, objscan.Go120Magic, f.Version, f.Magic)
 	}
+	startLine := f.Magic == objscan.Go120Magic // the records have a startLine field
 	old := f.Pclntab()
 	o := f.ByteOrder
 	ps := uint64(f.PtrSize)
@@ -157,7 +162,10 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		recOff := h.pclnOff + uint64(fn.Offset)
-		const fixed = 44 // the Go 1.20 _func, up to nfuncdata
+		fixed := uint64(44) // the Go 1.20 _func, up to nfuncdata
+		if !startLine {
+			fixed = 40
+		}
 		npc, nfd := uint64(len(fn.PCData)), uint64(len(fn.FuncData))
 		recLen := fixed + 4*npc + 4*nfd
 		if recOff > n || n-recOff < recLen {
@@ -173,7 +181,13 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 		}
 		o.PutUint32(ft[8*i+4:], uint32(len(ft)))
 		r := len(ft)
-		ft = append(ft, rec[:fixed]...)
+		if startLine {
+			ft = append(ft, rec[:fixed]...)
+		} else {
+			ft = append(ft, rec[:36]...) // up to cuOffset
+			ft = appendU32(ft, o, 0)     // startLine, unknown before Go 1.20
+			ft = append(ft, rec[36:40]...)
+		}
 		offs := lt.offs[i]
 		o.PutUint32(ft[r+16:], offs[0])
 		o.PutUint32(ft[r+20:], offs[1])

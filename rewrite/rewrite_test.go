@@ -26,6 +26,10 @@ var targets = []struct {
 	{"linux-arm64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64"}},
 	{"linux-386", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386"}},
 	{"linux-s390x", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "s390x"}},
+	// The Go 1.18-1.19 pclntab layout, whose _func records replace mode
+	// converts to Go 1.20's.
+	{"linux-amd64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.18.10"}},
+	{"linux-arm64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.18.10"}},
 }
 
 // runBinary runs bin, built for cfg, and returns its output and error;
