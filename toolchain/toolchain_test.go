@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -434,6 +436,54 @@ func TestBench(t *testing.T) {
 	for i, g := range got {
 		if !strings.HasPrefix(g, flavours[i].Name+" PanicDeep") {
 			t.Errorf("result %d: %q, want %s's PanicDeep", i, g, flavours[i].Name)
+		}
+	}
+}
+
+// TestDerivedCorrupt checks that objscan rejects a derived-length binary
+// whose layout the runtime would misread: a wrong end offset after the last
+// _func record, and a record whose arrays no longer end where the next
+// record starts.
+func TestDerivedCorrupt(t *testing.T) {
+	tc := testToolchain(t)
+	bin := build(t, tc, false)
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := objscan.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Linear == nil || !f.Linear.Derived {
+		t.Fatalf("the default build is not in the derived format: %+v", f.Linear)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := ef.Section(".gopclntab")
+	if sec == nil {
+		t.Fatal("no .gopclntab")
+	}
+	ps := uint64(f.PtrSize)
+	functab := sec.Offset + f.ByteOrder.Uint64(data[sec.Offset+8+7*ps:])
+	last := &f.Funcs[len(f.Funcs)-1]
+	end := uint64(last.Offset) + 44 + 4*uint64(len(last.PCData)) + 4*uint64(len(last.FuncData))
+	end = (end + ps - 1) &^ (ps - 1)
+	mid := &f.Funcs[len(f.Funcs)/2]
+	for _, tt := range []struct {
+		name string
+		at   uint64
+		want string
+	}{
+		{"end offset", functab + end, "derived-length end offset"},
+		{"nfuncdata", functab + uint64(mid.Offset) + 43, "derived-length layout"},
+	} {
+		bad := bytes.Clone(data)
+		bad[tt.at] += 0x10
+		if _, err := objscan.NewFile(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s changed: objscan says %v, want an error about %q", tt.name, err, tt.want)
 		}
 	}
 }
