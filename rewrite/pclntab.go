@@ -139,6 +139,9 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	// pcHeader, then the variant name.
 	out = append(out, old[:hdrEnd]...)
 	o.PutUint32(out, objscan.LinearMagic)
+	if lt.derived {
+		o.PutUint32(out, objscan.LinearDerivedMagic)
+	}
 	var name [objscan.LinearVariantLen]byte
 	copy(name[:], lt.variant.Name)
 	out = append(out, name[:]...)
@@ -192,11 +195,18 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 		o.PutUint32(ft[r+16:], offs[0])
 		o.PutUint32(ft[r+20:], offs[1])
 		o.PutUint32(ft[r+24:], offs[2])
-		ft = appendU32(ft, o, lt.funcLen[i]) // at objscan.LinearFuncLenOffset
+		if !lt.derived {
+			ft = appendU32(ft, o, lt.funcLen[i]) // at objscan.LinearFuncLenOffset
+		}
 		for _, off := range offs[3:] {
 			ft = appendU32(ft, o, off)
 		}
 		ft = append(ft, rec[fixed+4*npc:]...) // funcdata offsets
+	}
+	if lt.derived {
+		// The end of the text, where the next record's entryOff would be.
+		ft = appendZeros(ft, alignUp(uint64(len(ft)), ps))
+		ft = appendU32(ft, o, o.Uint32(ft[8*nfunc:]))
 	}
 	out = append(out, ft...)
 	newRecsEnd := uint64(len(out))

@@ -319,9 +319,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
 	}
 	res.Parts = []Part{
-		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", objscan.LinearMagic, objscan.LinearVariantLen)},
+		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
 		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
-		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*len(f.Funcs), ps), kind: kindOutOfBand},
+		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
 		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
 		{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
@@ -377,6 +377,14 @@ func fixUnwind(e *elfFile, out []byte, m remap, mv []moved) (string, error) {
 		return "", nil
 	}
 	return fmt.Sprintf("unwind tables: %d PC-relative pointers updated", fixed), nil
+}
+
+// funcTabNote describes what the linear format changes in the functab.
+func funcTabNote(lt *linearTables, nfunc int, ps uint64) string {
+	if lt.derived {
+		return fmt.Sprintf("lengths derived from the functab: no field, a uint32 end offset after the last record (%d-byte aligned)", ps)
+	}
+	return fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*nfunc, ps)
 }
 
 // moved is a section of the group replace mode moves: where it was and

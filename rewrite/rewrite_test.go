@@ -158,7 +158,7 @@ func checkSizes(t *testing.T, res *Result, orig *objscan.File) {
 	if sum != res.DeltaBytes || res.OutBytes-res.InBytes != res.DeltaBytes {
 		t.Errorf("parts add up to %d, delta %d, sizes %d -> %d", sum, res.DeltaBytes, res.InBytes, res.OutBytes)
 	}
-	est, err := EstimateFor(orig, res.Variant)
+	est, err := EstimateFor(orig, res.Variant, res.Derived)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -671,6 +671,55 @@ func TestAppendMachOPE(t *testing.T) {
 				if err := CheckCodeSignature(bad); err == nil {
 					t.Error("CheckCodeSignature accepts a changed page")
 				}
+			}
+		})
+	}
+}
+
+// TestDerived rewrites every target in replace mode with function lengths
+// derived from the functab, in the spec and compact-fast variants: the
+// output has objscan.LinearDerivedMagic, no length field, tables covering
+// each function up to the next entry, and verifies; append mode refuses
+// the option.
+func TestDerived(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tg.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []string{"spec", "compact-fast"} {
+				out, res, err := Rewrite(data, Options{Mode: Replace, Variant: v, Derived: true, Verify: true})
+				if err != nil {
+					t.Fatalf("%s: %v", v, err)
+				}
+				if !res.Derived || res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+					t.Fatalf("%s: result %+v", v, res.Verify)
+				}
+				f, err := objscan.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Magic != objscan.LinearDerivedMagic || !f.Linear.Derived || f.Linear.Variant != v {
+					t.Errorf("%s: magic %#x, linear %+v", v, f.Magic, f.Linear)
+				}
+				q := uint64(f.PCQuantum)
+				for i := range f.Funcs {
+					if fn := &f.Funcs[i]; uint64(f.Linear.Funcs[i].Len) != (fn.End-fn.Entry)/q {
+						t.Fatalf("%s: %s covers %d units, its extent is %d bytes", v, fn.Name, f.Linear.Funcs[i].Len, fn.End-fn.Entry)
+					}
+				}
+				// The field costs bytes the derived lengths do not.
+				_, field, err := Rewrite(data, Options{Mode: Replace, Variant: v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.NewPclntab >= field.NewPclntab {
+					t.Errorf("%s: derived pclntab %d bytes, with the field %d", v, res.NewPclntab, field.NewPclntab)
+				}
+			}
+			if _, _, err := Rewrite(data, Options{Mode: Append, Derived: true}); err == nil {
+				t.Error("append mode accepts derived lengths")
 			}
 		})
 	}
