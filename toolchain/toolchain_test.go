@@ -111,25 +111,8 @@ func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
 	for _, tags := range [][]string{nil, {NoCacheTag}, {CompactFastTag}, {CompactFastTag, NoCacheTag}, {FuncFieldTag}, {CompactFastTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
-			lin, twin := build(t, tc, false, tags...), build(t, tc, true, tags...)
-			fl, err := objscan.Open(lin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fl.Close()
-			ft, err := objscan.Open(twin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ft.Close()
-			res, err := Check(fl, ft)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.OK() || res.PCs == 0 {
-				t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
-			}
-			t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+			lin := build(t, tc, false, tags...)
+			fl := checkTwin(t, lin, build(t, tc, true, tags...))
 			wantVariant, wantDerived := "spec", !slices.Contains(tags, FuncFieldTag)
 			if slices.Contains(tags, CompactFastTag) {
 				wantVariant = "compact-fast"
@@ -156,28 +139,37 @@ func TestRuntimeEmulated(t *testing.T) {
 		}
 		for _, tags := range [][]string{nil, {CompactFastTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
-				lin, twin := buildFor(t, tc, arch, false, tags...), buildFor(t, tc, arch, true, tags...)
-				fl, err := objscan.Open(lin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer fl.Close()
-				ft, err := objscan.Open(twin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ft.Close()
-				res, err := Check(fl, ft)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !res.OK() || res.PCs == 0 {
-					t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
-				}
+				lin := buildFor(t, tc, arch, false, tags...)
+				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))
 				selfWalk(t, []string{qemu}, lin, fl)
 			})
 		}
 	}
+}
+
+// checkTwin opens the patched binary lin and its twin, requires Check to
+// pass, and returns lin's objscan.File (closed when the test ends).
+func checkTwin(t *testing.T, lin, twin string) *objscan.File {
+	t.Helper()
+	fl, err := objscan.Open(lin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fl.Close() })
+	ft, err := objscan.Open(twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ft.Close()
+	res, err := Check(fl, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.PCs == 0 {
+		t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
+	}
+	t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+	return fl
 }
 
 // selfWalk runs bin (under the command runner, if any) on every PC of
