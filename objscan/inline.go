@@ -59,7 +59,18 @@ func (f *File) inlLayout19() bool {
 
 // newInlLayout reports whether inline tree entries use the 16-byte layout
 // that came with the Go 1.20 pclntab (with startLine instead of file/line).
-func (f *File) newInlLayout() bool { return f.Magic == Go120Magic }
+func (f *File) newInlLayout() bool {
+	if f.Linear != nil && f.Linear.Mode == "replace" {
+		// A rewritten pclntab has the Go 1.20 layout whatever the release
+		// (rewrite-binary converts Go 1.18-1.19 records), but the inline
+		// trees in go:func.* keep the release's format.
+		if m := goMinor(f.GoVersion); m == 18 || m == 19 {
+			return false
+		}
+		return true
+	}
+	return f.Magic == Go120Magic
+}
 
 // decodeInlTrees decodes each function's inline tree.
 //

@@ -298,15 +298,16 @@ func (e *elfFile) firstDataOff(off uint64) uint64 {
 
 // placeTables decides where the program and section header tables of the
 // output go. The program header table stays where it is (the PT_PHDR
-// segment and the loader find it there) and must have room for its entries
-// before the first section's bytes. The section header table goes right
+// segment and the loader find it there) and, if it follows the ELF header,
+// must have room for its entries before the first section's bytes (replace
+// mode may have moved it elsewhere). The section header table goes right
 // after it when it fits before the first section's bytes, as the Go linker
 // places it, and otherwise at the end of the output, whose current size is
 // end. It returns the section header table's offset.
 func (e *elfFile) placeTables(end uint64) (uint64, error) {
 	phEnd := e.phoff + uint64(len(e.progs))*e.phentsize
 	limit := e.firstDataOff(e.ehsize())
-	if len(e.progs) > 0 && phEnd > limit {
+	if len(e.progs) > 0 && e.phoff < limit && phEnd > limit {
 		return 0, fmt.Errorf("ELF: no room for %d program headers at %#x: section data starts at %#x", len(e.progs), e.phoff, limit)
 	}
 	shAt := alignUp(max(phEnd, e.ehsize()), 8)

@@ -19,8 +19,10 @@ type Estimate struct {
 	Percent        float64 `json:"percent"` // of the file
 }
 
-// EstimateFor computes report's estimate for f in the named variant.
-func EstimateFor(f *objscan.File, variant string) (*Estimate, error) {
+// EstimateFor computes report's estimate for f in the named variant. With
+// derived set the function lengths cost nothing out of band (replace mode's
+// derived lengths).
+func EstimateFor(f *objscan.File, variant string, derived bool) (*Estimate, error) {
 	v, err := VariantByName(variant)
 	if err != nil {
 		return nil, err
@@ -41,6 +43,10 @@ func EstimateFor(f *objscan.File, variant string) (*Estimate, error) {
 		if !found {
 			return nil, fmt.Errorf("estimate: report has no row for variant %s", v.Name)
 		}
+	}
+	if derived {
+		est.Percent -= 100 * float64(est.OutOfBandBytes) / float64(r.FileBytes)
+		est.OutOfBandBytes = 0
 	}
 	est.Bytes = est.LinearBytes - est.VarintBytes + est.OutOfBandBytes
 	return est, nil
@@ -76,7 +82,11 @@ func Gap(res *Result, est *Estimate) []GapItem {
 			}
 			add(p.Name+": padding and rounding", rest)
 		case kindOutOfBand:
-			add(p.Name+": beyond 4 bytes per function", p.Delta()-est.OutOfBandBytes)
+			if est.OutOfBandBytes == 0 {
+				add(p.Name, p.Delta())
+			} else {
+				add(p.Name+": beyond 4 bytes per function", p.Delta()-est.OutOfBandBytes)
+			}
 		default:
 			add(p.Name, p.Delta())
 		}

@@ -88,9 +88,14 @@ type newPclntab struct {
 // funcdata) keeps: its offset in the new table is congruent to the old one
 // modulo tailAlign.
 func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPclntab, error) {
-	if f.Magic != objscan.Go120Magic {
-		return nil, fmt.Errorf("replace mode needs the Go 1.20+ pclntab layout (magic %#x); this binary's is %s (magic %#x)", objscan.Go120Magic, f.Version, f.Magic)
+	// The Go 1.18-1.19 layout differs from Go 1.20's only in the _func
+	// record, which lacks startLine: its records are written in the Go 1.20
+	// layout with startLine 0 (objscan's linear layout is Go 1.20's). Older
+	// layouts keep absolute entry PCs and funcdata pointers.
+	if f.Magic != objscan.Go120Magic && f.Magic != objscan.Go118Magic {
+		return nil, fmt.Errorf("replace mode needs the Go 1.18+ pclntab layout (magic %#x or %#x); this binary's is %s (magic %#x), whose _func records hold absolute entry PCs and funcdata pointers", objscan.Go118Magic, objscan.Go120Magic, f.Version, f.Magic)
 	}
+	startLine := f.Magic == objscan.Go120Magic // the records have a startLine field
 	old := f.Pclntab()[:pclntabLen(f)]
 	o := f.ByteOrder
 	ps := uint64(f.PtrSize)
@@ -135,6 +140,9 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	// pcHeader, then the variant name.
 	out = append(out, old[:hdrEnd]...)
 	o.PutUint32(out, objscan.LinearMagic)
+	if lt.derived {
+		o.PutUint32(out, objscan.LinearDerivedMagic)
+	}
 	var name [objscan.LinearVariantLen]byte
 	copy(name[:], lt.variant.Name)
 	out = append(out, name[:]...)
@@ -158,7 +166,10 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		recOff := h.pclnOff + uint64(fn.Offset)
-		const fixed = 44 // the Go 1.20 _func, up to nfuncdata
+		fixed := uint64(44) // the Go 1.20 _func, up to nfuncdata
+		if !startLine {
+			fixed = 40
+		}
 		npc, nfd := uint64(len(fn.PCData)), uint64(len(fn.FuncData))
 		recLen := fixed + 4*npc + 4*nfd
 		if recOff > n || n-recOff < recLen {
@@ -174,16 +185,29 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 		}
 		o.PutUint32(ft[8*i+4:], uint32(len(ft)))
 		r := len(ft)
-		ft = append(ft, rec[:fixed]...)
+		if startLine {
+			ft = append(ft, rec[:fixed]...)
+		} else {
+			ft = append(ft, rec[:36]...) // up to cuOffset
+			ft = appendU32(ft, o, 0)     // startLine, unknown before Go 1.20
+			ft = append(ft, rec[36:40]...)
+		}
 		offs := lt.offs[i]
 		o.PutUint32(ft[r+16:], offs[0])
 		o.PutUint32(ft[r+20:], offs[1])
 		o.PutUint32(ft[r+24:], offs[2])
-		ft = appendU32(ft, o, lt.funcLen[i]) // at objscan.LinearFuncLenOffset
+		if !lt.derived {
+			ft = appendU32(ft, o, lt.funcLen[i]) // at objscan.LinearFuncLenOffset
+		}
 		for _, off := range offs[3:] {
 			ft = appendU32(ft, o, off)
 		}
 		ft = append(ft, rec[fixed+4*npc:]...) // funcdata offsets
+	}
+	if lt.derived {
+		// The end of the text, where the next record's entryOff would be.
+		ft = appendZeros(ft, alignUp(uint64(len(ft)), ps))
+		ft = appendU32(ft, o, o.Uint32(ft[8*nfunc:]))
 	}
 	out = append(out, ft...)
 	newRecsEnd := uint64(len(out))
@@ -234,12 +258,12 @@ func appendZeros(b []byte, n uint64) []byte {
 // objscan knows the exact extent of a table it found by section or by
 // symbols; one found by scanning for its magic (a stripped PE file) runs
 // to the end of its section, over whatever follows (typelinks and
-// itablinks). For a Go 1.20+ table the real end is then derived as the
+// itablinks). For a Go 1.18+ table the real end is then derived as the
 // linker lays it out: findfunctab after the funcdata, when go:func.* is
 // inside the table (Go 1.26), else the end of the functab.
 func pclntabLen(f *objscan.File) uint64 {
 	n := uint64(len(f.Pclntab()))
-	if !strings.HasPrefix(f.PclntabSource, "magic scan") || f.Magic != objscan.Go120Magic || uint64(len(f.Pclntab())) < 8+8*uint64(f.PtrSize) {
+	if !strings.HasPrefix(f.PclntabSource, "magic scan") || f.Magic != objscan.Go120Magic && f.Magic != objscan.Go118Magic || uint64(len(f.Pclntab())) < 8+8*uint64(f.PtrSize) {
 		return n
 	}
 	h := pclnHeaderOf(f)

@@ -29,13 +29,9 @@ import (
 // gofunc, epclntab, typelinks, itablinks) and in the symbol table. Code
 // that refers to them directly is not updated (Go code reaches them through
 // the moduledata), and neither is DWARF.
-//
-// PIEs, and layouts where sections that cannot move follow .gopclntab
-// (external links: .eh_frame_hdr, .eh_frame, the dynamic sections), go
-// through replaceSplit, which moves the table alone.
 func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
 	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
-		return nil, fmt.Errorf("only executables (ELF type ET_EXEC or ET_DYN) are supported, this is %v; append mode works on it", e.typ)
+		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
@@ -54,9 +50,6 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf(".gopclntab at %#x is not in a PT_LOAD segment's file bytes", P.Addr)
 	}
 	L := e.progs[li]
-	if e.typ == elf.ET_DYN {
-		return replaceSplit(e, f, lt, res, pi, li)
-	}
 	if L.Memsz != L.Filesz || P.Off-L.Off != P.Addr-L.Vaddr || P.Addr == L.Vaddr {
 		return nil, fmt.Errorf("unsupported layout: .gopclntab's segment (%#x+%#x) has zero-fill bytes, is not mapped linearly, or starts with .gopclntab", L.Vaddr, L.Memsz)
 	}
@@ -69,9 +62,8 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd {
 			continue
 		}
-		if s.Type != uint32(elf.SHT_PROGBITS) || s.Name == ".eh_frame_hdr" || s.Name == ".eh_frame" {
-			// Sections that cannot move: split the segment instead.
-			return replaceSplit(e, f, lt, res, pi, li)
+		if !movableType(elf.SectionType(s.Type)) {
+			return nil, fmt.Errorf("unsupported layout: section %s (type %v) follows .gopclntab in its segment, and replace mode does not know how to move its contents", s.Name, elf.SectionType(s.Type))
 		}
 		group = append(group, i)
 	}
@@ -89,13 +81,19 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 			return nil, fmt.Errorf("unsupported layout: section %s overlaps the file bytes of .gopclntab's segment", s.Name)
 		}
 	}
+	// Segments inside the moved range move with it: PT_GNU_EH_FRAME
+	// (.eh_frame_hdr) and notes, if they lie in the group's sections.
+	inGroupSegs := map[int]bool{}
 	for i := range e.progs {
 		p := &e.progs[i]
 		if i == li || p.Filesz == 0 && p.Memsz == 0 {
 			continue
 		}
 		if p.Off < oldGroupEnd && p.Off+p.Filesz > P.Off || p.Vaddr < segEnd && p.Vaddr+p.Memsz > P.Addr {
-			return nil, fmt.Errorf("unsupported layout: segment %d (%v) overlaps .gopclntab's segment", i, elf.ProgType(p.Type))
+			if p.Type == uint32(elf.PT_LOAD) || p.Vaddr < P.Addr+P.Size || p.Vaddr+p.Memsz > segEnd {
+				return nil, fmt.Errorf("unsupported layout: segment %d (%v) overlaps .gopclntab's segment", i, elf.ProgType(p.Type))
+			}
+			inGroupSegs[i] = true
 		}
 	}
 	var pageAlign uint64 = 1
@@ -123,36 +121,100 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	}
 	gOff := P.Off
 	gAddr := alignUp(top, pageAlign) + gOff%pageAlign
-	type moved struct {
-		idx              int
-		oldAddr, oldOff  uint64
-		newAddr, newOff  uint64
-		oldSize, newSize uint64
-		data             []byte
-	}
 	var mv []moved
 	at := gAddr
-	for _, i := range group {
+	// The sections after .gopclntab move by one delta, a multiple of their
+	// largest alignment, so pointers among them stay valid.
+	restAlign := uint64(1)
+	for _, i := range group[1:] {
+		restAlign = max(restAlign, e.sects[i].Addralign)
+	}
+	var delta uint64
+	for k, i := range group {
 		s := &e.sects[i]
 		m := moved{idx: i, oldAddr: s.Addr, oldOff: s.Off, oldSize: s.Size, newSize: s.Size, data: e.data[s.Off : s.Off+s.Size]}
 		if i == pi {
 			m.data, m.newSize = np.data, uint64(len(np.data))
 		}
-		at = alignUp(at, max(s.Addralign, 1))
+		switch k {
+		case 0:
+			at = alignUp(at, max(s.Addralign, 1))
+		case 1:
+			delta = alignUp(alignUp(at, max(s.Addralign, 1))-s.Addr, restAlign)
+			at = s.Addr + delta
+		default:
+			at = s.Addr + delta
+		}
 		m.newAddr, m.newOff = at, gOff+(at-gAddr)
 		at += m.newSize
 		mv = append(mv, m)
+	}
+	// The program header table gains the new segment. Where it has no room
+	// after the ELF header (an external linker packs the first sections
+	// right after it), it moves to the end of the new segment, which maps
+	// it as PT_PHDR requires.
+	phSize := uint64(len(e.progs)+1) * e.phentsize
+	oldPhoff := e.phoff
+	var phAt uint64 // new address of the program header table, or 0
+	if e.phoff+phSize > e.firstDataOff(e.ehsize()) {
+		phAt = alignUp(at, 8)
+		at = phAt + phSize
 	}
 	gEnd := gOff + (at - gAddr)
 	oldGroupSize := oldGroupEnd - P.Off
 
 	// Everything after the group in the file moves by D, a multiple of the
 	// alignment of whatever follows.
-	plan, err := e.planShift(oldGroupEnd, gEnd)
-	if err != nil {
-		return nil, err
+	X := uint64(len(e.data))
+	for i := range e.sects {
+		s := &e.sects[i]
+		if i == 0 || inGroup[i] || s.nobits() || s.Size == 0 {
+			continue
+		}
+		if s.Off >= oldGroupEnd {
+			X = min(X, s.Off)
+		}
 	}
-	X, A, D, newLen, shiftOff := plan.X, plan.A, plan.D, plan.newLen, plan.off
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Filesz > 0 && p.Off >= oldGroupEnd {
+			X = min(X, p.Off)
+		}
+	}
+	if e.shoff >= oldGroupEnd {
+		X = min(X, e.shoff)
+	}
+	A := uint64(8)
+	for i := range e.sects {
+		if s := &e.sects[i]; !inGroup[i] && s.Off >= X {
+			A = max(A, s.Addralign)
+		}
+	}
+	for i := range e.progs {
+		if p := &e.progs[i]; p.Off >= X && (p.Filesz > 0 || p.Type == uint32(elf.PT_LOAD)) {
+			A = max(A, p.Align)
+		}
+	}
+	if A&(A-1) != 0 {
+		return nil, fmt.Errorf("unsupported alignment %#x after .gopclntab's segment", A)
+	}
+	// D = the smallest multiple of A with X+D >= gEnd.
+	D := int64(gEnd) - int64(X)
+	if D >= 0 {
+		D = int64(alignUp(uint64(D), A))
+	} else {
+		D = -int64(uint64(-D) &^ (A - 1))
+	}
+	newLen := int64(len(e.data)) + D
+	if X == uint64(len(e.data)) {
+		newLen = int64(gEnd)
+		D = newLen - int64(len(e.data))
+	}
+	shiftOff := func(off uint64) uint64 {
+		if off >= X {
+			return uint64(int64(off) + D)
+		}
+		return off
+	}
 	out := make([]byte, newLen)
 	copy(out, e.data[:P.Off])
 	for _, m := range mv {
@@ -179,7 +241,15 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		}
 	}
 	for i := range e.progs {
-		if p := &e.progs[i]; i != li {
+		p := &e.progs[i]
+		switch {
+		case inGroupSegs[i]:
+			nv, _, err := addrMap.addr(p.Vaddr)
+			if err != nil {
+				return nil, fmt.Errorf("segment %d (%v): %w", i, elf.ProgType(p.Type), err)
+			}
+			p.Off, p.Vaddr, p.Paddr = gOff+(nv-gAddr), nv, nv
+		case i != li:
 			p.Off = shiftOff(p.Off)
 		}
 	}
@@ -190,10 +260,17 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	loads := e.sortedLoads()
 	ins := loads[len(loads)-1] + 1
 	e.progs = append(e.progs[:ins], append([]elfProg{newSeg}, e.progs[ins:]...)...)
+	if phAt != 0 {
+		e.phoff = gOff + (phAt - gAddr)
+		clear(out[oldPhoff : oldPhoff+uint64(len(e.progs)-1)*e.phentsize])
+	}
 	for i := range e.progs {
 		if p := &e.progs[i]; p.Type == uint32(elf.PT_PHDR) {
 			p.Filesz = uint64(len(e.progs)) * e.phentsize
 			p.Memsz = p.Filesz
+			if phAt != 0 {
+				p.Off, p.Vaddr, p.Paddr = e.phoff, phAt, phAt
+			}
 		}
 	}
 	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
@@ -212,7 +289,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	e.writeTables(out)
 
 	// Moduledata and symbols.
-	mdNote, err := fixModuledata(e, f, out, addrMap, lenFix, P.Addr)
+	mdNote, mdWords, err := fixModuledata(e, f, out, addrMap, lenFix, P.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -220,18 +297,97 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
+	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr)
+	if err != nil {
+		return nil, err
+	}
+	dynNote, err := fixDynamic(e, out, addrMap)
+	if err != nil {
+		return nil, err
+	}
+	ehNote, err := fixUnwind(e, out, addrMap, mv)
+	if err != nil {
+		return nil, err
+	}
 
 	res.NewPclntab = int64(len(np.data))
+	var phPart uint64
+	if phAt != 0 {
+		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
+	}
 	res.Parts = append(pclnParts(f, lt, np, tailAlign),
-		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data))},
+		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
 		Part{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
 	)
+	if phAt != 0 {
+		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
+			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
+	}
 	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, false, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),
 		mdNote, symNote)
+	for _, n := range []string{relNote, dynNote, ehNote} {
+		if n != "" {
+			res.Notes = append(res.Notes, n)
+		}
+	}
 	return out, nil
+}
+
+// fixUnwind rewrites the pointers of the moved .eh_frame_hdr and .eh_frame.
+func fixUnwind(e *elfFile, out []byte, m remap, mv []moved) (string, error) {
+	var hdr *moved
+	for k := range mv {
+		if e.sects[mv[k].idx].Name == ".eh_frame_hdr" {
+			hdr = &mv[k]
+		}
+	}
+	fixed := 0
+	for k := range mv {
+		mm := &mv[k]
+		name := e.sects[mm.idx].Name
+		if name != ".eh_frame_hdr" && name != ".eh_frame" {
+			continue
+		}
+		x := &ehFixer{e: e, out: out, m: m, oldAddr: mm.oldAddr, newAddr: mm.newAddr, off: mm.newOff, size: mm.newSize}
+		if hdr != nil {
+			x.oldBase, x.newBase = hdr.oldAddr, hdr.newAddr
+		}
+		var err error
+		if name == ".eh_frame_hdr" {
+			err = x.fixEHFrameHdr()
+		} else {
+			err = x.fixEHFrame()
+		}
+		if err != nil {
+			return "", err
+		}
+		fixed += x.fixed
+	}
+	if fixed == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("unwind tables: %d PC-relative pointers updated", fixed), nil
+}
+
+// funcTabNote describes what the linear format changes in the functab.
+func funcTabNote(lt *linearTables, nfunc int, ps uint64) string {
+	if lt.derived {
+		return fmt.Sprintf("lengths derived from the functab: no field, a uint32 end offset after the last record (%d-byte aligned)", ps)
+	}
+	return fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*nfunc, ps)
+}
+
+// moved is a section of the group replace mode moves: where it was and
+// where it goes, and its new contents.
+type moved struct {
+	idx              int
+	oldAddr, oldOff  uint64
+	newAddr, newOff  uint64
+	oldSize, newSize uint64
+	data             []byte
 }
 
 // groupNames lists the names of the sections at idx.
@@ -274,21 +430,23 @@ func pclnLenFix(f *objscan.File, np *newPclntab) lenFixes {
 	}
 }
 
-// pclnParts itemizes the size change of the pclntab itself: the parts that
-// buildPclntab re-encoded. They add up to len(np.data) - len(f.Pclntab()).
+// pclnParts itemizes the size change of the pclntab itself, the parts
+// buildPclntab re-encoded: they add up to len(np.data) minus the old
+// table's size.
 func pclnParts(f *objscan.File, lt *linearTables, np *newPclntab, tailAlign uint64) []Part {
-	ps := f.PtrSize
+	ps := uint64(f.PtrSize)
 	return []Part{
-		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", objscan.LinearMagic, objscan.LinearVariantLen)},
+		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
 		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
-		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: fmt.Sprintf("a uint32 length per function (%d bytes) and %d-byte record alignment", 4*len(f.Funcs), ps), kind: kindOutOfBand},
+		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
 	}
 }
 
 // fixModuledata updates the moduledata that objscan found for the old
-// pclntab (objscan.File.Moduledata) in out, an ELF file described by e.
-func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenFixes, oldPcln uint64) (string, error) {
+// pclntab in out, an ELF file described by e (see patchModuledataIn). It
+// also returns the moduledata words it changed: old address -> new value.
+func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenFixes, oldPcln uint64) (string, map[uint64]uint64, error) {
 	return patchModuledataIn(f, m, lenFix, func(addr, size uint64) ([]byte, string) {
 		for i := range e.sects {
 			s := &e.sects[i]
@@ -296,7 +454,7 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenF
 				continue
 			}
 			if s.Off+s.Size > uint64(len(out)) || size > s.Size-(addr-s.Addr) {
-				return nil, fmt.Sprintf("section %s (too short)", s.Name)
+				return nil, "section " + s.Name + " (too short)"
 			}
 			return out[s.Off+(addr-s.Addr) : s.Off+(addr-s.Addr)+size], "section " + s.Name
 		}
@@ -310,18 +468,18 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenF
 // bytes holding size bytes at an (output) address, and where they are; nil
 // if no section holds them. The first 24 words are Go 1.20+'s stable
 // prefix (pcHeader through etext); later words that point into the moved
-// parts (gofunc, epclntab, typelinks, itablinks) are found by value. The
-// moduledata itself must not move.
-func patchModuledataIn(f *objscan.File, m remap, lenFix lenFixes, at func(addr, size uint64) ([]byte, string)) (string, error) {
+// parts (gofunc, epclntab, typelinks, itablinks) are found by value. It
+// returns the words it changed: old address -> new value.
+func patchModuledataIn(f *objscan.File, m remap, lenFix lenFixes, at func(addr, size uint64) ([]byte, string)) (string, map[uint64]uint64, error) {
 	oldPcln := f.PclntabAddr
 	mdAddr, words, ok := f.Moduledata()
 	if !ok {
-		return "", fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
+		return "", nil, fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
 	}
 	addr := mdAddr
 	if nv, in, err := m.addr(mdAddr); in {
 		if err != nil {
-			return "", fmt.Errorf("moduledata at %#x: %w", mdAddr, err)
+			return "", nil, fmt.Errorf("moduledata at %#x: %w", mdAddr, err)
 		}
 		addr = nv
 	}
@@ -329,41 +487,49 @@ func patchModuledataIn(f *objscan.File, m remap, lenFix lenFixes, at func(addr, 
 	md, sect := at(addr, uint64(words)*ps)
 	if md == nil {
 		if sect != "" {
-			return "", fmt.Errorf("moduledata at %#x: %d words run past %s", addr, words, sect)
+			return "", nil, fmt.Errorf("moduledata at %#x: %d words run past %s", addr, words, sect)
 		}
-		return "", fmt.Errorf("moduledata at %#x is in no section of the output", addr)
+		return "", nil, fmt.Errorf("moduledata at %#x is in no section of the output", addr)
 	}
 	where := fmt.Sprintf("moduledata at %#x (%s)", addr, sect)
-	n, err := patchModuledata(md, uint64(words), ps, f.ByteOrder, m, lenFix, oldPcln)
+	ptrs, changed, err := patchModuledata(md, uint64(words), ps, f.ByteOrder, m, lenFix, oldPcln)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", where, err)
+		return "", nil, fmt.Errorf("%s: %w", where, err)
 	}
-	return fmt.Sprintf("%s: %d words updated", where, n), nil
+	mdWords := map[uint64]uint64{}
+	for i, v := range ptrs {
+		mdWords[mdAddr+i*ps] = v
+	}
+	return fmt.Sprintf("%s: %d words updated", where, changed), mdWords, nil
 }
 
 // patchModuledata rewrites the n words of the moduledata md: every word
-// that m maps, and the two lengths after a slice pointer lenFix knows.
-func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFix lenFixes, oldPcln uint64) (int, error) {
+// that m maps, and the two lengths after a slice pointer lenFix knows. It
+// returns the pointer words it changed (index -> new value) and how many
+// words it changed in all.
+func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFix lenFixes, oldPcln uint64) (map[uint64]uint64, int, error) {
 	word := func(i uint64) uint64 {
 		if ps == 4 {
 			return uint64(o.Uint32(md[i*ps:]))
 		}
 		return o.Uint64(md[i*ps:])
 	}
+	changed := 0
 	put := func(i, v uint64) {
 		if ps == 4 {
 			o.PutUint32(md[i*ps:], uint32(v))
 		} else {
 			o.PutUint64(md[i*ps:], v)
 		}
+		changed++
 	}
 	if uint64(len(md)) < n*ps {
-		return 0, fmt.Errorf("%d bytes hold fewer than %d words", len(md), n)
+		return nil, 0, fmt.Errorf("%d bytes hold fewer than %d words", len(md), n)
 	}
 	if word(0) != oldPcln {
-		return 0, fmt.Errorf("word 0 is %#x, not the old pclntab address %#x", word(0), oldPcln)
+		return nil, 0, fmt.Errorf("word 0 is %#x, not the old pclntab address %#x", word(0), oldPcln)
 	}
-	changed := 0
+	ptrs := map[uint64]uint64{}
 	for i := uint64(0); i < n; i++ {
 		v := word(i)
 		if i >= 20 && v == oldPcln {
@@ -374,18 +540,17 @@ func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFi
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("word %d: %w", i, err)
+			return nil, 0, fmt.Errorf("word %d: %w", i, err)
 		}
 		put(i, nv)
-		changed++
+		ptrs[i] = nv
 		if fix, ok := lenFix[v]; ok && i+2 < n && word(i+1) == fix[0] && word(i+2) == fix[0] {
 			put(i+1, fix[1])
 			put(i+2, fix[1])
-			changed += 2
 			i += 2
 		}
 	}
-	return changed, nil
+	return ptrs, changed, nil
 }
 
 // fixSymbols updates the symbols defined in the moved sections: their

@@ -303,7 +303,7 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 		symNote = fmt.Sprintf("%d symbols of __gopclntab moved, section numbers after it renumbered", n)
 	}
 	// The moduledata keeps its address; find its bytes in the output.
-	mdNote, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
+	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
 		for _, s := range mf.Sections {
 			if s.Offset == 0 || addr < s.Addr || addr-s.Addr >= s.Size || s.Seg == T.name && s.Name == "__gopclntab" {
 				continue

@@ -249,7 +249,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		return nil, err
 	}
 	// Moduledata.
-	mdNote, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
+	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
 		if addr < imageBase {
 			return nil, ""
 		}

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,11 @@ const (
 type Options struct {
 	Mode    Mode   // Replace or Append; "" means Replace
 	Variant string // linearpc variant name; "" means "spec"
+	// Derived (replace mode) derives function lengths from the functab,
+	// at no cost in bytes, instead of storing them in the _func records
+	// (objscan.LinearDerivedMagic, as the pctab toolchain writes by
+	// default).
+	Derived bool
 	// Verify runs Check on the output before returning it (and, in append
 	// mode, SameLoadedImage): a rewrite whose output fails it fails.
 	Verify  bool
@@ -55,6 +61,7 @@ func (p Part) Delta() int64 { return p.New - p.Old }
 type Result struct {
 	Mode      Mode   `json:"mode"`
 	Variant   string `json:"variant"`
+	Derived   bool   `json:"derived_lengths"` // function lengths derived from the functab (replace mode)
 	GOOS      string `json:"goos"`
 	GOARCH    string `json:"goarch"`
 	GoVersion string `json:"go_version"`
@@ -113,12 +120,15 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 			return nil, nil, fmt.Errorf("rewrite: %w", err)
 		}
 	}
-	lt, err := buildTables(f, v)
+	if opt.Derived && opt.Mode != Replace {
+		return nil, nil, errors.New("rewrite: derived function lengths need replace mode (append mode keeps the varint pclntab and stores the lengths in its section)")
+	}
+	lt, err := buildTables(f, v, opt.Derived)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: %w", err)
 	}
 	res := &Result{
-		Mode: opt.Mode, Variant: v.Name, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
+		Mode: opt.Mode, Variant: v.Name, Derived: opt.Derived, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
 		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
 		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),

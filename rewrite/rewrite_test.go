@@ -31,6 +31,10 @@ var targets = []struct {
 	{"linux-arm64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64"}},
 	{"linux-386", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386"}},
 	{"linux-s390x", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "s390x"}},
+	// The Go 1.18-1.19 pclntab layout, whose _func records replace mode
+	// converts to Go 1.20's.
+	{"linux-amd64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.18.10"}},
+	{"linux-arm64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.18.10"}},
 }
 
 // runBinary runs bin, built for cfg, and returns its output and error;
@@ -159,7 +163,7 @@ func checkSizes(t *testing.T, res *Result, orig *objscan.File) {
 	if sum != res.DeltaBytes || res.OutBytes-res.InBytes != res.DeltaBytes {
 		t.Errorf("parts add up to %d, delta %d, sizes %d -> %d", sum, res.DeltaBytes, res.InBytes, res.OutBytes)
 	}
-	est, err := EstimateFor(orig, res.Variant)
+	est, err := EstimateFor(orig, res.Variant, res.Derived)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +339,7 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"go1.18 layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.18.10"}, Replace, "needs the Go 1.20+ pclntab layout"},
+		{"go1.16 layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.16.15"}, Replace, "needs the Go 1.18+ pclntab layout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -502,8 +506,10 @@ func TestCheckCorrupt(t *testing.T) {
 // PIE (internally and externally linked), externally linked with cgo,
 // stripped, and a cgo program that links net with cgo on. Each result
 // verifies, loads exactly the image the original loads, and runs with the
-// original's output. Replace mode's refusal of the PIE and the external
-// links says why.
+// original's output. Replace mode works on all of them too: the result
+// verifies, readelf reads it without complaint, and readelf's decoding of
+// the moved unwind tables (.eh_frame) gives every FDE the same PC range as
+// in the original.
 func TestAppendLinked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: external links need gcc")
@@ -512,17 +518,16 @@ func TestAppendLinked(t *testing.T) {
 		t.Skip("no gcc for external linking")
 	}
 	for _, tc := range []struct {
-		name    string
-		cfg     testbuild.Config
-		replace string // what replace mode's error says, "" if it works
+		name string
+		cfg  testbuild.Config
 	}{
-		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}, ""},
-		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}, ""},
-		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}, ""},
-		{"external-stripped", testbuild.Config{Archive: "features", LinkMode: "external", Ldflags: "-s -w"}, ""},
-		{"stripped", testbuild.Config{Archive: "features", Ldflags: "-s -w"}, ""},
-		{"cgo", testbuild.Config{Archive: "features", CGO: true}, ""},
-		{"pie-arm64", testbuild.Config{Archive: "features", GOARCH: "arm64", BuildMode: "pie"}, ""},
+		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}},
+		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}},
+		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}},
+		{"external-stripped", testbuild.Config{Archive: "features", LinkMode: "external", Ldflags: "-s -w"}},
+		{"stripped", testbuild.Config{Archive: "features", Ldflags: "-s -w"}},
+		{"cgo", testbuild.Config{Archive: "features", CGO: true}},
+		{"pie-arm64", testbuild.Config{Archive: "features", GOARCH: "arm64", BuildMode: "pie"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := testbuild.Compile(context.Background(), tc.cfg)
@@ -567,40 +572,63 @@ func TestAppendLinked(t *testing.T) {
 				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
 			}
 			// Replace mode: the output verifies, readelf reads it without
-			// complaint, and it loads: the runtime finds the new table
-			// through the moduledata (and, in a PIE, the relocations that
-			// initialise it) and refuses its magic.
-			repl := filepath.Join(t.TempDir(), "replaced")
-			rres, err := RewriteFile(in, repl, Options{Mode: Replace, Verify: true})
-			switch {
-			case tc.replace == "" && err != nil:
-				t.Fatalf("replace mode: %v", err)
-			case tc.replace != "" && (err == nil || !strings.Contains(err.Error(), tc.replace)):
-				t.Errorf("replace mode: error %v, want one saying %q", err, tc.replace)
-			}
+			// complaint, the unwind tables cover the same PCs, and it loads:
+			// the runtime finds the new table through the moduledata (and,
+			// in a PIE, the relocations that initialise it) and refuses its
+			// magic.
+			rep := filepath.Join(t.TempDir(), "replaced")
+			res, err = RewriteFile(in, rep, Options{Mode: Replace, Verify: true})
 			if err != nil {
-				return
+				t.Fatalf("replace mode: %v", err)
 			}
-			if rres.Verify == nil || !rres.Verify.OK() {
-				t.Fatalf("replace mode: verification %+v", rres.Verify)
+			if res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("replace mode: verification: %+v", res.Verify)
 			}
 			orig, err := objscan.NewFile(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSizes(t, rres, orig)
-			if rres.DeltaBytes > rres.NewPclntab-rres.OldPclntab+3*64<<10 {
-				t.Errorf("replace mode: the file grew by %d bytes, the pclntab by %d: old bytes left behind?", rres.DeltaBytes, rres.NewPclntab-rres.OldPclntab)
+			checkSizes(t, res, orig)
+			readelfClean(t, rep)
+			if a, b := fdeRanges(t, in), fdeRanges(t, rep); a != b {
+				t.Errorf("replace mode: the unwind tables' FDE ranges changed:\n%s\nnow\n%s", a, b)
+			} else if a != "" {
+				t.Logf("%d FDE ranges unchanged", strings.Count(a, "\n"))
 			}
-			readelfClean(t, repl)
 			if canRun {
-				got, err, _ := runBinary(t, tc.cfg, repl)
+				got, err, _ := runBinary(t, tc.cfg, rep)
 				if err == nil || !strings.Contains(err.Error()+string(got), "magic= 0xffffffe1") {
 					t.Errorf("the replace-mode binary: %q, %v; want the runtime to refuse the magic", got, err)
 				}
 			}
 		})
 	}
+}
+
+// fdeRanges returns the PC ranges of the FDEs of path's .eh_frame as
+// readelf decodes them, one per line ("" if readelf is missing or the
+// file has none).
+func fdeRanges(t *testing.T, path string) string {
+	t.Helper()
+	re, err := exec.LookPath("readelf")
+	if err != nil {
+		return ""
+	}
+	out, err := exec.Command(re, "--debug-dump=frames", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("readelf --debug-dump=frames %s: %v\n%s", path, err, out)
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(string(out), "\n") {
+		if i := strings.Index(line, "pc="); i >= 0 {
+			b.WriteString(line[i:])
+			b.WriteByte('\n')
+		}
+		if strings.Contains(strings.ToLower(line), "warning") {
+			t.Errorf("readelf --debug-dump=frames %s: %s", path, line)
+		}
+	}
+	return b.String()
 }
 
 // TestAppendMachOPE rewrites Mach-O and PE builds in append mode and checks
@@ -800,6 +828,55 @@ func TestReplaceMachOPE(t *testing.T) {
 	}
 }
 
+// TestDerived rewrites every target in replace mode with function lengths
+// derived from the functab, in the spec and compact-fast variants: the
+// output has objscan.LinearDerivedMagic, no length field, tables covering
+// each function up to the next entry, and verifies; append mode refuses
+// the option.
+func TestDerived(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tg.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range []string{"spec", "compact-fast"} {
+				out, res, err := Rewrite(data, Options{Mode: Replace, Variant: v, Derived: true, Verify: true})
+				if err != nil {
+					t.Fatalf("%s: %v", v, err)
+				}
+				if !res.Derived || res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+					t.Fatalf("%s: result %+v", v, res.Verify)
+				}
+				f, err := objscan.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f.Magic != objscan.LinearDerivedMagic || !f.Linear.Derived || f.Linear.Variant != v {
+					t.Errorf("%s: magic %#x, linear %+v", v, f.Magic, f.Linear)
+				}
+				q := uint64(f.PCQuantum)
+				for i := range f.Funcs {
+					if fn := &f.Funcs[i]; uint64(f.Linear.Funcs[i].Len) != (fn.End-fn.Entry)/q {
+						t.Fatalf("%s: %s covers %d units, its extent is %d bytes", v, fn.Name, f.Linear.Funcs[i].Len, fn.End-fn.Entry)
+					}
+				}
+				// The field costs bytes the derived lengths do not.
+				_, field, err := Rewrite(data, Options{Mode: Replace, Variant: v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.NewPclntab >= field.NewPclntab {
+					t.Errorf("%s: derived pclntab %d bytes, with the field %d", v, res.NewPclntab, field.NewPclntab)
+				}
+			}
+			if _, _, err := Rewrite(data, Options{Mode: Append, Derived: true}); err == nil {
+				t.Error("append mode accepts derived lengths")
+			}
+		})
+	}
+}
+
 // TestReplaceHostileHeaders corrupts the headers (the first 4 KiB: load
 // commands, PE and ELF header tables) of real Mach-O, PE and PIE builds
 // and requires replace mode to fail with an error or to write a file its
@@ -846,8 +923,8 @@ func TestReplaceHostileHeaders(t *testing.T) {
 	}
 }
 
-// TestReplaceRefusals edits the headers of real builds into layouts
-// replace mode cannot rewrite, and checks that each error says why.
+// TestReplaceRefusals edits the headers of real Mach-O and PE builds into
+// layouts replace mode cannot rewrite, and checks that each error says why.
 func TestReplaceRefusals(t *testing.T) {
 	le := binary.LittleEndian
 	darwin := testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}
@@ -889,18 +966,6 @@ func TestReplaceRefusals(t *testing.T) {
 		{"pe debug directory", windows, func(t *testing.T, d []byte) {
 			le.PutUint32(d[peDir(d, 6)+4:], 28)
 		}, "debug directory"},
-		{"elf no room for program headers", testbuild.Config{Archive: "features", LinkMode: "external"}, func(t *testing.T, d []byte) {
-			ef, err := elf.NewFile(bytes.NewReader(d))
-			if err != nil {
-				t.Fatal(err)
-			}
-			phoff := le.Uint64(d[32:])
-			for i, p := range ef.Progs {
-				if p.Type == elf.PT_NOTE {
-					le.PutUint32(d[phoff+56*uint64(i):], uint32(elf.PT_NULL))
-				}
-			}
-		}, "no PT_NOTE entry left to give up"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

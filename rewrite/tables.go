@@ -29,11 +29,13 @@ func VariantByName(name string) (linearpc.Variant, error) {
 type tableKey struct {
 	varintOff uint32
 	len       uint32
+	ext       uint32 // units up to which a shorter table is extended with -1 (len, but for derived lengths)
 }
 
 // linearTables is the linear encoding of every PC-value table of a binary.
 type linearTables struct {
 	variant linearpc.Variant
+	derived bool // function lengths derived from the functab (objscan.LinearDerivedMagic)
 	set     *linearpc.Set
 	funcLen []uint32   // per function: PC-quantum units its tables cover
 	offs    [][]uint32 // per function: pcsp, pcfile, pcln, pcdata... offsets in data; 0 = none
@@ -62,12 +64,17 @@ func funcOffsets(fn *objscan.Func) []uint32 {
 // Identical encodings are stored once ([linearpc.Set]), so tables shared in
 // the varint pctab stay shared, and so do distinct varint tables whose
 // linear encodings coincide.
-func buildTables(f *objscan.File, v linearpc.Variant) (*linearTables, error) {
+//
+// With derived set, every table of a function covers the units up to the
+// next function's entry (objscan.LinearDerivedMagic): extended with -1 to
+// the function's longest table, then its last value carried over the
+// padding, as the pctab toolchain's linker does.
+func buildTables(f *objscan.File, v linearpc.Variant, derived bool) (*linearTables, error) {
 	if f.Linear != nil && f.Linear.Mode == "replace" {
 		return nil, fmt.Errorf("the pclntab is already in the linear format (variant %s)", f.Linear.Variant)
 	}
 	decoded := make(map[uint32]pcvalue.Table, len(f.Tabs))
-	lt := &linearTables{variant: v, set: linearpc.NewSet(v)}
+	lt := &linearTables{variant: v, derived: derived, set: linearpc.NewSet(v)}
 	for i := range f.Tabs {
 		tab := &f.Tabs[i]
 		t, n, err := varintpc.Decode(tab.Data)
@@ -90,6 +97,12 @@ func buildTables(f *objscan.File, v linearpc.Variant) (*linearTables, error) {
 			return nil, fmt.Errorf("function %s: size %d is not a whole number of %d-byte PC units", fn.Name, fn.Size, q)
 		}
 		n := uint32(fn.Size / q)
+		ext := n
+		if derived {
+			// Whole units up to the next entry, rounded down as the
+			// runtime divides; objscan bounds Size by the extent.
+			n = uint32(min((fn.End-fn.Entry)/q, 1<<32-1))
+		}
 		lt.funcLen[i] = n
 		varint := funcOffsets(fn)
 		offs := make([]uint32, len(varint))
@@ -101,17 +114,18 @@ func buildTables(f *objscan.File, v linearpc.Variant) (*linearTables, error) {
 				lt.emptyRefs++
 				continue
 			}
-			k := tableKey{off, n}
+			k := tableKey{off, n, ext}
 			lin, ok := at[k]
 			if !ok {
 				t, ok := decoded[off]
 				if !ok {
 					return nil, fmt.Errorf("function %s: table %d at pctab offset %#x is not in objscan's table set", fn.Name, j, off)
 				}
-				if t.Len < n {
-					t = extend(t, n)
+				if t.Len < ext {
+					t = extend(t, ext)
 					lt.padded++
 				}
+				t.Len = n               // the last value runs on to the next entry
 				lin = lt.set.Add(t) + 1 // data[0] is a pad byte: offset 0 means "no table"
 				at[k] = lin
 				lt.index = append(lt.index, indexEntry{k, lin})
@@ -122,7 +136,7 @@ func buildTables(f *objscan.File, v linearpc.Variant) (*linearTables, error) {
 	}
 	sort.Slice(lt.index, func(a, b int) bool {
 		x, y := lt.index[a].key, lt.index[b].key
-		return x.varintOff < y.varintOff || x.varintOff == y.varintOff && x.len < y.len
+		return x.varintOff < y.varintOff || x.varintOff == y.varintOff && (x.len < y.len || x.len == y.len && x.ext < y.ext)
 	})
 	lt.data = make([]byte, 0, 1+lt.set.Size()+objscan.LinearPad)
 	lt.data = append(lt.data, 0)

@@ -12,7 +12,11 @@ import (
 func WriteText(w io.Writer, res *Result, est *Estimate) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
-	p("mode\t%s, variant %s\n", res.Mode, res.Variant)
+	lengths := ""
+	if res.Derived {
+		lengths = ", function lengths derived from the functab"
+	}
+	p("mode\t%s, variant %s%s\n", res.Mode, res.Variant, lengths)
 	p("target\t%s/%s %s, %d functions\n", res.GOOS, res.GOARCH, res.GoVersion, res.Funcs)
 	p("file size\t%d -> %d bytes: %+d bytes (%+.3f%%)\n", res.InBytes, res.OutBytes, res.DeltaBytes, res.DeltaPercent)
 	p("tables\t%d bytes of varint tables -> %d bytes of linear encodings (%d distinct, %d (table, length) pairs, %d extended to their function's length)\n",

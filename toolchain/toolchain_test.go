@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -109,25 +111,8 @@ func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
 	for _, tags := range [][]string{nil, {NoCacheTag}, {CompactFastTag}, {CompactFastTag, NoCacheTag}, {FuncFieldTag}, {CompactFastTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
-			lin, twin := build(t, tc, false, tags...), build(t, tc, true, tags...)
-			fl, err := objscan.Open(lin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fl.Close()
-			ft, err := objscan.Open(twin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ft.Close()
-			res, err := Check(fl, ft)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !res.OK() || res.PCs == 0 {
-				t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
-			}
-			t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+			lin := build(t, tc, false, tags...)
+			fl := checkTwin(t, lin, build(t, tc, true, tags...))
 			wantVariant, wantDerived := "spec", !slices.Contains(tags, FuncFieldTag)
 			if slices.Contains(tags, CompactFastTag) {
 				wantVariant = "compact-fast"
@@ -154,28 +139,37 @@ func TestRuntimeEmulated(t *testing.T) {
 		}
 		for _, tags := range [][]string{nil, {CompactFastTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
-				lin, twin := buildFor(t, tc, arch, false, tags...), buildFor(t, tc, arch, true, tags...)
-				fl, err := objscan.Open(lin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer fl.Close()
-				ft, err := objscan.Open(twin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer ft.Close()
-				res, err := Check(fl, ft)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !res.OK() || res.PCs == 0 {
-					t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
-				}
+				lin := buildFor(t, tc, arch, false, tags...)
+				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))
 				selfWalk(t, []string{qemu}, lin, fl)
 			})
 		}
 	}
+}
+
+// checkTwin opens the patched binary lin and its twin, requires Check to
+// pass, and returns lin's objscan.File (closed when the test ends).
+func checkTwin(t *testing.T, lin, twin string) *objscan.File {
+	t.Helper()
+	fl, err := objscan.Open(lin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fl.Close() })
+	ft, err := objscan.Open(twin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ft.Close()
+	res, err := Check(fl, ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.PCs == 0 {
+		t.Fatalf("Check: %d mismatches in %d PCs: %v", res.Mismatches, res.PCs, res.Examples)
+	}
+	t.Logf("Check: %d tables, %d PCs", res.Tables, res.PCs)
+	return fl
 }
 
 // selfWalk runs bin (under the command runner, if any) on every PC of
@@ -434,6 +428,54 @@ func TestBench(t *testing.T) {
 	for i, g := range got {
 		if !strings.HasPrefix(g, flavours[i].Name+" PanicDeep") {
 			t.Errorf("result %d: %q, want %s's PanicDeep", i, g, flavours[i].Name)
+		}
+	}
+}
+
+// TestDerivedCorrupt checks that objscan rejects a derived-length binary
+// whose layout the runtime would misread: a wrong end offset after the last
+// _func record, and a record whose arrays no longer end where the next
+// record starts.
+func TestDerivedCorrupt(t *testing.T) {
+	tc := testToolchain(t)
+	bin := build(t, tc, false)
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := objscan.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Linear == nil || !f.Linear.Derived {
+		t.Fatalf("the default build is not in the derived format: %+v", f.Linear)
+	}
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := ef.Section(".gopclntab")
+	if sec == nil {
+		t.Fatal("no .gopclntab")
+	}
+	ps := uint64(f.PtrSize)
+	functab := sec.Offset + f.ByteOrder.Uint64(data[sec.Offset+8+7*ps:])
+	last := &f.Funcs[len(f.Funcs)-1]
+	end := uint64(last.Offset) + 44 + 4*uint64(len(last.PCData)) + 4*uint64(len(last.FuncData))
+	end = (end + ps - 1) &^ (ps - 1)
+	mid := &f.Funcs[len(f.Funcs)/2]
+	for _, tt := range []struct {
+		name string
+		at   uint64
+		want string
+	}{
+		{"end offset", functab + end, "derived-length end offset"},
+		{"nfuncdata", functab + uint64(mid.Offset) + 43, "derived-length layout"},
+	} {
+		bad := bytes.Clone(data)
+		bad[tt.at] += 0x10
+		if _, err := objscan.NewFile(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s changed: objscan says %v, want an error about %q", tt.name, err, tt.want)
 		}
 	}
 }

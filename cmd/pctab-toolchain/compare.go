@@ -75,13 +75,7 @@ func runCompare(ctx context.Context, get func() (*toolchain.Toolchain, error), a
 		if o.Dir != "" {
 			fmt.Fprintf(stdout, "# in %s\n", o.Dir)
 		}
-		f, err = os.Open(path)
-		if err != nil {
-			return err
-		}
-		err = toolchain.Summarize(f, stdout)
-		f.Close()
-		if err != nil {
+		if err := summarizeFile(path, stdout); err != nil {
 			return err
 		}
 	}

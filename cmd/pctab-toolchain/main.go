@@ -177,13 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return errors.New("summary needs result files")
 		}
 		for _, p := range args[1:] {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			err = toolchain.Summarize(f, stdout)
-			f.Close()
-			if err != nil {
+			if err := summarizeFile(p, stdout); err != nil {
 				return err
 			}
 		}
@@ -193,4 +187,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	usage(stderr)
 	return fmt.Errorf("unknown subcommand %q", args[0])
+}
+
+// summarizeFile prints toolchain.Summarize of the results in file path.
+func summarizeFile(path string, w io.Writer) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return toolchain.Summarize(f, w)
 }

@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // schemaVersion is the schema_version of rewrite-binary's JSON
 // (testdata/rewrite.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in the README.
-const schemaVersion = 1
+const schemaVersion = 2
 
 // rewriteJSON is the JSON form of one rewrite: the schema version, the
 // files, the result and, with -estimate, pctab-stats' estimate and the gap
@@ -80,13 +80,14 @@ func runRewrite(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	mode := fs.String("mode", "replace", "replace: rebuild the pclntab in the linear format; append: add the linear tables in a new section")
 	variant := fs.String("variant", "spec", "linearpc variant")
+	derived := fs.Bool("derived", false, "replace mode: derive function lengths from the functab (magic 0xffffffe2, no bytes) instead of a uint32 in every _func")
 	out := fs.String("o", "", "output file (required)")
 	check := fs.Bool("verify", true, "verify the output before writing it")
 	estimate := fs.Bool("estimate", true, "compare with pctab-stats' size estimate")
 	jsonOut := fs.Bool("json", false, "print the result as JSON")
 	workers := fs.Int("j", 0, "verification goroutines (0 = GOMAXPROCS)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: rewrite-binary [-mode replace|append] [-variant NAME] -o OUT BINARY\n"+
+		fmt.Fprintf(stderr, "usage: rewrite-binary [-mode replace|append] [-variant NAME] [-derived] -o OUT BINARY\n"+
 			"       rewrite-binary verify [-orig ORIG] REWRITTEN...\n\n")
 		fs.PrintDefaults()
 	}
@@ -98,7 +99,7 @@ func runRewrite(args []string, stdout, stderr io.Writer) error {
 		return errors.New("need exactly one BINARY and -o OUT")
 	}
 	in := fs.Arg(0)
-	opt := rewrite.Options{Mode: rewrite.Mode(*mode), Variant: *variant, Verify: *check, Workers: *workers}
+	opt := rewrite.Options{Mode: rewrite.Mode(*mode), Variant: *variant, Derived: *derived, Verify: *check, Workers: *workers}
 	res, err := rewrite.RewriteFile(in, *out, opt)
 	if err != nil {
 		return err
@@ -109,7 +110,7 @@ func runRewrite(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("estimate: %w", err)
 		}
-		est, err = rewrite.EstimateFor(f, *variant)
+		est, err = rewrite.EstimateFor(f, *variant, *derived)
 		f.Close()
 		if err != nil {
 			return err
