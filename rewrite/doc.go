@@ -21,20 +21,16 @@
 // table's bytes leave the file (what follows them moves back), so the file
 // size is the real cost:
 //
-//   - ELF, internally linked non-PIE (ET_EXEC): the new .gopclntab, with
-//     the sections that followed it in its segment (in Go 1.26 .typelink
-//     and .itablink), moves to a new read-only PT_LOAD segment. In the
-//     file it stays right after .rodata, where the linker puts it, and
-//     everything after it moves by the growth rounded up to the page
-//     alignment.
-//   - ELF, PIE (ET_DYN) or externally linked (cgo, -linkmode=external),
-//     where sections that cannot move follow .gopclntab (the dynamic
-//     linking sections, .eh_frame_hdr and .eh_frame): only the table moves,
-//     to a new PT_LOAD; its old segment is split around it, the part after
-//     it keeping its addresses in a PT_LOAD of its own. PT_NOTE entries
-//     make room for the program headers when the linker left none. The
-//     R_*_RELATIVE relocations that initialise the moduledata's words in a
-//     PIE get the new addresses as addends.
+//   - ELF: the new .gopclntab, with the sections that followed it in its
+//     segment (in Go 1.26 .typelink and .itablink; in PIEs and external
+//     links also the dynamic-linking sections or .eh_frame_hdr and
+//     .eh_frame), moves to a new PT_LOAD segment. In the file it stays
+//     right after .rodata, where the linker puts it, and everything after
+//     it moves by the growth rounded up to the page alignment. Dynamic
+//     relocations, .dynamic's addresses, PT_GNU_EH_FRAME and the unwind
+//     tables' PC-relative pointers follow the moved sections (dynlink.go),
+//     and the program header table moves into the new segment when the
+//     linker left no room for another entry.
 //   - Mach-O (darwin/amd64, darwin/arm64): __TEXT ends where __gopclntab
 //     started; the new table is a new segment, MachOPclntabSegment, before
 //     __DWARF and __LINKEDIT; every file offset in the load commands, the
@@ -47,7 +43,7 @@
 // typelinks and itablinks when they move) and the lengths of its pctab and
 // pclntable slices are updated, and so are the symbols defined in the
 // moved bytes. DWARF is not updated (it does not describe the pclntab).
-// Replace mode needs the Go 1.20+ pclntab layout; a layout it cannot
+// Replace mode needs the Go 1.18+ pclntab layout; a layout it cannot
 // rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,

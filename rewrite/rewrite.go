@@ -92,7 +92,7 @@ type Result struct {
 }
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
-// file's bytes. Replace mode needs the Go 1.20+ pclntab layout in an ELF
+// file's bytes. Replace mode needs the Go 1.18+ pclntab layout in an ELF
 // executable (PIE or not, internally or externally linked), a 64-bit
 // little-endian Mach-O file or a PE file; append mode works on any ELF Go
 // binary objscan reads, and on 64-bit little-endian Mach-O and on PE files.
