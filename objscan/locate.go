@@ -58,7 +58,7 @@ func (f *File) scanMagic(fileSize int64) error {
 			tried = append(tried, err)
 			continue
 		}
-		for _, magic := range []uint32{Go120Magic, Go118Magic, Go116Magic, Go12Magic} {
+		for _, magic := range []uint32{Go120Magic, Go118Magic, Go116Magic, Go12Magic, LinearMagic, LinearDerivedMagic} {
 			for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
 				var pat [6]byte
 				order.PutUint32(pat[:], magic)

@@ -266,7 +266,7 @@ func checkPclntab(rw, orig *objscan.File, fail func(string, ...any)) {
 	}
 	// Names, CU and file tables: copied right after the header.
 	rh, oh := pclnHeaderOf(rw), pclnHeaderOf(orig)
-	rp, op := rw.Pclntab(), orig.Pclntab()
+	rp, op := rw.Pclntab()[:pclntabLen(rw)], orig.Pclntab()[:pclntabLen(orig)]
 	if rh.pctabOff-rh.funcnameOff != oh.pctabOff-oh.funcnameOff || !bytes.Equal(rp[rh.funcnameOff:rh.pctabOff], op[oh.funcnameOff:oh.pctabOff]) {
 		fail("function names, CU or file tables differ from the original's")
 	}

@@ -1,7 +1,7 @@
-// Package rewrite rewrites Go ELF binaries so that their PC-value tables are
-// in the linear-index format of golang/go#61984 (package linearpc), to
-// measure what the format really costs in a binary and to give tools a
-// binary to work on. Command rewrite-binary is its command-line front end.
+// Package rewrite rewrites Go binaries (ELF, Mach-O and PE) so that their
+// PC-value tables are in the linear-index format of golang/go#61984
+// (package linearpc), to measure what the format really costs in a binary
+// and to give tools a binary to work on. Command rewrite-binary is its command-line front end.
 //
 // # Modes
 //
@@ -16,20 +16,35 @@
 // and file tables, the funcdata (go:func.*) and findfunctab are copied
 // unchanged. The format is specified in objscan's linear.go, which reads it.
 //
-// Because the new pclntab is larger and code addresses must not change, the
-// new .gopclntab, with the sections that followed it in its segment (in Go
-// 1.26 .typelink and .itablink), moves to a new read-only PT_LOAD segment
-// above every other segment in memory. In the file it stays right after
-// .rodata, where the linker puts it, and everything after it moves by the
-// growth rounded up to the page alignment; the old pclntab's bytes are gone.
-// The moduledata's pointers to the moved sections (pcHeader, funcnametab,
-// cutab, filetab, pctab, pclntable, ftab, findfunctab, gofunc, epclntab,
-// typelinks, itablinks) and the lengths of its pctab and pclntable slices
-// are updated, and so are the symbols defined in the moved sections.
-// DWARF is not updated (it does not describe the pclntab). Replace mode
-// needs the Go 1.20+ pclntab layout and a non-PIE ELF executable whose
-// .gopclntab is followed in its segment only by PROGBITS sections (the
-// internal linker's layout); other layouts get a clear error.
+// Because the new pclntab is larger and code addresses must not change,
+// the new table gets a new address above every other segment, and the old
+// table's bytes leave the file (what follows them moves back), so the file
+// size is the real cost:
+//
+//   - ELF: the new .gopclntab, with the sections that followed it in its
+//     segment (in Go 1.26 .typelink and .itablink; in PIEs and external
+//     links also the dynamic-linking sections or .eh_frame_hdr and
+//     .eh_frame), moves to a new PT_LOAD segment. In the file it stays
+//     right after .rodata, where the linker puts it, and everything after
+//     it moves by the growth rounded up to the page alignment. Dynamic
+//     relocations, .dynamic's addresses, PT_GNU_EH_FRAME and the unwind
+//     tables' PC-relative pointers follow the moved sections (dynlink.go),
+//     and the program header table moves into the new segment when the
+//     linker left no room for another entry.
+//   - Mach-O (darwin/amd64, darwin/arm64): __TEXT ends where __gopclntab
+//     started; the new table is a new segment, MachOPclntabSegment, before
+//     __DWARF and __LINKEDIT; every file offset in the load commands, the
+//     symbols' section numbers and the ad-hoc code signature are updated.
+//   - PE (windows/amd64, arm64, 386): .rdata is split around the table;
+//     the new table is a new last section, PEPclntabSection.
+//
+// The moduledata's pointers to the table (pcHeader, funcnametab, cutab,
+// filetab, pctab, pclntable, ftab, findfunctab, gofunc, epclntab, and
+// typelinks and itablinks when they move) and the lengths of its pctab and
+// pclntable slices are updated, and so are the symbols defined in the
+// moved bytes. DWARF is not updated (it does not describe the pclntab).
+// Replace mode needs the Go 1.18+ pclntab layout; a layout it cannot
+// rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,
 // objscan.LinearSection, holding a header, every function's length, an

@@ -44,9 +44,9 @@ func FuzzRewrite(f *testing.F) {
 	})
 }
 
-// FuzzMachOPEHeaders runs append mode's Mach-O and PE header readers on
-// arbitrary bytes: the code-signature reader and re-signer, the PE layout
-// reader and both formats' before/after checks must not panic.
+// FuzzMachOPEHeaders runs the Mach-O and PE header readers on arbitrary
+// bytes: the code-signature reader and re-signer, the PE layout reader,
+// both formats' before/after checks and both modes must not panic.
 func FuzzMachOPEHeaders(f *testing.F) {
 	f.Add([]byte("MZ"))
 	f.Add([]byte("\xcf\xfa\xed\xfe"))
@@ -54,10 +54,13 @@ func FuzzMachOPEHeaders(f *testing.F) {
 		parsePELayout(data)
 		CheckCodeSignature(data)
 		resignMachO(bytes.Clone(data))
+		machoResign(data, data, uint64(len(data)), 0, uint64(len(data)))
 		samePESections(data, data)
 		sameMachOSections(data, data)
-		if _, _, err := Rewrite(data, Options{Mode: Append, Workers: 1}); err == nil {
-			t.Logf("append mode accepted %d bytes", len(data))
+		for _, mode := range []Mode{Append, Replace} {
+			if _, _, err := Rewrite(data, Options{Mode: mode, Workers: 1}); err == nil {
+				t.Logf("%s mode accepted %d bytes", mode, len(data))
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/pctab/pctab/objscan"
 )
@@ -95,7 +96,7 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 		return nil, fmt.Errorf("replace mode needs the Go 1.18+ pclntab layout (magic %#x or %#x); this binary's is %s (magic %#x), whose _func records hold absolute entry PCs and funcdata pointers", objscan.Go118Magic, objscan.Go120Magic, f.Version, f.Magic)
 	}
 	startLine := f.Magic == objscan.Go120Magic // the records have a startLine field
-	old := f.Pclntab()
+	old := f.Pclntab()[:pclntabLen(f)]
 	o := f.ByteOrder
 	ps := uint64(f.PtrSize)
 	word := func(b []byte, off uint64) uint64 {
@@ -251,4 +252,24 @@ func appendZeros(b []byte, n uint64) []byte {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// pclntabLen returns how many bytes of f.Pclntab() belong to the table.
+// objscan knows the exact extent of a table it found by section or by
+// symbols; one found by scanning for its magic (a stripped PE file) runs
+// to the end of its section, over whatever follows (typelinks and
+// itablinks). For a Go 1.18+ table the real end is then derived as the
+// linker lays it out: findfunctab after the funcdata, when go:func.* is
+// inside the table (Go 1.26), else the end of the functab.
+func pclntabLen(f *objscan.File) uint64 {
+	n := uint64(len(f.Pclntab()))
+	if !strings.HasPrefix(f.PclntabSource, "magic scan") || f.Magic != objscan.Go120Magic && f.Magic != objscan.Go118Magic || uint64(len(f.Pclntab())) < 8+8*uint64(f.PtrSize) {
+		return n
+	}
+	h := pclnHeaderOf(f)
+	end := h.pclnOff + uint64(f.Sizes.FuncTab)
+	if g := f.GoFuncAddr; g > f.PclntabAddr && g < f.PclntabAddr+n && f.Sizes.FuncData >= 0 {
+		end = max(end, g-f.PclntabAddr+uint64(f.Sizes.FuncData)+uint64(f.Sizes.FindFuncTab))
+	}
+	return min(n, end)
 }

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/pctab/pctab/objscan"
@@ -227,11 +228,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		addrMap = append(addrMap, span{name: e.sects[m.idx].Name, oldStart: m.oldAddr, oldEnd: m.oldAddr + m.oldSize,
 			newStart: m.newAddr, newEnd: m.newAddr + m.newSize, interior: true})
 	}
-	lenFix := map[uint64]struct{ old, new uint64 }{}
-	ps := e.ptrSize()
-	h := pclnHeaderOf(f)
-	lenFix[P.Addr+h.pctabOff] = struct{ old, new uint64 }{uint64(np.oldPCTab), uint64(np.newPCTab)}
-	lenFix[P.Addr+h.pclnOff] = struct{ old, new uint64 }{alignUp(uint64(np.oldFuncTab), ps), alignUp(uint64(np.newFuncTab), ps)}
+	lenFix := pclnLenFix(f, np)
 
 	// Section and program headers.
 	for _, m := range mv {
@@ -318,14 +315,10 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if phAt != 0 {
 		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
 	}
-	res.Parts = []Part{
-		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
-		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
-		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
-		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
-		{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
-		{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
-	}
+	res.Parts = append(pclnParts(f, lt, np, tailAlign),
+		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
+		Part{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
+	)
 	if phAt != 0 {
 		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
 			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
@@ -422,34 +415,67 @@ func pclnHeaderOf(f *objscan.File) pclnHeader {
 	return pclnHeader{w(0), w(1), w(2), w(3), w(4), w(5), w(6), w(7)}
 }
 
+// lenFixes maps the old address of a slice's data in the pclntab to the
+// slice's old and new lengths.
+type lenFixes map[uint64][2]uint64
+
+// pclnLenFix returns the moduledata slice lengths replace mode changes: the
+// pctab's and the pclntable's (the functab), keyed by their old addresses.
+func pclnLenFix(f *objscan.File, np *newPclntab) lenFixes {
+	ps := uint64(f.PtrSize)
+	h := pclnHeaderOf(f)
+	return lenFixes{
+		f.PclntabAddr + h.pctabOff: {uint64(np.oldPCTab), uint64(np.newPCTab)},
+		f.PclntabAddr + h.pclnOff:  {alignUp(uint64(np.oldFuncTab), ps), alignUp(uint64(np.newFuncTab), ps)},
+	}
+}
+
+// pclnParts itemizes the size change of the pclntab itself, the parts
+// buildPclntab re-encoded: they add up to len(np.data) minus the old
+// table's size.
+func pclnParts(f *objscan.File, lt *linearTables, np *newPclntab, tailAlign uint64) []Part {
+	ps := uint64(f.PtrSize)
+	return []Part{
+		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
+		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
+		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
+		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
+	}
+}
+
 // fixModuledata updates the moduledata that objscan found for the old
-// pclntab (objscan.File.Moduledata): its pointers into the moved sections
-// and the lengths of its pctab and pclntable slices. The first 24 words
-// are Go 1.20+'s stable prefix (pcHeader through etext); later words that
-// point into the moved sections (gofunc, epclntab, typelinks, itablinks)
-// are found by value.
-func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[uint64]struct{ old, new uint64 }, oldPcln uint64) (string, map[uint64]uint64, error) {
-	ps := e.ptrSize()
-	o := e.order
-	word := func(b []byte, i uint64) uint64 {
-		if ps == 4 {
-			return uint64(o.Uint32(b[i*ps:]))
+// pclntab in out, an ELF file described by e (see patchModuledataIn). It
+// also returns the moduledata words it changed: old address -> new value.
+func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenFixes, oldPcln uint64) (string, map[uint64]uint64, error) {
+	return patchModuledataIn(f, m, lenFix, func(addr, size uint64) ([]byte, string) {
+		for i := range e.sects {
+			s := &e.sects[i]
+			if s.nobits() || !s.alloc() || addr < s.Addr || addr-s.Addr >= s.Size {
+				continue
+			}
+			if s.Off+s.Size > uint64(len(out)) || size > s.Size-(addr-s.Addr) {
+				return nil, "section " + s.Name + " (too short)"
+			}
+			return out[s.Off+(addr-s.Addr) : s.Off+(addr-s.Addr)+size], "section " + s.Name
 		}
-		return o.Uint64(b[i*ps:])
-	}
-	put := func(b []byte, i, v uint64) {
-		if ps == 4 {
-			o.PutUint32(b[i*ps:], uint32(v))
-		} else {
-			o.PutUint64(b[i*ps:], v)
-		}
-	}
+		return nil, ""
+	})
+}
+
+// patchModuledataIn updates the moduledata that objscan found for the old
+// pclntab (objscan.File.Moduledata): its pointers into the moved parts and
+// the lengths of its pctab and pclntable slices. at returns the output
+// bytes holding size bytes at an (output) address, and where they are; nil
+// if no section holds them. The first 24 words are Go 1.20+'s stable
+// prefix (pcHeader through etext); later words that point into the moved
+// parts (gofunc, epclntab, typelinks, itablinks) are found by value. It
+// returns the words it changed: old address -> new value.
+func patchModuledataIn(f *objscan.File, m remap, lenFix lenFixes, at func(addr, size uint64) ([]byte, string)) (string, map[uint64]uint64, error) {
+	oldPcln := f.PclntabAddr
 	mdAddr, words, ok := f.Moduledata()
 	if !ok {
 		return "", nil, fmt.Errorf("no moduledata points at the pclntab (%#x): cannot update it", oldPcln)
 	}
-	// Where the moduledata is in the output: its section's header is
-	// already the output's, so offsets index out.
 	addr := mdAddr
 	if nv, in, err := m.addr(mdAddr); in {
 		if err != nil {
@@ -457,31 +483,55 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 		}
 		addr = nv
 	}
-	var md []byte
-	var where string
-	for i := range e.sects {
-		s := &e.sects[i]
-		if s.nobits() || !s.alloc() || addr < s.Addr || addr-s.Addr >= s.Size {
-			continue
-		}
-		end := s.Off + s.Size
-		if end > uint64(len(out)) || (addr-s.Addr)+uint64(words)*ps > s.Size {
-			return "", nil, fmt.Errorf("moduledata at %#x: %d words run past section %s", addr, words, s.Name)
-		}
-		md, where = out[s.Off+(addr-s.Addr):end], fmt.Sprintf("moduledata at %#x (section %s)", addr, s.Name)
-		break
-	}
+	ps := uint64(f.PtrSize)
+	md, sect := at(addr, uint64(words)*ps)
 	if md == nil {
+		if sect != "" {
+			return "", nil, fmt.Errorf("moduledata at %#x: %d words run past %s", addr, words, sect)
+		}
 		return "", nil, fmt.Errorf("moduledata at %#x is in no section of the output", addr)
 	}
-	if word(md, 0) != oldPcln {
-		return "", nil, fmt.Errorf("%s: word 0 is %#x, not the old pclntab address %#x", where, word(md, 0), oldPcln)
+	where := fmt.Sprintf("moduledata at %#x (%s)", addr, sect)
+	ptrs, changed, err := patchModuledata(md, uint64(words), ps, f.ByteOrder, m, lenFix, oldPcln)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", where, err)
 	}
-	n := uint64(words)
-	var changed int
-	mdWords := map[uint64]uint64{} // old address of a changed word -> its new value
+	mdWords := map[uint64]uint64{}
+	for i, v := range ptrs {
+		mdWords[mdAddr+i*ps] = v
+	}
+	return fmt.Sprintf("%s: %d words updated", where, changed), mdWords, nil
+}
+
+// patchModuledata rewrites the n words of the moduledata md: every word
+// that m maps, and the two lengths after a slice pointer lenFix knows. It
+// returns the pointer words it changed (index -> new value) and how many
+// words it changed in all.
+func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFix lenFixes, oldPcln uint64) (map[uint64]uint64, int, error) {
+	word := func(i uint64) uint64 {
+		if ps == 4 {
+			return uint64(o.Uint32(md[i*ps:]))
+		}
+		return o.Uint64(md[i*ps:])
+	}
+	changed := 0
+	put := func(i, v uint64) {
+		if ps == 4 {
+			o.PutUint32(md[i*ps:], uint32(v))
+		} else {
+			o.PutUint64(md[i*ps:], v)
+		}
+		changed++
+	}
+	if uint64(len(md)) < n*ps {
+		return nil, 0, fmt.Errorf("%d bytes hold fewer than %d words", len(md), n)
+	}
+	if word(0) != oldPcln {
+		return nil, 0, fmt.Errorf("word 0 is %#x, not the old pclntab address %#x", word(0), oldPcln)
+	}
+	ptrs := map[uint64]uint64{}
 	for i := uint64(0); i < n; i++ {
-		v := word(md, i)
+		v := word(i)
 		if i >= 20 && v == oldPcln {
 			continue // an end pointer of what precedes the pclntab (etypes, say), not the pcHeader
 		}
@@ -490,19 +540,17 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix map[
 			continue
 		}
 		if err != nil {
-			return "", nil, fmt.Errorf("moduledata word %d: %w", i, err)
+			return nil, 0, fmt.Errorf("word %d: %w", i, err)
 		}
-		put(md, i, nv)
-		mdWords[mdAddr+i*ps] = nv
-		changed++
-		if fix, ok := lenFix[v]; ok && i+2 < n && word(md, i+1) == fix.old && word(md, i+2) == fix.old {
-			put(md, i+1, fix.new)
-			put(md, i+2, fix.new)
-			changed += 2
+		put(i, nv)
+		ptrs[i] = nv
+		if fix, ok := lenFix[v]; ok && i+2 < n && word(i+1) == fix[0] && word(i+2) == fix[0] {
+			put(i+1, fix[1])
+			put(i+2, fix[1])
 			i += 2
 		}
 	}
-	return fmt.Sprintf("%s: %d words updated", where, changed), mdWords, nil
+	return ptrs, changed, nil
 }
 
 // fixSymbols updates the symbols defined in the moved sections: their

@@ -92,8 +92,9 @@ type Result struct {
 }
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
-// file's bytes. Replace mode needs an ELF file, the Go 1.20+ pclntab layout
-// and a non-PIE executable (ET_EXEC); append mode works on any ELF Go
+// file's bytes. Replace mode needs the Go 1.18+ pclntab layout in an ELF
+// executable (PIE or not, internally or externally linked), a 64-bit
+// little-endian Mach-O file or a PE file; append mode works on any ELF Go
 // binary objscan reads, and on 64-bit little-endian Mach-O and on PE files.
 func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode == "" {
@@ -109,9 +110,6 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	f, err := objscan.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: reading the binary: %w", err)
-	}
-	if f.Format != "elf" && opt.Mode == Replace {
-		return nil, nil, fmt.Errorf("rewrite: replace mode supports ELF only; for this %s file it would have to grow the pclntab in place, moving every later section and segment and the pointers into them (the moduledata's, the symbol table's, the %s), which is not implemented; append mode works on it", f.Format, map[string]string{"macho": "dyld fixups' and the code signature's", "pe": "base relocations'"}[f.Format])
 	}
 	if f.Linear != nil {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
@@ -133,14 +131,18 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		Mode: opt.Mode, Variant: v.Name, Derived: opt.Derived, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
 		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
-		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(len(f.Pclntab())),
+		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),
 	}
 	var out []byte
 	switch {
-	case f.Format == "macho":
+	case f.Format == "macho" && opt.Mode == Append:
 		out, err = appendMachO(data, f, lt, res)
-	case f.Format == "pe":
+	case f.Format == "macho":
+		out, err = replaceMachO(data, f, lt, res)
+	case f.Format == "pe" && opt.Mode == Append:
 		out, err = appendPE(data, f, lt, res)
+	case f.Format == "pe":
+		out, err = replacePE(data, f, lt, res)
 	case opt.Mode == Append:
 		out, err = appendMode(e, f, lt, res)
 	default:

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"debug/gosym"
+	"debug/macho"
+	"debug/pe"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 )
 
@@ -334,8 +339,7 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"darwin", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}, Replace, "replace mode supports ELF only; for this macho file"},
-		{"windows", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}, Replace, "replace mode supports ELF only; for this pe file"},
+		{"go1.16 layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.16.15"}, Replace, "needs the Go 1.18+ pclntab layout"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -520,8 +524,10 @@ func TestAppendLinked(t *testing.T) {
 		{"pie-internal", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "internal"}},
 		{"pie-external", testbuild.Config{Archive: "features", BuildMode: "pie", LinkMode: "external"}},
 		{"external", testbuild.Config{Archive: "features", LinkMode: "external"}},
+		{"external-stripped", testbuild.Config{Archive: "features", LinkMode: "external", Ldflags: "-s -w"}},
 		{"stripped", testbuild.Config{Archive: "features", Ldflags: "-s -w"}},
 		{"cgo", testbuild.Config{Archive: "features", CGO: true}},
+		{"pie-arm64", testbuild.Config{Archive: "features", GOARCH: "arm64", BuildMode: "pie"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, err := testbuild.Compile(context.Background(), tc.cfg)
@@ -549,6 +555,11 @@ func TestAppendLinked(t *testing.T) {
 			}
 			readelfClean(t, out)
 			want, runErr, canRun := runBinary(t, tc.cfg, in)
+			if canRun && runErr != nil && tc.cfg.GOARCH != "" && strings.Contains(runErr.Error(), "Could not open") {
+				// A cross-built PIE needs the target's dynamic loader.
+				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
+				canRun = false
+			}
 			if canRun {
 				if runErr != nil {
 					t.Fatalf("the original fails: %v", runErr)
@@ -560,6 +571,11 @@ func TestAppendLinked(t *testing.T) {
 			} else {
 				t.Logf("cannot run %s here: %v", tc.cfg, runErr)
 			}
+			// Replace mode: the output verifies, readelf reads it without
+			// complaint, the unwind tables cover the same PCs, and it loads:
+			// the runtime finds the new table through the moduledata (and,
+			// in a PIE, the relocations that initialise it) and refuses its
+			// magic.
 			rep := filepath.Join(t.TempDir(), "replaced")
 			res, err = RewriteFile(in, rep, Options{Mode: Replace, Verify: true})
 			if err != nil {
@@ -568,11 +584,22 @@ func TestAppendLinked(t *testing.T) {
 			if res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
 				t.Fatalf("replace mode: verification: %+v", res.Verify)
 			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSizes(t, res, orig)
 			readelfClean(t, rep)
 			if a, b := fdeRanges(t, in), fdeRanges(t, rep); a != b {
 				t.Errorf("replace mode: the unwind tables' FDE ranges changed:\n%s\nnow\n%s", a, b)
 			} else if a != "" {
 				t.Logf("%d FDE ranges unchanged", strings.Count(a, "\n"))
+			}
+			if canRun {
+				got, err, _ := runBinary(t, tc.cfg, rep)
+				if err == nil || !strings.Contains(err.Error()+string(got), "magic= 0xffffffe1") {
+					t.Errorf("the replace-mode binary: %q, %v; want the runtime to refuse the magic", got, err)
+				}
 			}
 		})
 	}
@@ -676,6 +703,131 @@ func TestAppendMachOPE(t *testing.T) {
 	}
 }
 
+// llvmReadobjClean runs llvm-readobj on path, if it is installed, and
+// fails the test on any warning or error it prints.
+func llvmReadobjClean(t *testing.T, path string) {
+	t.Helper()
+	ro, err := exec.LookPath("llvm-readobj")
+	if err != nil {
+		return
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(ro, "--file-headers", "--sections", "--symbols", "--program-headers", path)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 || bytes.Contains(bytes.ToLower(out), []byte("warning")) {
+		t.Errorf("llvm-readobj %s: %v\n%s", path, err, stderr.String())
+	}
+}
+
+// TestReplaceMachOPE rewrites Mach-O and PE builds in replace mode. The
+// output must verify against the original at every PC, parse with
+// debug/macho or debug/pe and llvm-readobj, keep the moduledata's view of
+// the text and funcdata (Check), hold the new table in the new segment or
+// section, and, for darwin/arm64, carry a valid ad-hoc signature.
+func TestReplaceMachOPE(t *testing.T) {
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "386"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
+	} {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""], func(t *testing.T) {
+			t.Parallel()
+			in := testbuild.Build(t, cfg)
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, res, err := Rewrite(data, Options{Mode: Replace, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("verify: %+v", res.Verify)
+			}
+			checkSizes(t, res, orig)
+			f, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Linear == nil || f.Linear.Mode != "replace" || f.Magic != objscan.LinearMagic {
+				t.Fatalf("objscan reads %+v (magic %#x), want replace-mode tables", f.Linear, f.Magic)
+			}
+			if res.NewPclntab != int64(len(f.Pclntab())) {
+				t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
+			}
+			// The old table is gone: the file shrank by at least its size
+			// before the new one was added.
+			if res.DeltaBytes > res.NewPclntab-res.OldPclntab+64<<10 {
+				t.Errorf("the file grew by %d bytes, the pclntab by %d: old bytes left behind?", res.DeltaBytes, res.NewPclntab-res.OldPclntab)
+			}
+			if n := bytes.Count(out, orig.Pclntab()[:64]); n != 0 {
+				t.Errorf("the old pcHeader is still in the file (%d times)", n)
+			}
+			switch cfg.GOOS {
+			case "darwin":
+				mf, err := macho.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := mf.Section("__gopclntab")
+				if s == nil || s.Seg != MachOPclntabSegment || s.Addr != f.PclntabAddr || mf.Segment(MachOPclntabSegment) == nil {
+					t.Errorf("__gopclntab: %+v, objscan reads the table at %#x", s, f.PclntabAddr)
+				}
+				if err := CheckCodeSignature(out); err != nil {
+					t.Error(err)
+				}
+				if _, _, _, _, _, signed, err := codeDirectory(out); err != nil || signed != (cfg.GOARCH == "arm64") {
+					t.Errorf("code signature found: %v (%v), want %v", signed, err, cfg.GOARCH == "arm64")
+				}
+			case "windows":
+				pf, err := pe.NewFile(bytes.NewReader(out))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := pf.Section(PEPclntabSection)
+				if s == nil || s != pf.Sections[len(pf.Sections)-1] {
+					t.Fatalf("no %s section last", PEPclntabSection)
+				}
+				var base uint64
+				switch oh := pf.OptionalHeader.(type) {
+				case *pe.OptionalHeader64:
+					base = oh.ImageBase
+				case *pe.OptionalHeader32:
+					base = uint64(oh.ImageBase)
+				}
+				if base+uint64(s.VirtualAddress) != f.PclntabAddr {
+					t.Errorf("objscan reads the table at %#x, %s is at %#x", f.PclntabAddr, PEPclntabSection, base+uint64(s.VirtualAddress))
+				}
+				// Sections stay adjacent in memory.
+				for i := 1; i < len(pf.Sections); i++ {
+					p, c := pf.Sections[i-1], pf.Sections[i]
+					if p.VirtualAddress+max(p.VirtualSize, p.Size) > c.VirtualAddress || c.VirtualAddress-p.VirtualAddress-max(p.VirtualSize, p.Size) >= 0x1000 {
+						t.Errorf("sections %s and %s are not adjacent: %#x+%#x, %#x", p.Name, c.Name, p.VirtualAddress, p.VirtualSize, c.VirtualAddress)
+					}
+				}
+			}
+			path := filepath.Join(t.TempDir(), "out")
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			llvmReadobjClean(t, path)
+			// A second rewrite is refused.
+			if _, _, err := Rewrite(out, Options{Mode: Replace}); err == nil || !strings.Contains(err.Error(), "already rewritten") {
+				t.Errorf("rewriting twice: %v", err)
+			}
+		})
+	}
+}
+
 // TestDerived rewrites every target in replace mode with function lengths
 // derived from the functab, in the spec and compact-fast variants: the
 // output has objscan.LinearDerivedMagic, no length field, tables covering
@@ -721,6 +873,227 @@ func TestDerived(t *testing.T) {
 			if _, _, err := Rewrite(data, Options{Mode: Append, Derived: true}); err == nil {
 				t.Error("append mode accepts derived lengths")
 			}
+		})
+	}
+}
+
+// TestReplaceHostileHeaders corrupts the headers (the first 4 KiB: load
+// commands, PE and ELF header tables) of real Mach-O, PE and PIE builds
+// and requires replace mode to fail with an error or to write a file its
+// format's reader accepts, never to panic.
+func TestReplaceHostileHeaders(t *testing.T) {
+	trials := 60
+	if testing.Short() {
+		trials = 12
+	}
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+		{Archive: "features", BuildMode: "pie"},
+	} {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+cfg.BuildMode, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := uint64(7)
+			next := func(n int) int { // xorshift: the same corruptions every run
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				return int(rng % uint64(n))
+			}
+			failed := 0
+			for trial := range trials {
+				bad := bytes.Clone(data)
+				for range 1 + next(4) {
+					bad[next(min(len(bad), 0x1000))] = byte(next(256))
+				}
+				out, _, err := Rewrite(bad, Options{Mode: Replace, Workers: 1})
+				if err != nil {
+					failed++
+					continue
+				}
+				if _, err := objscan.NewFile(bytes.NewReader(out)); err != nil {
+					t.Errorf("trial %d: replace mode wrote a file objscan rejects: %v", trial, err)
+				}
+			}
+			t.Logf("%d of %d corrupted inputs refused", failed, trials)
+		})
+	}
+}
+
+// TestReplaceRefusals edits the headers of real Mach-O and PE builds into
+// layouts replace mode cannot rewrite, and checks that each error says why.
+func TestReplaceRefusals(t *testing.T) {
+	le := binary.LittleEndian
+	darwin := testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}
+	windows := testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64"}
+	// machoCmd returns the offset of the first load command of type cmd.
+	machoCmd := func(t *testing.T, data []byte, cmd uint32) int {
+		at := machoHeaderSize64
+		for range le.Uint32(data[16:]) {
+			if le.Uint32(data[at:]) == cmd {
+				return at
+			}
+			at += int(le.Uint32(data[at+4:]))
+		}
+		t.Fatalf("no load command %#x", cmd)
+		return 0
+	}
+	peDir := func(data []byte, d int) int { // offset of data directory d (PE32+)
+		return int(le.Uint32(data[0x3c:])) + 24 + 112 + 8*d
+	}
+	tests := []struct {
+		name string
+		cfg  testbuild.Config
+		edit func(t *testing.T, data []byte)
+		want string
+	}{
+		{"macho chained fixups", darwin, func(t *testing.T, d []byte) {
+			le.PutUint32(d[machoCmd(t, d, lcUUID):], lcChainedFixups)
+		}, "LC_DYLD_CHAINED_FIXUPS"},
+		{"macho unknown command", darwin, func(t *testing.T, d []byte) {
+			le.PutUint32(d[machoCmd(t, d, lcUUID):], 0x99)
+		}, "load command 0x99 is not known to hold no file offsets"},
+		{"macho no __LINKEDIT", darwin, func(t *testing.T, d []byte) {
+			i := bytes.Index(d[:0x1000], []byte("__LINKEDIT"))
+			copy(d[i:], "__LINKEDIX")
+		}, "the last segment is __LINKEDIX, not __LINKEDIT"},
+		{"pe signed", windows, func(t *testing.T, d []byte) {
+			le.PutUint32(d[peDir(d, 4)+4:], 8)
+		}, "the signature would have to be made again"},
+		{"pe debug directory", windows, func(t *testing.T, d []byte) {
+			le.PutUint32(d[peDir(d, 6)+4:], 28)
+		}, "debug directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := testbuild.Compile(context.Background(), tt.cfg)
+			if err != nil {
+				t.Skipf("cannot build: %v", err)
+			}
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(t, data)
+			_, _, err = Rewrite(data, Options{Mode: Replace})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestMachOResign rebuilds the ad-hoc code signature of a darwin/arm64
+// build for its own, unchanged contents: the result must be byte for byte
+// the signature Go's linker wrote.
+func TestMachOResign(t *testing.T) {
+	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := macho.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigOff, sigSize uint64
+	for _, l := range mf.Loads {
+		if raw := l.Raw(); binary.LittleEndian.Uint32(raw) == lcCodeSignature {
+			sigOff, sigSize = uint64(binary.LittleEndian.Uint32(raw[8:])), uint64(binary.LittleEndian.Uint32(raw[12:]))
+		}
+	}
+	text := mf.Segment("__TEXT")
+	if sigSize == 0 || text == nil {
+		t.Fatal("no code signature or no __TEXT")
+	}
+	sig := data[sigOff : sigOff+sigSize]
+	got, err := machoResign(sig, data, sigOff, text.Offset, text.Offset+text.Filesz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The linker pads the blob; the rebuilt one has no padding.
+	if !bytes.Equal(got, sig[:len(got)]) || !allZero(sig[len(got):]) {
+		t.Errorf("rebuilt signature (%d bytes) differs from the linker's (%d bytes)", len(got), len(sig))
+	}
+}
+
+// TestReplaceGosym symbolizes replace-mode outputs through their linear
+// tables alone (pcln and pcfile looked up with linearpc's checked decoder,
+// file names through the copied CU and file tables) and compares every PC
+// of every function with debug/gosym on the original binary, a parser
+// independent of this repository.
+func TestReplaceGosym(t *testing.T) {
+	cfgs := []testbuild.Config{
+		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+		{Archive: "features", GOOS: "windows", GOARCH: "386"},
+		{Archive: "features", BuildMode: "pie"},
+		{Archive: "features", GOARCH: "arm64"},
+	}
+	if _, err := exec.LookPath("gcc"); err == nil && !testing.Short() {
+		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
+	}
+	for _, cfg := range cfgs {
+		t.Run(cfg.String(), func(t *testing.T) {
+			in, err := testbuild.Compile(context.Background(), cfg)
+			if err != nil {
+				t.Skipf("cannot build: %v", err)
+			}
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := Rewrite(data, Options{Mode: Replace})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rf, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, err := gosym.NewTable(nil, gosym.NewLineTable(orig.Pclntab(), orig.TextStart))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tab.Funcs) != len(rf.Funcs) {
+				t.Fatalf("gosym finds %d functions in the original, objscan %d in the output", len(tab.Funcs), len(rf.Funcs))
+			}
+			q := uint64(rf.PCQuantum)
+			pcs, bad := 0, 0
+			for i := range rf.Funcs {
+				fn, lf, g := &rf.Funcs[i], &rf.Linear.Funcs[i], &tab.Funcs[i]
+				if fn.Entry != g.Entry || fn.Name != g.Name {
+					t.Fatalf("function %d: %s at %#x, gosym %s at %#x", i, fn.Name, fn.Entry, g.Name, g.Entry)
+				}
+				if lf.PCLn == 0 || lf.PCFile == 0 {
+					continue
+				}
+				for u := uint32(0); u < lf.Len && uint64(u)*q < g.End-g.Entry; u++ {
+					line, err1 := linearpc.LookupChecked(rf.Linear.Data[lf.PCLn:], lf.Len, u)
+					fi, err2 := linearpc.LookupChecked(rf.Linear.Data[lf.PCFile:], lf.Len, u)
+					if err1 != nil || err2 != nil {
+						t.Fatalf("%s+%#x: %v %v", fn.Name, uint64(u)*q, err1, err2)
+					}
+					file, err := rf.FileName(fn, fi)
+					gfile, gline, _ := tab.PCToLine(fn.Entry + uint64(u)*q)
+					pcs++
+					if err != nil || file != gfile || int(line) != gline {
+						if bad++; bad <= 5 {
+							t.Errorf("%s+%#x: linear %s:%d (%v), gosym on the original %s:%d", fn.Name, uint64(u)*q, file, line, err, gfile, gline)
+						}
+					}
+				}
+			}
+			if pcs == 0 || bad > 0 {
+				t.Errorf("%d of %d PCs differ", bad, pcs)
+			}
+			t.Logf("%d PCs of %d functions agree with debug/gosym", pcs, len(rf.Funcs))
 		})
 	}
 }

@@ -1,6 +1,6 @@
-// Command rewrite-binary rewrites a Go ELF binary so that its PC-value
-// tables are in the linear-index format of golang/go#61984, and reports
-// what that really costs in file size.
+// Command rewrite-binary rewrites a Go binary (ELF, Mach-O or PE) so that
+// its PC-value tables are in the linear-index format of golang/go#61984,
+// and reports what that really costs in file size.
 //
 // Usage:
 //
@@ -8,9 +8,9 @@
 //	rewrite-binary verify [-orig ORIG] REWRITTEN...
 //
 // Replace mode rebuilds the pclntab with every table in the linear format
-// (a stock runtime rejects the result); append mode keeps the pclntab and
-// adds the linear tables in a new non-loaded section (the result runs
-// unchanged). The formats are documented in package objscan (linear.go) and
+// (a stock runtime rejects the result) and moves it to a new segment or
+// section; append mode keeps the pclntab and adds the linear tables in a
+// new non-loaded section (the result runs unchanged). The formats are documented in package objscan (linear.go) and
 // the layout changes in package rewrite.
 //
 // The output is verified before it is written (every lookup in the linear
