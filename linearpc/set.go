@@ -111,12 +111,13 @@ func (s *Set) Add(t pcvalue.Table) uint32 {
 	off := uint32(size)
 	s.remember(h, s.buf, off, s.v.pool)
 	s.n++
-	enc := s.buf
-	if s.v.pool && len(enc) > 0 {
+	if s.v.pool && len(s.buf) > 0 {
+		// The standalone encoding left its chunks in s.enc: pool them.
 		s.pool.base = off
-		enc = s.enc.appendTable(nil, t, s.v, &s.pool)
+		s.data = s.enc.appendPooled(s.data[:size], &s.pool)
+	} else {
+		s.data = append(s.data[:size], s.buf...)
 	}
-	s.data = append(s.data[:size], enc...)
 	var pad [SetPad]byte
 	s.data = append(s.data, pad[:]...)
 	if s.v.pool {

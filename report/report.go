@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"runtime"
-	"sort"
+	"slices"
 
 	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
@@ -138,13 +138,10 @@ type Options struct {
 	Workers  int  // goroutines for encoding; 0 means GOMAXPROCS
 }
 
-// tabInfo is what Compute keeps of one distinct table. Decoded runs and
-// encodings are not kept: they are rebuilt from the varint bytes when needed,
-// which costs little time and keeps memory proportional to the input.
+// tabInfo is what Compute keeps of one distinct table.
 type tabInfo struct {
 	tab       *objscan.Table
 	specLen   uint32
-	specHash  uint64
 	first     int32  // index of the first table with the same spec encoding
 	constDup  uint32 // chunks that reuse an earlier constant chunk of this table
 	constSave uint32 // bytes those chunks would take
@@ -156,6 +153,18 @@ type shapeAcc struct {
 	widths                [3]int64
 	single, zeroLen       int
 }
+
+// decoded holds every distinct table of a file decoded once, for all the
+// sizes Compute takes: the runs of all tables share one allocation, and
+// the standalone encoding of each table in each digested variant is known
+// by its [linearpc.Digest].
+type decoded struct {
+	tabs    []pcvalue.Table
+	vs      []linearpc.Variant // digested variants, the spec first
+	digests []linearpc.Digest  // table i's digest in vs[k] is digests[i*len(vs)+k]
+}
+
+func (d *decoded) digest(i, k int) linearpc.Digest { return d.digests[i*len(d.vs)+k] }
 
 // Compute builds the report for f.
 func Compute(f *objscan.File, opt Options) (*Report, error) {
@@ -173,28 +182,39 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	// Decode each table once, into one array of runs: a table of n bytes
+	// has at most (n-1)/2 runs, so table i's runs fit in
+	// arena[bound[i]:bound[i+1]] and the workers never share a slot.
+	n := len(f.Tabs)
+	bound := make([]int, n+1)
+	for i := range f.Tabs {
+		bound[i+1] = bound[i] + max(0, (len(f.Tabs[i].Data)-1)/2)
+	}
+	arena := make([]pcvalue.Run, bound[n])
+	d := &decoded{tabs: make([]pcvalue.Table, n), vs: digestVariants(opt.Variants)}
+	d.digests = make([]linearpc.Digest, n*len(d.vs))
 	seed := maphash.MakeSeed()
-	info := make([]tabInfo, len(f.Tabs))
+	info := make([]tabInfo, n)
 	accs := make([]shapeAcc, workers)
-	bufs := make([][]byte, workers) // per-worker encoding buffers
-	err := par.For(len(f.Tabs), workers, func(w, i int) error {
+	encs := make([]linearpc.Encoder, workers)
+	consts := make([]constSeen, workers)
+	err := par.For(n, workers, func(w, i int) error {
 		tab := &f.Tabs[i]
-		t, _, err := varintpc.Decode(tab.Data)
+		t, _, err := varintpc.AppendDecode(arena[bound[i]:bound[i]:bound[i+1]], tab.Data)
 		if err != nil {
 			return fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
 		}
-		bufs[w] = linearpc.AppendEncode(bufs[w][:0], t)
-		info[i] = tabInfo{tab: tab, specLen: uint32(len(bufs[w])), specHash: maphash.Bytes(seed, bufs[w])}
-		info[i].constDup, info[i].constSave = constDedup(&t)
+		d.tabs[i] = t
+		encs[w].Digests(t, d.vs, seed, d.digests[i*len(d.vs):(i+1)*len(d.vs)])
+		info[i] = tabInfo{tab: tab, specLen: d.digest(i, 0).Len}
+		info[i].constDup, info[i].constSave = consts[w].dedup(&t)
 		accs[w].add(&t)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := contentFirsts(info); err != nil {
-		return nil, err
-	}
+	contentFirsts(info, d, &encs[0])
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
 
 	// Totals and per-kind rows, charging shared tables to their first reference.
@@ -265,72 +285,111 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	}
 	r.Shape = shape(f, accs, len(info))
 	if opt.Variants {
-		if err := r.variants(f, info, workers); err != nil {
-			return nil, err
-		}
+		r.variants(f, info, d, workers)
 	}
 	return r, nil
 }
 
 // contentFirsts sets, for each table, the index of the first table whose
-// spec encoding has the same content. Equal hashes are confirmed by
-// re-encoding both tables and comparing the bytes, so the figures are exact.
-func contentFirsts(info []tabInfo) error {
-	byHash := make(map[uint64][]int32, len(info))
+// spec encoding has the same content. Equal digests are confirmed by
+// encoding both tables again and comparing the bytes, so the figures are
+// exact.
+func contentFirsts(info []tabInfo, d *decoded, enc *linearpc.Encoder) {
+	var dd dedup
 	var a, b []byte
 	for i := range info {
-		in := &info[i]
-		in.first = int32(i)
-		cands := byHash[in.specHash]
-		for _, j := range cands {
-			if info[j].specLen != in.specLen {
-				continue
+		info[i].first = dd.add(d.digest(i, 0).Hash, int32(i), func(j int32) bool {
+			if info[j].specLen != info[i].specLen {
+				return false
 			}
-			var err error
-			if a, err = respec(a, info[j].tab); err != nil {
-				return err
-			}
-			if b, err = respec(b, in.tab); err != nil {
-				return err
-			}
-			if bytes.Equal(a, b) {
-				in.first = j
-				break
-			}
-		}
-		if in.first == int32(i) {
-			byHash[in.specHash] = append(cands, int32(i))
-		}
+			a = enc.AppendEncode(a[:0], d.tabs[j], d.vs[0])
+			b = enc.AppendEncode(b[:0], d.tabs[i], d.vs[0])
+			return bytes.Equal(a, b)
+		})
 	}
-	return nil
 }
 
-// respec re-encodes a varint table in the spec linear format.
-func respec(buf []byte, tab *objscan.Table) ([]byte, error) {
-	t, _, err := varintpc.Decode(tab.Data)
-	if err != nil {
-		return buf, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
-	}
-	return linearpc.AppendEncode(buf[:0], t), nil
+// dedup finds equal encodings by hash: a hash maps to the first table that
+// had it, and the rare further tables with the same hash but a different
+// encoding are listed in more.
+type dedup struct {
+	first map[uint64]int32
+	more  map[uint64][]int32
 }
 
-// constDedup counts the chunks of t that constant-chunk dedup shares with an
-// earlier constant chunk of the same value, and the bytes they would take if
-// each were encoded: n (1 byte), one vlen byte and the value.
-func constDedup(t *pcvalue.Table) (chunks, saved uint32) {
-	var consts map[int32]bool
+// add returns the first table j added before whose encoding, of hash h,
+// equals table i's (same(j) confirms equality), or i, which it records,
+// if there is none.
+func (d *dedup) add(h uint64, i int32, same func(j int32) bool) int32 {
+	if d.first == nil {
+		d.first = map[uint64]int32{}
+	}
+	j, ok := d.first[h]
+	if !ok {
+		d.first[h] = i
+		return i
+	}
+	if same(j) {
+		return j
+	}
+	for _, j := range d.more[h] {
+		if same(j) {
+			return j
+		}
+	}
+	if d.more == nil {
+		d.more = map[uint64][]int32{}
+	}
+	d.more[h] = append(d.more[h], i)
+	return i
+}
+
+// constSeen is the scratch space of constDedup: the values of the constant
+// chunks seen so far in a table, in a slice while few and in a map beyond.
+type constSeen struct {
+	list []int32
+	set  map[int32]bool
+}
+
+// manyConsts is the number of constant-chunk values constSeen keeps in its
+// list before it switches to a map.
+const manyConsts = 32
+
+// seen records v and reports whether it was recorded before.
+func (c *constSeen) seen(v int32) bool {
+	if c.set != nil {
+		if c.set[v] {
+			return true
+		}
+		c.set[v] = true
+		return false
+	}
+	if slices.Contains(c.list, v) {
+		return true
+	}
+	c.list = append(c.list, v)
+	if len(c.list) > manyConsts {
+		c.set = make(map[int32]bool, 2*manyConsts)
+		for _, x := range c.list {
+			c.set[x] = true
+		}
+	}
+	return false
+}
+
+// dedup counts the chunks of t that constant-chunk dedup shares with an
+// earlier constant chunk of the same value, and the bytes they would take
+// if each were encoded: n (1 byte), one vlen byte and the value.
+func (c *constSeen) dedup(t *pcvalue.Table) (chunks, saved uint32) {
+	c.list, c.set = c.list[:0], nil
 	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
 		if len(inner) != 0 {
 			return
 		}
-		if consts[start] {
+		if c.seen(start) {
 			chunks++
 			saved += 2 + uint32(width(start))
 		}
-		if consts == nil {
-			consts = map[int32]bool{}
-		}
-		consts[start] = true
 	})
 	return chunks, saved
 }
@@ -451,13 +510,33 @@ func hotKind(k objscan.TableKind) bool {
 // HybridDoc describes the hybrid encoding.
 const HybridDoc = "spec linear for pcsp, StackMapIndex, InlTreeIndex and UnsafePoint; varint for pcfile, pcln, ArgLiveIndex and PanicBounds (a table used both ways is stored both ways)"
 
+// digestVariants returns the variants Compute digests every table in: the
+// spec and, with variants, every variant that does not pool chunks (the
+// size of such a variant's Set is the sum of the lengths of its distinct
+// standalone encodings).
+func digestVariants(variants bool) []linearpc.Variant {
+	vs := []linearpc.Variant{linearpc.Spec()}
+	if variants {
+		for _, v := range linearpc.Variants() {
+			if !v.IsSpec() && !v.Pooled() {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
 // variants sizes every variant other than the spec (whose row is the
-// totals) and the hybrid encoding, one set at a time per worker (one pass
-// over all tables filling every set at once was 5-10% faster but held all
-// six sets, 50% more memory). A table whose spec encoding and length equal
-// an earlier table's (info.first) is the same table, which every set would
-// find already stored, so it is skipped.
-func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
+// totals) and the hybrid encoding. Each table was decoded and digested in
+// every variant that does not pool chunks once, by Compute; such a
+// variant's size is the sum of the lengths of its distinct encodings,
+// found by digest and confirmed byte for byte, exactly what its Set would
+// hold. A pooled variant's Set stores chunks that refer to earlier tables,
+// so it is built, from the decoded tables; the sizings run in parallel,
+// the Set first. A table whose spec encoding and length equal an earlier
+// table's (info.first) is the same table, which every set would find
+// already stored, so it is skipped.
+func (r *Report) variants(f *objscan.File, info []tabInfo, d *decoded, workers int) {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
@@ -469,63 +548,63 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
 			rep[i] = j
 		}
 	}
-	// Hybrid: which distinct tables are referenced by a hot kind, which by
-	// a cold one; hotRep marks the first of equal tables if any is hot.
-	hotRep := make([]bool, len(f.Tabs))
+	// Hybrid: the spec set of the tables referenced by a hot kind holds
+	// their distinct spec encodings (info.first); a table referenced by a
+	// cold kind is stored in varint too.
+	hotContent := make([]bool, len(f.Tabs))
 	cold := make([]bool, len(f.Tabs))
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
 			if i, ok := f.TableIndex(fn.TableOffset(k)); ok {
 				if hotKind(k) {
-					hotRep[rep[i]] = true
+					hotContent[info[i].first] = true
 				} else {
 					cold[i] = true
 				}
 			}
 		}
 	}
-	// One set per non-spec variant, and the hybrid's spec set of hot tables.
+	// One job per non-spec variant: pooled ones build a Set, the others
+	// dedup digests.
 	type job struct {
-		set  *linearpc.Set
-		row  int // index into rows, or -1 for the hybrid
-		size int64
+		row   int // index into rows
+		k     int // index into d.vs, for a digested variant; -1 for a Set
+		bytes int64
 	}
 	var jobs []job
 	for i, v := range vs {
 		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
-		if !v.IsSpec() {
-			jobs = append(jobs, job{set: linearpc.NewSet(v), row: i})
+		switch {
+		case v.IsSpec():
+		case v.Pooled():
+			jobs = append(jobs, job{row: i, k: -1})
+		default:
+			k := slices.IndexFunc(d.vs, func(dv linearpc.Variant) bool { return dv.Name == v.Name })
+			jobs = append(jobs, job{row: i, k: k})
 		}
 	}
-	jobs = append(jobs, job{set: linearpc.NewSet(linearpc.Spec()), row: -1})
-	err := par.For(len(jobs), workers, func(_, j int) error {
+	slices.SortStableFunc(jobs, func(a, b job) int { return a.k - b.k }) // Sets first: they take longest
+	encs := make([]linearpc.Encoder, workers)
+	par.Dynamic(len(jobs), workers, func(w, j int) error {
 		jb := &jobs[j]
-		for i := range f.Tabs {
-			if rep[i] != int32(i) || jb.row < 0 && !hotRep[i] {
-				continue
+		if jb.k < 0 {
+			set := linearpc.NewSet(vs[jb.row])
+			for i := range d.tabs {
+				if rep[i] == int32(i) {
+					set.Add(d.tabs[i])
+				}
 			}
-			t, _, err := varintpc.Decode(f.Tabs[i].Data)
-			if err != nil {
-				return fmt.Errorf("table at pctab offset %#x: %w", f.Tabs[i].Offset, err)
-			}
-			jb.set.Add(t)
+			jb.bytes = int64(set.Size())
+			return nil
 		}
-		jb.size = int64(jb.set.Size())
-		jb.set = nil // let the set go before the next one fills
+		jb.bytes = d.distinctBytes(jb.k, rep, &encs[w])
 		return nil
 	})
-	if err != nil {
-		return err
+	for _, jb := range jobs {
+		rows[jb.row].Bytes = jb.bytes
 	}
 	h := VariantRow{Name: "hybrid", Doc: HybridDoc}
-	for _, jb := range jobs {
-		if jb.row >= 0 {
-			rows[jb.row].Bytes = jb.size
-		} else {
-			h.Bytes += jb.size
-		}
-	}
 	var bestBytes int64 = -1
 	for _, row := range rows {
 		row.DeltaPercent = pct(row.Bytes-varint, varint)
@@ -536,6 +615,9 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
 		}
 	}
 	for i := range f.Tabs {
+		if hotContent[i] {
+			h.Bytes += int64(info[i].specLen)
+		}
 		if cold[i] {
 			h.Bytes += int64(len(f.Tabs[i].Data))
 		}
@@ -543,7 +625,36 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
 	h.DeltaPercent = pct(h.Bytes-varint, varint)
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
-	return nil
+}
+
+// distinctBytes returns the sum of the lengths of the distinct encodings
+// in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
+// that variant holding them. Equal digests are confirmed by encoding both
+// tables with enc and comparing the bytes.
+func (d *decoded) distinctBytes(k int, rep []int32, enc *linearpc.Encoder) int64 {
+	var dd dedup
+	dd.first = make(map[uint64]int32, len(d.tabs))
+	var a, b []byte
+	var size int64
+	v := d.vs[k]
+	for i := range d.tabs {
+		if rep[i] != int32(i) {
+			continue
+		}
+		dg := d.digest(i, k)
+		j := dd.add(dg.Hash, int32(i), func(j int32) bool {
+			if d.digest(int(j), k).Len != dg.Len {
+				return false
+			}
+			a = enc.AppendEncode(a[:0], d.tabs[j], v)
+			b = enc.AppendEncode(b[:0], d.tabs[i], v)
+			return bytes.Equal(a, b)
+		})
+		if j == int32(i) {
+			size += int64(dg.Len)
+		}
+	}
+	return size
 }
 
 func pct(delta, base int64) float64 {
@@ -557,7 +668,7 @@ func dist(v []int64) Dist {
 	if len(v) == 0 {
 		return Dist{}
 	}
-	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	slices.Sort(v)
 	var sum float64
 	for _, x := range v {
 		sum += float64(x)

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/pctab/pctab/pcvalue"
 )
@@ -65,6 +66,15 @@ var ErrTruncated = errors.New("varintpc: truncated table")
 // The first value delta belongs to PC 0 (see the package documentation for
 // the one case where a later delta does too).
 func Decode(data []byte) (t pcvalue.Table, n int, err error) {
+	return AppendDecode(nil, data)
+}
+
+// AppendDecode is [Decode] appending the table's runs to runs: the
+// returned table's Runs is the appended part, sharing runs' backing array
+// when its capacity suffices, so that a caller decoding many tables can
+// put them all in one allocation. A table of n bytes has at most (n-1)/2
+// runs. On error nothing is appended.
+func AppendDecode(runs []pcvalue.Run, data []byte) (t pcvalue.Table, n int, err error) {
 	var (
 		i   int
 		pc  uint64
@@ -101,9 +111,10 @@ func Decode(data []byte) (t pcvalue.Table, n int, err error) {
 		nruns++
 	}
 	n = i
-	runs := make([]pcvalue.Run, 0, nruns)
+	start := len(runs)
+	runs = slices.Grow(runs, nruns)
 	i, pc = 0, 0
-	for len(runs) < nruns {
+	for len(runs)-start < nruns {
 		uv, k, _ := readCanonical(data, i)
 		val += zigzag(uv)
 		runs = append(runs, pcvalue.Run{PC: uint32(pc), Value: val})
@@ -111,7 +122,7 @@ func Decode(data []byte) (t pcvalue.Table, n int, err error) {
 		pc += uint64(pd)
 		i = k2
 	}
-	return pcvalue.Table{Runs: runs, Len: uint32(pc)}, n, nil
+	return pcvalue.Table{Runs: runs[start:len(runs):len(runs)], Len: uint32(pc)}, n, nil
 }
 
 // readCanonical reads a minimal varint of at most 5 bytes that fits in a
