@@ -32,6 +32,7 @@ type Set struct {
 	// by comparing bytes, and the rare colliding encodings go to collide.
 	byHash  map[uint64]stored
 	collide map[string]uint32
+	std     []byte // standalone encodings that differ from the stored bytes
 	seed    maphash.Seed
 	n       int
 	enc     encoder
@@ -52,20 +53,20 @@ func NewSet(v Variant) *Set {
 	return s
 }
 
-// stored locates one standalone encoding in a Set's data. For a pooled
-// variant the stored bytes differ from the standalone encoding, so enc
-// keeps the standalone bytes there.
+// stored locates one standalone encoding in a Set: n bytes at offset off
+// of its data or, when the stored bytes differ from the standalone
+// encoding (a pooled variant's table that refers to pooled chunks), at
+// offset std-1 of its std.
 type stored struct {
-	off, n uint32
-	enc    []byte // pooled variants only
+	off, n, std uint32
 }
 
 // find returns the offset of a stored encoding equal to enc.
 func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
 	if st, ok := s.byHash[h]; ok {
-		have := st.enc
-		if have == nil {
-			have = s.data[st.off : st.off+st.n]
+		have := s.data[st.off : st.off+st.n]
+		if st.std != 0 {
+			have = s.std[st.std-1 : st.std-1+st.n]
 		}
 		if bytes.Equal(have, enc) {
 			return st.off, true
@@ -76,8 +77,9 @@ func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
 	return 0, false
 }
 
-// remember records that enc is stored at off.
-func (s *Set) remember(h uint64, enc []byte, off uint32, keep bool) {
+// remember records that the table whose standalone encoding is enc is
+// stored at off, the last encoding in data.
+func (s *Set) remember(h uint64, enc []byte, off uint32) {
 	if _, taken := s.byHash[h]; taken {
 		if s.collide == nil {
 			s.collide = map[string]uint32{}
@@ -86,8 +88,9 @@ func (s *Set) remember(h uint64, enc []byte, off uint32, keep bool) {
 		return
 	}
 	st := stored{off: off, n: uint32(len(enc))}
-	if keep {
-		st.enc = bytes.Clone(enc)
+	if !bytes.Equal(s.data[off:], enc) {
+		st.std = uint32(len(s.std)) + 1
+		s.std = append(s.std, enc...)
 	}
 	s.byHash[h] = st
 }
@@ -109,7 +112,6 @@ func (s *Set) Add(t pcvalue.Table) uint32 {
 		return off
 	}
 	off := uint32(size)
-	s.remember(h, s.buf, off, s.v.pool)
 	s.n++
 	if s.v.pool && len(s.buf) > 0 {
 		// The standalone encoding left its chunks in s.enc: pool them.
@@ -118,6 +120,7 @@ func (s *Set) Add(t pcvalue.Table) uint32 {
 	} else {
 		s.data = append(s.data[:size], s.buf...)
 	}
+	s.remember(h, s.buf, off)
 	var pad [SetPad]byte
 	s.data = append(s.data, pad[:]...)
 	if s.v.pool {

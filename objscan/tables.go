@@ -1,7 +1,9 @@
 package objscan
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -88,7 +90,17 @@ func (f *File) collectTables() error {
 			}
 		}
 	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].off < recs[j].off })
+	// By offset, then functab order: (fn, kind) is unique, so this is the
+	// order a stable sort by offset would give, without its cost.
+	slices.SortFunc(recs, func(a, b rec) int {
+		if c := cmp.Compare(a.off, b.off); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.fn, b.fn); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.kind, b.kind)
+	})
 	refs := make([]Ref, len(recs))
 	ntabs := 0
 	for i := range recs {
@@ -178,7 +190,15 @@ func (f *File) Pclntab() []byte { return f.pcln }
 
 // TableIndex returns the index in Tabs of the table at pctab offset off.
 func (f *File) TableIndex(off uint32) (int, bool) {
-	i := sort.Search(len(f.Tabs), func(i int) bool { return f.Tabs[i].Offset >= off })
+	i, j := 0, len(f.Tabs) // the first table at or after off is in [i, j]
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if f.Tabs[h].Offset < off {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
 	if off == 0 || i == len(f.Tabs) || f.Tabs[i].Offset != off {
 		return 0, false
 	}

@@ -23,6 +23,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
@@ -149,22 +150,61 @@ type tabInfo struct {
 
 // shapeAcc accumulates shape statistics; one per worker, merged at the end.
 type shapeAcc struct {
-	chunks, changes, runs []int64
+	chunks, changes, runs hist
 	widths                [3]int64
 	single, zeroLen       int
 }
 
-// decoded holds every distinct table of a file decoded once, for all the
-// sizes Compute takes: the runs of all tables share one allocation, and
-// the standalone encoding of each table in each digested variant is known
-// by its [linearpc.Digest].
-type decoded struct {
-	tabs    []pcvalue.Table
-	vs      []linearpc.Variant // digested variants, the spec first
-	digests []linearpc.Digest  // table i's digest in vs[k] is digests[i*len(vs)+k]
+// digests holds the standalone encoding of every table in each digested
+// variant as a key: its length in the high 32 bits and 32 bits of its
+// hash in the low ones. Equal encodings have equal keys; equal keys are
+// confirmed byte for byte before tables are taken as equal.
+type digests struct {
+	tabs []objscan.Table
+	vs   []linearpc.Variant // the spec first
+	keys []uint64           // table i's key in vs[k] is keys[i*len(vs)+k]
 }
 
-func (d *decoded) digest(i, k int) linearpc.Digest { return d.digests[i*len(d.vs)+k] }
+func (d *digests) key(i, k int) uint64 { return d.keys[i*len(d.vs)+k] }
+
+func (d *digests) len(i, k int) uint32 { return uint32(d.key(i, k) >> 32) }
+
+// decoder decodes tables into scratch space it reuses.
+type decoder struct {
+	runs []pcvalue.Run
+}
+
+// decode decodes tab; the table is valid until the next call.
+func (dc *decoder) decode(tab *objscan.Table) (pcvalue.Table, error) {
+	t, _, err := varintpc.AppendDecode(dc.runs[:0], tab.Data)
+	if err != nil {
+		return t, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+	}
+	dc.runs = t.Runs
+	return t, nil
+}
+
+// verifier confirms that two tables whose keys are equal have equal
+// encodings.
+type verifier struct {
+	da, db decoder
+	enc    linearpc.Encoder
+	a, b   []byte
+}
+
+// equal reports whether tables a and b have the same encoding in v. The
+// tables decoded before, so errors cannot happen here; if one did, the
+// tables would be reported unequal, which only costs bytes.
+func (vf *verifier) equal(a, b *objscan.Table, v linearpc.Variant) bool {
+	ta, err1 := vf.da.decode(a)
+	tb, err2 := vf.db.decode(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	vf.a = vf.enc.AppendEncode(vf.a[:0], ta, v)
+	vf.b = vf.enc.AppendEncode(vf.b[:0], tb, v)
+	return bytes.Equal(vf.a, vf.b)
+}
 
 // Compute builds the report for f.
 func Compute(f *objscan.File, opt Options) (*Report, error) {
@@ -182,39 +222,62 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// Decode each table once, into one array of runs: a table of n bytes
-	// has at most (n-1)/2 runs, so table i's runs fit in
-	// arena[bound[i]:bound[i+1]] and the workers never share a slot.
-	n := len(f.Tabs)
-	bound := make([]int, n+1)
-	for i := range f.Tabs {
-		bound[i+1] = bound[i] + max(0, (len(f.Tabs[i].Data)-1)/2)
+	// The pooled variants' Sets are built table by table in order, the
+	// longest serial work: start them now, beside the parallel pass.
+	var pooled []pooledSet
+	var wg sync.WaitGroup
+	if opt.Variants {
+		for _, v := range linearpc.Variants() {
+			if v.Pooled() {
+				pooled = append(pooled, pooledSet{v: v})
+			}
+		}
+		for i := range pooled {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pooled[i].fill(f.Tabs)
+			}()
+		}
 	}
-	arena := make([]pcvalue.Run, bound[n])
-	d := &decoded{tabs: make([]pcvalue.Table, n), vs: digestVariants(opt.Variants)}
-	d.digests = make([]linearpc.Digest, n*len(d.vs))
+	defer wg.Wait()
+
+	// Decode each table once, and digest it in every variant sized from
+	// digests.
+	n := len(f.Tabs)
+	d := &digests{tabs: f.Tabs, vs: digestVariants(opt.Variants)}
+	d.keys = make([]uint64, n*len(d.vs))
 	seed := maphash.MakeSeed()
 	info := make([]tabInfo, n)
 	accs := make([]shapeAcc, workers)
-	encs := make([]linearpc.Encoder, workers)
-	consts := make([]constSeen, workers)
+	type scratch struct {
+		dc     decoder
+		enc    linearpc.Encoder
+		consts constSeen
+		dg     []linearpc.Digest
+	}
+	scr := make([]scratch, workers)
 	err := par.For(n, workers, func(w, i int) error {
+		sc := &scr[w]
 		tab := &f.Tabs[i]
-		t, _, err := varintpc.AppendDecode(arena[bound[i]:bound[i]:bound[i+1]], tab.Data)
+		t, err := sc.dc.decode(tab)
 		if err != nil {
-			return fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+			return err
 		}
-		d.tabs[i] = t
-		encs[w].Digests(t, d.vs, seed, d.digests[i*len(d.vs):(i+1)*len(d.vs)])
-		info[i] = tabInfo{tab: tab, specLen: d.digest(i, 0).Len}
-		info[i].constDup, info[i].constSave = consts[w].dedup(&t)
+		sc.dg = slices.Grow(sc.dg[:0], len(d.vs))[:len(d.vs)]
+		sc.enc.Digests(t, d.vs, seed, sc.dg)
+		for k, dg := range sc.dg {
+			d.keys[i*len(d.vs)+k] = uint64(dg.Len)<<32 | uint64(uint32(dg.Hash))
+		}
+		info[i] = tabInfo{tab: tab, specLen: sc.dg[0].Len}
+		info[i].constDup, info[i].constSave = sc.consts.dedup(&t)
 		accs[w].add(&t)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	contentFirsts(info, d, &encs[0])
+	contentFirsts(info, d)
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
 
 	// Totals and per-kind rows, charging shared tables to their first reference.
@@ -285,28 +348,47 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	}
 	r.Shape = shape(f, accs, len(info))
 	if opt.Variants {
-		r.variants(f, info, d, workers)
+		wg.Wait()
+		if err := r.variants(f, info, d, pooled, workers); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }
 
 // contentFirsts sets, for each table, the index of the first table whose
-// spec encoding has the same content. Equal digests are confirmed by
-// encoding both tables again and comparing the bytes, so the figures are
-// exact.
-func contentFirsts(info []tabInfo, d *decoded, enc *linearpc.Encoder) {
-	var dd dedup
-	var a, b []byte
+// spec encoding has the same content. Equal keys are confirmed by encoding
+// both tables again and comparing the bytes, so the figures are exact.
+func contentFirsts(info []tabInfo, d *digests) {
+	dd := dedup{first: make(map[uint64]int32, len(info))}
+	var vf verifier
 	for i := range info {
-		info[i].first = dd.add(d.digest(i, 0).Hash, int32(i), func(j int32) bool {
-			if info[j].specLen != info[i].specLen {
-				return false
-			}
-			a = enc.AppendEncode(a[:0], d.tabs[j], d.vs[0])
-			b = enc.AppendEncode(b[:0], d.tabs[i], d.vs[0])
-			return bytes.Equal(a, b)
+		info[i].first = dd.add(d.key(i, 0), int32(i), func(j int32) bool {
+			return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[0])
 		})
 	}
+}
+
+// pooledSet sizes a variant that pools chunks, by filling its Set.
+type pooledSet struct {
+	v     linearpc.Variant
+	bytes int64
+	err   error
+}
+
+// fill adds every table to a Set of p.v, in order, and records its size.
+func (p *pooledSet) fill(tabs []objscan.Table) {
+	set := linearpc.NewSet(p.v)
+	var dc decoder
+	for i := range tabs {
+		t, err := dc.decode(&tabs[i])
+		if err != nil {
+			p.err = err
+			return
+		}
+		set.Add(t)
+	}
+	p.bytes = int64(set.Size())
 }
 
 // dedup finds equal encodings by hash: a hash maps to the first table that
@@ -429,13 +511,13 @@ func (a *shapeAcc) add(t *pcvalue.Table) {
 		a.zeroLen++
 	}
 	n := int64((t.Len + linearpc.ChunkUnits - 1) / linearpc.ChunkUnits)
-	a.chunks = append(a.chunks, n)
-	a.runs = append(a.runs, int64(len(t.Runs)))
+	a.chunks.add(n)
+	a.runs.add(int64(len(t.Runs)))
 	if n <= 1 {
 		a.single++
 	}
 	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
-		a.changes = append(a.changes, int64(len(inner)))
+		a.changes.add(int64(len(inner)))
 		a.widths[widthIndex(start)]++
 		// Values after the first are stored relative to the chunk start.
 		for _, r := range inner {
@@ -448,9 +530,9 @@ func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 	var s Shape
 	var all shapeAcc
 	for _, a := range accs {
-		all.chunks = append(all.chunks, a.chunks...)
-		all.changes = append(all.changes, a.changes...)
-		all.runs = append(all.runs, a.runs...)
+		all.chunks.merge(&a.chunks)
+		all.changes.merge(&a.changes)
+		all.runs.merge(&a.runs)
 		for i := range all.widths {
 			all.widths[i] += a.widths[i]
 		}
@@ -476,9 +558,9 @@ func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 		}
 	}
 	s.FuncBytes = dist(fsz)
-	s.ChunksPerTable = dist(all.chunks)
-	s.ChangesPerChunk = dist(all.changes)
-	s.RunsPerTable = dist(all.runs)
+	s.ChunksPerTable = all.chunks.dist()
+	s.ChangesPerChunk = all.changes.dist()
+	s.RunsPerTable = all.runs.dist()
 	s.ValueWidths = all.widths
 	s.ZeroLengthTables = all.zeroLen
 	if ntabs > 0 {
@@ -527,16 +609,15 @@ func digestVariants(variants bool) []linearpc.Variant {
 }
 
 // variants sizes every variant other than the spec (whose row is the
-// totals) and the hybrid encoding. Each table was decoded and digested in
-// every variant that does not pool chunks once, by Compute; such a
-// variant's size is the sum of the lengths of its distinct encodings,
-// found by digest and confirmed byte for byte, exactly what its Set would
-// hold. A pooled variant's Set stores chunks that refer to earlier tables,
-// so it is built, from the decoded tables; the sizings run in parallel,
-// the Set first. A table whose spec encoding and length equal an earlier
+// totals) and the hybrid encoding. Compute digested each table in every
+// variant that does not pool chunks; such a variant's size is the sum of
+// the lengths of its distinct encodings, found by key and confirmed byte
+// for byte, exactly what its Set would hold. A pooled variant's Set
+// stores chunks that refer to earlier tables, so Compute built it
+// (pooled). A table whose spec encoding and length equal an earlier
 // table's (info.first) is the same table, which every set would find
 // already stored, so it is skipped.
-func (r *Report) variants(f *objscan.File, info []tabInfo, d *decoded, workers int) {
+func (r *Report) variants(f *objscan.File, info []tabInfo, d *digests, pooled []pooledSet, workers int) error {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
@@ -546,6 +627,43 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *decoded, workers i
 		rep[i] = int32(i)
 		if j := info[i].first; f.Tabs[j].Len == f.Tabs[i].Len {
 			rep[i] = j
+		}
+	}
+	// One job per digested variant other than the spec.
+	type job struct {
+		row, k int // index into rows and into d.vs
+		bytes  int64
+	}
+	var jobs []job
+	for i, v := range vs {
+		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
+		if k := slices.IndexFunc(d.vs, func(dv linearpc.Variant) bool { return dv.Name == v.Name }); k > 0 {
+			jobs = append(jobs, job{row: i, k: k})
+		}
+		for _, p := range pooled {
+			if p.err != nil {
+				return p.err
+			}
+			if p.v.Name == v.Name {
+				rows[i].Bytes = p.bytes
+			}
+		}
+	}
+	vfs := make([]verifier, workers)
+	par.Dynamic(len(jobs), workers, func(w, j int) error {
+		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, &vfs[w])
+		return nil
+	})
+	for _, jb := range jobs {
+		rows[jb.row].Bytes = jb.bytes
+	}
+	var bestBytes int64 = -1
+	for _, row := range rows {
+		row.DeltaPercent = pct(row.Bytes-varint, varint)
+		row.FileDeltaPercent = pct(row.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
+		r.Variants = append(r.Variants, row)
+		if bestBytes < 0 || row.Bytes < bestBytes {
+			r.Best, bestBytes = row.Name, row.Bytes
 		}
 	}
 	// Hybrid: the spec set of the tables referenced by a hot kind holds
@@ -565,55 +683,7 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *decoded, workers i
 			}
 		}
 	}
-	// One job per non-spec variant: pooled ones build a Set, the others
-	// dedup digests.
-	type job struct {
-		row   int // index into rows
-		k     int // index into d.vs, for a digested variant; -1 for a Set
-		bytes int64
-	}
-	var jobs []job
-	for i, v := range vs {
-		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
-		switch {
-		case v.IsSpec():
-		case v.Pooled():
-			jobs = append(jobs, job{row: i, k: -1})
-		default:
-			k := slices.IndexFunc(d.vs, func(dv linearpc.Variant) bool { return dv.Name == v.Name })
-			jobs = append(jobs, job{row: i, k: k})
-		}
-	}
-	slices.SortStableFunc(jobs, func(a, b job) int { return a.k - b.k }) // Sets first: they take longest
-	encs := make([]linearpc.Encoder, workers)
-	par.Dynamic(len(jobs), workers, func(w, j int) error {
-		jb := &jobs[j]
-		if jb.k < 0 {
-			set := linearpc.NewSet(vs[jb.row])
-			for i := range d.tabs {
-				if rep[i] == int32(i) {
-					set.Add(d.tabs[i])
-				}
-			}
-			jb.bytes = int64(set.Size())
-			return nil
-		}
-		jb.bytes = d.distinctBytes(jb.k, rep, &encs[w])
-		return nil
-	})
-	for _, jb := range jobs {
-		rows[jb.row].Bytes = jb.bytes
-	}
 	h := VariantRow{Name: "hybrid", Doc: HybridDoc}
-	var bestBytes int64 = -1
-	for _, row := range rows {
-		row.DeltaPercent = pct(row.Bytes-varint, varint)
-		row.FileDeltaPercent = pct(row.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
-		r.Variants = append(r.Variants, row)
-		if bestBytes < 0 || row.Bytes < bestBytes {
-			r.Best, bestBytes = row.Name, row.Bytes
-		}
-	}
 	for i := range f.Tabs {
 		if hotContent[i] {
 			h.Bytes += int64(info[i].specLen)
@@ -625,33 +695,24 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *decoded, workers i
 	h.DeltaPercent = pct(h.Bytes-varint, varint)
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
+	return nil
 }
 
 // distinctBytes returns the sum of the lengths of the distinct encodings
 // in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
-// that variant holding them. Equal digests are confirmed by encoding both
-// tables with enc and comparing the bytes.
-func (d *decoded) distinctBytes(k int, rep []int32, enc *linearpc.Encoder) int64 {
-	var dd dedup
-	dd.first = make(map[uint64]int32, len(d.tabs))
-	var a, b []byte
+// that variant holding them. Equal keys are confirmed with vf.
+func (d *digests) distinctBytes(k int, rep []int32, vf *verifier) int64 {
+	dd := dedup{first: make(map[uint64]int32, len(d.tabs))}
 	var size int64
-	v := d.vs[k]
 	for i := range d.tabs {
 		if rep[i] != int32(i) {
 			continue
 		}
-		dg := d.digest(i, k)
-		j := dd.add(dg.Hash, int32(i), func(j int32) bool {
-			if d.digest(int(j), k).Len != dg.Len {
-				return false
-			}
-			a = enc.AppendEncode(a[:0], d.tabs[j], v)
-			b = enc.AppendEncode(b[:0], d.tabs[i], v)
-			return bytes.Equal(a, b)
+		j := dd.add(d.key(i, k), int32(i), func(j int32) bool {
+			return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[k])
 		})
 		if j == int32(i) {
-			size += int64(dg.Len)
+			size += int64(d.len(i, k))
 		}
 	}
 	return size
@@ -675,4 +736,63 @@ func dist(v []int64) Dist {
 	}
 	q := func(p float64) int64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
 	return Dist{N: len(v), Mean: sum / float64(len(v)), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: v[len(v)-1]}
+}
+
+// hist counts non-negative integers for a [Dist] without keeping each one:
+// values below histDense are counted by value, larger ones listed.
+type hist struct {
+	dense []int64 // dense[v] is the number of values v
+	big   []int64 // the values >= histDense
+	n     int
+	sum   int64
+}
+
+// histDense bounds the values a hist counts by value.
+const histDense = 1 << 12
+
+func (h *hist) add(v int64) {
+	h.n++
+	h.sum += v
+	if v >= histDense {
+		h.big = append(h.big, v)
+		return
+	}
+	if int(v) >= len(h.dense) {
+		h.dense = append(h.dense, make([]int64, max(int(v)+1, 2*len(h.dense))-len(h.dense))...)
+	}
+	h.dense[v]++
+}
+
+// merge adds o's values to h.
+func (h *hist) merge(o *hist) {
+	if len(o.dense) > len(h.dense) {
+		h.dense = append(h.dense, make([]int64, len(o.dense)-len(h.dense))...)
+	}
+	for v, c := range o.dense {
+		h.dense[v] += c
+	}
+	h.big = append(h.big, o.big...)
+	h.n += o.n
+	h.sum += o.sum
+}
+
+// dist is [dist] of the values counted: the same figures, since the sum of
+// integers is exact in a float64 up to 2^53 whatever the order.
+func (h *hist) dist() Dist {
+	if h.n == 0 {
+		return Dist{}
+	}
+	slices.Sort(h.big)
+	// at returns the value of rank i in ascending order.
+	at := func(i int) int64 {
+		for v, c := range h.dense {
+			if int64(i) < c {
+				return int64(v)
+			}
+			i -= int(c)
+		}
+		return h.big[i]
+	}
+	q := func(p float64) int64 { return at(min(h.n-1, int(p*float64(h.n)))) }
+	return Dist{N: h.n, Mean: float64(h.sum) / float64(h.n), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: at(h.n - 1)}
 }
