@@ -91,6 +91,7 @@ func (f *File) decodeInlTrees() error {
 		cu   uint32 // the old layout's file indexes are CU-relative from Go 1.16
 	}
 	trees := map[treeKey][]InlinedCall{}
+	var win window // the trees lie close together: read them a window at a time
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		if len(fn.FuncData) <= slot || len(fn.PCData) <= idx || fn.PCData[idx] == 0 {
@@ -133,7 +134,7 @@ func (f *File) decodeInlTrees() error {
 			return formatErr("funcdata", -1, "inline tree of %s at %#x: its %d entries exceed what the file's %d bytes can hold with the trees before it (overlapping trees?)", fn.Name, addr, n, f.FileSize)
 		}
 		budget -= n
-		raw, err := f.im.readAddr(addr, n*size)
+		raw, err := f.im.view(&win, addr, n*size)
 		if err != nil {
 			return fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
 		}

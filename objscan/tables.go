@@ -1,11 +1,13 @@
 package objscan
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
+	"math/bits"
 	"sort"
 )
+
+// radixBits is the digit width of collectTables' radix sort.
+const radixBits = 11
 
 // walkTable finds the extent of the varint table at off in pctab: the number
 // of bytes it occupies (terminator included), the PC-quantum units it covers,
@@ -90,17 +92,32 @@ func (f *File) collectTables() error {
 			}
 		}
 	}
-	// By offset, then functab order: (fn, kind) is unique, so this is the
-	// order a stable sort by offset would give, without its cost.
-	slices.SortFunc(recs, func(a, b rec) int {
-		if c := cmp.Compare(a.off, b.off); c != 0 {
-			return c
+	// By offset, keeping functab order within an offset: a least
+	// significant digit radix sort, which is stable, in as few passes of
+	// radixBits as the largest offset needs.
+	var maxOff uint32
+	for _, r := range recs {
+		maxOff = max(maxOff, r.off)
+	}
+	tmp := make([]rec, len(recs))
+	var count [1 << radixBits]int
+	for shift := 0; shift < bits.Len32(maxOff); shift += radixBits {
+		clear(count[:])
+		for _, r := range recs {
+			count[r.off>>shift&(1<<radixBits-1)]++
 		}
-		if c := cmp.Compare(a.fn, b.fn); c != 0 {
-			return c
+		pos := 0
+		for d, c := range count {
+			count[d] = pos
+			pos += c
 		}
-		return cmp.Compare(a.kind, b.kind)
-	})
+		for _, r := range recs {
+			d := r.off >> shift & (1<<radixBits - 1)
+			tmp[count[d]] = r
+			count[d]++
+		}
+		recs, tmp = tmp, recs
+	}
 	refs := make([]Ref, len(recs))
 	ntabs := 0
 	for i := range recs {

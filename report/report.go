@@ -180,7 +180,7 @@ func (dc *decoder) decode(tab *objscan.Table) (pcvalue.Table, error) {
 	if err != nil {
 		return t, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
 	}
-	dc.runs = t.Runs
+	dc.runs = t.Runs // keeps its capacity for the next table
 	return t, nil
 }
 
@@ -190,6 +190,7 @@ type verifier struct {
 	da, db decoder
 	enc    linearpc.Encoder
 	a, b   []byte
+	seen   dedup // scratch space of distinctBytes
 }
 
 // equal reports whether tables a and b have the same encoding in v. The
@@ -702,7 +703,12 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *digests, pooled []
 // in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
 // that variant holding them. Equal keys are confirmed with vf.
 func (d *digests) distinctBytes(k int, rep []int32, vf *verifier) int64 {
-	dd := dedup{first: make(map[uint64]int32, len(d.tabs))}
+	if vf.seen.first == nil {
+		vf.seen.first = make(map[uint64]int32, len(d.tabs))
+	}
+	clear(vf.seen.first)
+	clear(vf.seen.more)
+	dd := &vf.seen
 	var size int64
 	for i := range d.tabs {
 		if rep[i] != int32(i) {
