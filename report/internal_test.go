@@ -56,9 +56,11 @@ func TestDedup(t *testing.T) {
 		{"equal", []uint64{1, 1, 1}, []string{"a", "a", "a"}, []int32{0, 0, 0}},
 		{"collisions", []uint64{1, 1, 1, 1, 1}, []string{"a", "b", "a", "c", "b"}, []int32{0, 1, 0, 3, 1}},
 		{"mixed", []uint64{5, 9, 5, 9, 5}, []string{"a", "b", "x", "b", "x"}, []int32{0, 1, 2, 1, 2}},
+		{"full", []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 1}, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "a", "x"}, []int32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0, 13}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var d dedup
+			d.reset(len(tc.keys))
 			for i, k := range tc.keys {
 				got := d.add(k, int32(i), func(j int32) bool { return tc.content[j] == tc.content[i] })
 				if got != tc.want[i] {

@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
@@ -141,7 +142,6 @@ type Options struct {
 
 // tabInfo is what Compute keeps of one distinct table.
 type tabInfo struct {
-	tab       *objscan.Table
 	specLen   uint32
 	first     int32  // index of the first table with the same spec encoding
 	constDup  uint32 // chunks that reuse an earlier constant chunk of this table
@@ -270,7 +270,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 		for k, dg := range sc.dg {
 			d.keys[i*len(d.vs)+k] = uint64(dg.Len)<<32 | uint64(uint32(dg.Hash))
 		}
-		info[i] = tabInfo{tab: tab, specLen: sc.dg[0].Len}
+		info[i] = tabInfo{specLen: sc.dg[0].Len}
 		info[i].constDup, info[i].constSave = sc.consts.dedup(&t)
 		accs[w].add(&t)
 		return nil
@@ -282,7 +282,8 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
 
 	// Totals and per-kind rows, charging shared tables to their first reference.
-	kinds := map[objscan.TableKind]*KindRow{}
+	rt := newRefTables(f)
+	var kinds [256]*KindRow
 	kindRow := func(k objscan.TableKind) *KindRow {
 		if kinds[k] == nil {
 			kinds[k] = &KindRow{Kind: f.KindName(k)}
@@ -303,7 +304,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			if off == 0 {
 				continue
 			}
-			ti, ok := f.TableIndex(off)
+			ti, ok := rt.index(fi, k)
 			if !ok {
 				return nil, fmt.Errorf("%s: %v table at %#x is not among the distinct tables", fn.Name, k, off)
 			}
@@ -322,8 +323,8 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			in := &info[ti]
 			if !seenOff[ti] {
 				seenOff[ti] = true
-				row.VarintBytes += int64(len(in.tab.Data))
-				r.Tables.VarintBytes += int64(len(in.tab.Data))
+				row.VarintBytes += int64(len(f.Tabs[ti].Data))
+				r.Tables.VarintBytes += int64(len(f.Tabs[ti].Data))
 				r.Tables.LinearNoDedup += int64(in.specLen)
 			}
 			if c := in.first; !seenContent[c] {
@@ -347,10 +348,10 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			r.Kinds = append(r.Kinds, *row)
 		}
 	}
-	r.Shape = shape(f, accs, len(info))
+	r.Shape = shape(f, rt, accs, len(info))
 	if opt.Variants {
 		wg.Wait()
-		if err := r.variants(f, info, d, pooled, workers); err != nil {
+		if err := r.variants(f, rt, info, d, pooled, workers); err != nil {
 			return nil, err
 		}
 	}
@@ -361,7 +362,8 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 // spec encoding has the same content. Equal keys are confirmed by encoding
 // both tables again and comparing the bytes, so the figures are exact.
 func contentFirsts(info []tabInfo, d *digests) {
-	dd := dedup{first: make(map[uint64]int32, len(info))}
+	var dd dedup
+	dd.reset(len(info))
 	var vf verifier
 	for i := range info {
 		info[i].first = dd.add(d.key(i, 0), int32(i), func(j int32) bool {
@@ -379,7 +381,13 @@ type pooledSet struct {
 
 // fill adds every table to a Set of p.v, in order, and records its size.
 func (p *pooledSet) fill(tabs []objscan.Table) {
-	set := linearpc.NewSet(p.v)
+	// Linear encodings take about a fifth more than varint ones: ask for
+	// half more, which costs only address space if unused.
+	varint := 0
+	for i := range tabs {
+		varint += len(tabs[i].Data)
+	}
+	set := linearpc.NewSetSize(p.v, varint*3/2, len(tabs))
 	var dc decoder
 	for i := range tabs {
 		t, err := dc.decode(&tabs[i])
@@ -392,39 +400,42 @@ func (p *pooledSet) fill(tabs []objscan.Table) {
 	p.bytes = int64(set.Size())
 }
 
-// dedup finds equal encodings by hash: a hash maps to the first table that
-// had it, and the rare further tables with the same hash but a different
-// encoding are listed in more.
+// dedup finds equal encodings by key: an open-addressing hash table of
+// table indexes, probed linearly, holding the first table of each distinct
+// encoding. Tables with equal keys but different encodings (rare) each
+// get a slot. Keys are already hashes, so they are not hashed again.
 type dedup struct {
-	first map[uint64]int32
-	more  map[uint64][]int32
+	slots []int32  // table index + 1; 0 is empty
+	keys  []uint64 // the key of the table in each slot
+	shift uint     // 64 - log2(len(slots))
 }
 
-// add returns the first table j added before whose encoding, of hash h,
+// reset empties d and sizes it for n tables, reusing its storage.
+func (d *dedup) reset(n int) {
+	size := 1 << bits.Len(uint(max(8, n+n/2))) // load factor at most 2/3
+	if len(d.slots) != size {
+		d.slots, d.keys = make([]int32, size), make([]uint64, size)
+		d.shift = uint(64 - bits.TrailingZeros(uint(size)))
+		return
+	}
+	clear(d.slots)
+}
+
+// add returns the first table j added before whose encoding, of key h,
 // equals table i's (same(j) confirms equality), or i, which it records,
-// if there is none.
+// if there is none. At most the n tables of the last reset may be added.
 func (d *dedup) add(h uint64, i int32, same func(j int32) bool) int32 {
-	if d.first == nil {
-		d.first = map[uint64]int32{}
-	}
-	j, ok := d.first[h]
-	if !ok {
-		d.first[h] = i
-		return i
-	}
-	if same(j) {
-		return j
-	}
-	for _, j := range d.more[h] {
-		if same(j) {
+	mask := uint64(len(d.slots) - 1)
+	for p := (h * 0x9e3779b97f4a7c15) >> d.shift; ; p = (p + 1) & mask {
+		j := d.slots[p] - 1
+		if j < 0 {
+			d.slots[p], d.keys[p] = i+1, h
+			return i
+		}
+		if d.keys[p] == h && same(j) {
 			return j
 		}
 	}
-	if d.more == nil {
-		d.more = map[uint64][]int32{}
-	}
-	d.more[h] = append(d.more[h], i)
-	return i
 }
 
 // constSeen is the scratch space of constDedup: the values of the constant
@@ -527,7 +538,7 @@ func (a *shapeAcc) add(t *pcvalue.Table) {
 	})
 }
 
-func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
+func shape(f *objscan.File, rt *refTables, accs []shapeAcc, ntabs int) Shape {
 	var s Shape
 	var all shapeAcc
 	for _, a := range accs {
@@ -547,7 +558,8 @@ func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 		var l uint32
 		mismatch := false
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
-			if t := f.Table(fn.TableOffset(k)); t != nil {
+			if ti, ok := rt.index(i, k); ok {
+				t := &f.Tabs[ti]
 				if l != 0 && t.Len != l {
 					mismatch = true
 				}
@@ -618,7 +630,7 @@ func digestVariants(variants bool) []linearpc.Variant {
 // (pooled). A table whose spec encoding and length equal an earlier
 // table's (info.first) is the same table, which every set would find
 // already stored, so it is skipped.
-func (r *Report) variants(f *objscan.File, info []tabInfo, d *digests, pooled []pooledSet, workers int) error {
+func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *digests, pooled []pooledSet, workers int) error {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
@@ -675,7 +687,7 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *digests, pooled []
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
-			if i, ok := f.TableIndex(fn.TableOffset(k)); ok {
+			if i, ok := rt.index(fi, k); ok {
 				if hotKind(k) {
 					hotContent[info[i].first] = true
 				} else {
@@ -703,12 +715,8 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, d *digests, pooled []
 // in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
 // that variant holding them. Equal keys are confirmed with vf.
 func (d *digests) distinctBytes(k int, rep []int32, vf *verifier) int64 {
-	if vf.seen.first == nil {
-		vf.seen.first = make(map[uint64]int32, len(d.tabs))
-	}
-	clear(vf.seen.first)
-	clear(vf.seen.more)
 	dd := &vf.seen
+	dd.reset(len(d.tabs))
 	var size int64
 	for i := range d.tabs {
 		if rep[i] != int32(i) {
@@ -801,4 +809,44 @@ func (h *hist) dist() Dist {
 	}
 	q := func(p float64) int64 { return at(min(h.n-1, int(p*float64(h.n)))) }
 	return Dist{N: h.n, Mean: float64(h.sum) / float64(h.n), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: at(h.n - 1)}
+}
+
+// refTables finds the table behind each function's table reference without
+// a search, from the references objscan lists per table: entry base[fi]+k
+// of tab is 1 + the index in f.Tabs of function fi's kind-k table, or 0.
+type refTables struct {
+	f    *objscan.File
+	base []int
+	tab  []int32
+}
+
+func newRefTables(f *objscan.File) *refTables {
+	rt := &refTables{f: f, base: make([]int, len(f.Funcs)+1)}
+	for fi := range f.Funcs {
+		rt.base[fi+1] = rt.base[fi] + int(objscan.KindPCData) + len(f.Funcs[fi].PCData)
+	}
+	rt.tab = make([]int32, rt.base[len(f.Funcs)])
+	for i := range f.Tabs {
+		for _, r := range f.Tabs[i].Refs {
+			if j := rt.base[r.Func] + int(r.Kind); j < rt.base[r.Func+1] {
+				rt.tab[j] = int32(i) + 1
+			}
+		}
+	}
+	return rt
+}
+
+// index returns the index in f.Tabs of function fi's table of kind k, as
+// f.TableIndex(fn.TableOffset(k)) does.
+func (rt *refTables) index(fi int, k objscan.TableKind) (int, bool) {
+	off := rt.f.Funcs[fi].TableOffset(k)
+	if off == 0 {
+		return 0, false
+	}
+	if j := rt.base[fi] + int(k); j < rt.base[fi+1] {
+		if t := rt.tab[j]; t > 0 {
+			return int(t - 1), true
+		}
+	}
+	return rt.f.TableIndex(off) // a reference objscan does not list (kinds past 255)
 }
