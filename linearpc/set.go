@@ -45,9 +45,18 @@ type Set struct {
 // NewSet returns an empty set of encodings in variant v ([Spec] for the
 // spec format).
 func NewSet(v Variant) *Set {
-	s := &Set{v: v, data: make([]byte, SetPad), byHash: map[uint64]stored{}, seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
+	return NewSetSize(v, 0, 0)
+}
+
+// NewSetSize is [NewSet] for a set expected to hold about tables distinct
+// tables in about bytes bytes of encodings: it allocates for that much at
+// once, which saves the copies and the garbage of growing. The set grows
+// past the hint as needed.
+func NewSetSize(v Variant, bytes, tables int) *Set {
+	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: make(map[uint64]stored, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
 	if v.pool {
-		s.pool.at = map[uint64]uint32{}
+		// Tables average a few chunks, many of them shared.
+		s.pool.at = make(map[uint64]uint32, 2*max(0, tables))
 		s.pool.data = &s.data
 	}
 	return s

@@ -278,7 +278,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	contentFirsts(info, d)
+	contentFirsts(info, d, workers)
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
 
 	// Totals and per-kind rows, charging shared tables to their first reference.
@@ -350,8 +350,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	}
 	r.Shape = shape(f, rt, accs, len(info))
 	if opt.Variants {
-		wg.Wait()
-		if err := r.variants(f, rt, info, d, pooled, workers); err != nil {
+		if err := r.variants(f, rt, info, d, pooled, wg.Wait, workers); err != nil {
 			return nil, err
 		}
 	}
@@ -361,15 +360,29 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 // contentFirsts sets, for each table, the index of the first table whose
 // spec encoding has the same content. Equal keys are confirmed by encoding
 // both tables again and comparing the bytes, so the figures are exact.
-func contentFirsts(info []tabInfo, d *digests) {
-	var dd dedup
-	dd.reset(len(info))
-	var vf verifier
-	for i := range info {
-		info[i].first = dd.add(d.key(i, 0), int32(i), func(j int32) bool {
-			return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[0])
-		})
-	}
+// Equal encodings have equal keys, so the workers split the tables by key
+// and each goes through its share in order.
+func contentFirsts(info []tabInfo, d *digests, workers int) {
+	vfs := make([]verifier, workers)
+	par.For(workers, workers, func(w, _ int) error {
+		vf := &vfs[w]
+		mine := func(i int) bool { return int(d.key(i, 0)%uint64(workers)) == w }
+		n := 0
+		for i := range info {
+			if mine(i) {
+				n++
+			}
+		}
+		vf.seen.reset(n)
+		for i := range info {
+			if mine(i) {
+				info[i].first = vf.seen.add(d.key(i, 0), int32(i), func(j int32) bool {
+					return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[0])
+				})
+			}
+		}
+		return nil
+	})
 }
 
 // pooledSet sizes a variant that pools chunks, by filling its Set.
@@ -630,7 +643,7 @@ func digestVariants(variants bool) []linearpc.Variant {
 // (pooled). A table whose spec encoding and length equal an earlier
 // table's (info.first) is the same table, which every set would find
 // already stored, so it is skipped.
-func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *digests, pooled []pooledSet, workers int) error {
+func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *digests, pooled []pooledSet, waitPooled func(), workers int) error {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
@@ -653,6 +666,15 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 		if k := slices.IndexFunc(d.vs, func(dv linearpc.Variant) bool { return dv.Name == v.Name }); k > 0 {
 			jobs = append(jobs, job{row: i, k: k})
 		}
+	}
+	// The pooled Sets may still be filling: this runs beside them.
+	vfs := make([]verifier, workers)
+	par.Dynamic(len(jobs), workers, func(w, j int) error {
+		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, &vfs[w])
+		return nil
+	})
+	waitPooled()
+	for i, v := range vs {
 		for _, p := range pooled {
 			if p.err != nil {
 				return p.err
@@ -662,11 +684,6 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 			}
 		}
 	}
-	vfs := make([]verifier, workers)
-	par.Dynamic(len(jobs), workers, func(w, j int) error {
-		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, &vfs[w])
-		return nil
-	})
 	for _, jb := range jobs {
 		rows[jb.row].Bytes = jb.bytes
 	}
