@@ -90,7 +90,13 @@ func (f *File) decodeInlTrees() error {
 		tab  uint32
 		cu   uint32 // the old layout's file indexes are CU-relative from Go 1.16
 	}
-	trees := map[treeKey][]InlinedCall{}
+	ntrees := 0
+	for i := range f.Funcs {
+		if fn := &f.Funcs[i]; len(fn.FuncData) > slot && len(fn.PCData) > idx && fn.PCData[idx] != 0 {
+			ntrees++
+		}
+	}
+	trees := make(map[treeKey][]InlinedCall, ntrees)
 	var win window // the trees lie close together: read them a window at a time
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]

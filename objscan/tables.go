@@ -80,7 +80,19 @@ func (f *File) collectTables() error {
 		fn   int32
 		kind TableKind
 	}
-	var recs []rec
+	nrecs := 0
+	for fi := range f.Funcs {
+		fn := &f.Funcs[fi]
+		for k := KindPCSP; k < KindPCData+TableKind(len(fn.PCData)); k++ {
+			if fn.TableOffset(k) != 0 {
+				nrecs++
+			}
+			if k == 255 {
+				break
+			}
+		}
+	}
+	recs := make([]rec, 0, nrecs)
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := KindPCSP; k < KindPCData+TableKind(len(fn.PCData)); k++ {
