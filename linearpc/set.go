@@ -55,8 +55,8 @@ func NewSet(v Variant) *Set {
 func NewSetSize(v Variant, bytes, tables int) *Set {
 	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: make(map[uint64]stored, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
 	if v.pool {
-		// Tables average a few chunks, many of them shared.
-		s.pool.at = make(map[uint64]uint32, 2*max(0, tables))
+		// Tables average a few chunks, but most chunks are shared.
+		s.pool.at = make(map[uint64]uint32, max(0, tables))
 		s.pool.data = &s.data
 	}
 	return s

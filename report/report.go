@@ -649,10 +649,14 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 	rows := make([]VariantRow, len(vs))
 	// rep[i] is the first table equal to table i.
 	rep := make([]int32, len(f.Tabs))
+	nrep := 0
 	for i := range f.Tabs {
 		rep[i] = int32(i)
 		if j := info[i].first; f.Tabs[j].Len == f.Tabs[i].Len {
 			rep[i] = j
+		}
+		if rep[i] == int32(i) {
+			nrep++
 		}
 	}
 	// One job per digested variant other than the spec.
@@ -670,7 +674,7 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 	// The pooled Sets may still be filling: this runs beside them.
 	vfs := make([]verifier, workers)
 	par.Dynamic(len(jobs), workers, func(w, j int) error {
-		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, &vfs[w])
+		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, nrep, &vfs[w])
 		return nil
 	})
 	waitPooled()
@@ -730,10 +734,11 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 
 // distinctBytes returns the sum of the lengths of the distinct encodings
 // in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
-// that variant holding them. Equal keys are confirmed with vf.
-func (d *digests) distinctBytes(k int, rep []int32, vf *verifier) int64 {
+// that variant holding them; there are nrep of them. Equal keys are
+// confirmed with vf.
+func (d *digests) distinctBytes(k int, rep []int32, nrep int, vf *verifier) int64 {
 	dd := &vf.seen
-	dd.reset(len(d.tabs))
+	dd.reset(nrep)
 	var size int64
 	for i := range d.tabs {
 		if rep[i] != int32(i) {
