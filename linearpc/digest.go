@@ -1,7 +1,9 @@
 package linearpc
 
 import (
+	"bytes"
 	"hash/maphash"
+	"slices"
 
 	"github.com/pctab/pctab/pcvalue"
 )
@@ -12,9 +14,9 @@ import (
 // scratch each time). The zero Encoder is ready to use; an Encoder must
 // not be used by several goroutines at once.
 type Encoder struct {
-	e   encoder
-	chs []change
-	buf []byte
+	e         encoder
+	chs, chs2 []change
+	buf, buf2 []byte
 }
 
 // AppendEncode appends the standalone encoding of t in variant v to dst,
@@ -52,4 +54,23 @@ func (x *Encoder) Digests(t pcvalue.Table, vs []Variant, seed maphash.Seed, out 
 		x.buf = x.e.appendChanges(x.buf[:0], x.chs, t.Len, v, nil)
 		out[k] = Digest{Len: uint32(len(x.buf)), Hash: maphash.Bytes(seed, x.buf)}
 	}
+}
+
+// Equal reports whether a and b have the same standalone encoding in
+// variant v, as bytes.Equal(v.Encode(a), v.Encode(b)) would. An encoding
+// depends only on the table's canonical form and its number of chunks, so
+// tables that agree on both are equal without being encoded; the others
+// are encoded and compared.
+func (x *Encoder) Equal(a, b pcvalue.Table, v Variant) bool {
+	if a.Len == 0 || b.Len == 0 {
+		return a.Len == b.Len // an empty table encodes to nothing, others to something
+	}
+	x.chs = changes(x.chs[:0], a)
+	x.chs2 = changes(x.chs2[:0], b)
+	if v.chunks(a.Len) == v.chunks(b.Len) && slices.Equal(x.chs, x.chs2) {
+		return true
+	}
+	x.buf = x.e.appendChanges(x.buf[:0], x.chs, a.Len, v, nil)
+	x.buf2 = x.e.appendChanges(x.buf2[:0], x.chs2, b.Len, v, nil)
+	return bytes.Equal(x.buf, x.buf2)
 }

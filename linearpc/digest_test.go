@@ -42,3 +42,31 @@ func TestDigests(t *testing.T) {
 		}
 	}
 }
+
+// TestEncoderEqual checks Encoder.Equal against comparing encodings, on
+// every pair of tables that share runs but differ in length (so in chunk
+// count for some variants and not others), in zero-length and trailing
+// runs, or in values.
+func TestEncoderEqual(t *testing.T) {
+	runs := []pcvalue.Run{{PC: 0, Value: 3}, {PC: 100, Value: 4}, {PC: 300, Value: 3}}
+	var tabs []pcvalue.Table
+	for _, l := range []uint32{0, 1, 100, 101, 128, 129, 256, 257, 300, 301, 384, 512, 513, 1000} {
+		tabs = append(tabs,
+			pcvalue.Table{Runs: runs, Len: l},
+			pcvalue.Table{Runs: runs[:1], Len: l},
+			pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 3}, {PC: 100, Value: 3}, {PC: 100, Value: 4}, {PC: 300, Value: 3}}, Len: l},
+			pcvalue.Table{Runs: []pcvalue.Run{{PC: 0, Value: 3}, {PC: 100, Value: 5}, {PC: 300, Value: 3}}, Len: l},
+		)
+	}
+	var x Encoder
+	for _, v := range Variants() {
+		for i, a := range tabs {
+			for j, b := range tabs {
+				want := bytes.Equal(v.Encode(a), v.Encode(b))
+				if got := x.Equal(a, b, v); got != want {
+					t.Errorf("%s: tables %d (len %d) and %d (len %d): Equal = %v, want %v", v.Name, i, a.Len, j, b.Len, got, want)
+				}
+			}
+		}
+	}
+}

@@ -138,7 +138,7 @@ func (e *encoder) appendTable(dst []byte, t pcvalue.Table, v Variant, pool *chun
 // variants compute once.
 func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant, pool *chunkPool) []byte {
 	size := uint32(1) << v.shift
-	nc := int((uint64(tlen) + uint64(size) - 1) >> v.shift)
+	nc := v.chunks(tlen)
 	e.body = e.body[:0]
 	e.offs = e.offs[:0]
 	e.ends = e.ends[:0]
@@ -319,4 +319,9 @@ func indexLen(offs []int64, signed bool) int {
 		return 1 + 2*len(rest)
 	}
 	return 1 + 4*len(rest)
+}
+
+// chunks returns the number of chunks of v a table of length tlen has.
+func (v Variant) chunks(tlen uint32) int {
+	return int((uint64(tlen) + uint64(1)<<v.shift - 1) >> v.shift)
 }

@@ -18,7 +18,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"hash/maphash"
 	"math/bits"
@@ -189,7 +188,6 @@ func (dc *decoder) decode(tab *objscan.Table) (pcvalue.Table, error) {
 type verifier struct {
 	da, db decoder
 	enc    linearpc.Encoder
-	a, b   []byte
 	seen   dedup // scratch space of distinctBytes
 }
 
@@ -202,9 +200,7 @@ func (vf *verifier) equal(a, b *objscan.Table, v linearpc.Variant) bool {
 	if err1 != nil || err2 != nil {
 		return false
 	}
-	vf.a = vf.enc.AppendEncode(vf.a[:0], ta, v)
-	vf.b = vf.enc.AppendEncode(vf.b[:0], tb, v)
-	return bytes.Equal(vf.a, vf.b)
+	return vf.enc.Equal(ta, tb, v)
 }
 
 // Compute builds the report for f.
