@@ -30,7 +30,8 @@ type Set struct {
 	// byHash finds stored encodings by a hash of their standalone bytes,
 	// without keeping a second copy of them as map keys; a hit is confirmed
 	// by comparing bytes, and the rare colliding encodings go to collide.
-	byHash  map[uint64]stored
+	byHash  hashIndex // hash -> index in stored
+	stored  []stored
 	collide map[string]uint32
 	std     []byte // standalone encodings that differ from the stored bytes
 	seed    maphash.Seed
@@ -53,10 +54,10 @@ func NewSet(v Variant) *Set {
 // once, which saves the copies and the garbage of growing. The set grows
 // past the hint as needed.
 func NewSetSize(v Variant, bytes, tables int) *Set {
-	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: make(map[uint64]stored, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
+	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: newHashIndex(tables), stored: make([]stored, 0, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
 	if v.pool {
 		// Tables average a few chunks, but most chunks are shared.
-		s.pool.at = make(map[uint64]uint32, max(0, tables))
+		s.pool.at = newHashIndex(tables)
 		s.pool.data = &s.data
 	}
 	return s
@@ -72,7 +73,8 @@ type stored struct {
 
 // find returns the offset of a stored encoding equal to enc.
 func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
-	if st, ok := s.byHash[h]; ok {
+	if i, ok := s.byHash.get(h); ok {
+		st := s.stored[i]
 		have := s.data[st.off : st.off+st.n]
 		if st.std != 0 {
 			have = s.std[st.std-1 : st.std-1+st.n]
@@ -89,7 +91,7 @@ func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
 // remember records that the table whose standalone encoding is enc is
 // stored at off, the last encoding in data.
 func (s *Set) remember(h uint64, enc []byte, off uint32) {
-	if _, taken := s.byHash[h]; taken {
+	if _, taken := s.byHash.get(h); taken {
 		if s.collide == nil {
 			s.collide = map[string]uint32{}
 		}
@@ -101,7 +103,8 @@ func (s *Set) remember(h uint64, enc []byte, off uint32) {
 		st.std = uint32(len(s.std)) + 1
 		s.std = append(s.std, enc...)
 	}
-	s.byHash[h] = st
+	s.byHash.add(h, uint32(len(s.stored)))
+	s.stored = append(s.stored, st)
 }
 
 // Variant returns the variant the set encodes with.

@@ -372,7 +372,7 @@ type chunkPool struct {
 	// set's bytes; a hit is confirmed by comparing bytes, so the pool keeps no
 	// copies of chunks. A chunk whose hash collides with a different stored
 	// chunk is simply not pooled.
-	at   map[uint64]uint32
+	at   hashIndex
 	data *[]byte
 	base uint32 // offset at which the table being encoded will start
 	// local lists the chunks stored in the last encoding appendPooled
@@ -382,7 +382,7 @@ type chunkPool struct {
 
 // find returns the offset of a stored chunk equal to chunk.
 func (p *chunkPool) find(chunk []byte) (uint32, bool) {
-	at, ok := p.at[fnv64(chunk)]
+	at, ok := p.at.get(fnv64(chunk))
 	if !ok || uint64(at)+uint64(len(chunk)) > uint64(len(*p.data)) || !bytes.Equal((*p.data)[at:int(at)+len(chunk)], chunk) {
 		return 0, false
 	}
@@ -392,9 +392,7 @@ func (p *chunkPool) find(chunk []byte) (uint32, bool) {
 // add records that the chunk data[start:end] is stored there.
 func (p *chunkPool) add(start, end int) {
 	h := fnv64((*p.data)[start:end])
-	if _, ok := p.at[h]; !ok {
-		p.at[h] = uint32(start)
-	}
+	p.at.add(h, uint32(start))
 }
 
 // fnv64 is the 64-bit FNV-1a hash: deterministic, so sizes are reproducible.
