@@ -49,14 +49,20 @@ func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, er
 			p++
 			break
 		}
-		uv, err := uvarint()
-		if err != nil {
+		// Most varints are one byte: read those inline.
+		var uv, pd uint32
+		if b := d[p]; b < 0x80 {
+			uv = uint32(b)
+			p++
+		} else if uv, err = uvarint(); err != nil {
 			return 0, 0, 0, err
 		}
 		val += int32(-(uv & 1) ^ (uv >> 1))
 		maxVal = max(maxVal, val)
-		pd, err := uvarint()
-		if err != nil {
+		if p < len(d) && d[p] < 0x80 {
+			pd = uint32(d[p])
+			p++
+		} else if pd, err = uvarint(); err != nil {
 			return 0, 0, 0, err
 		}
 		pc += uint64(pd)

@@ -106,17 +106,26 @@ func decode(runs []pcvalue.Run, data []byte, emit bool) (nruns int, _ []pcvalue.
 			i++
 			break
 		}
-		uv, k, err := readCanonical(data, i)
-		if err != nil {
-			return 0, runs, 0, 0, fmt.Errorf("varintpc: value delta %d: %w", nruns, err)
+		// Most varints are one byte, always canonical: read those inline.
+		var uv, pd uint32
+		if b := data[i]; b < 0x80 {
+			uv = uint32(b)
+			i++
+		} else {
+			var k int
+			if uv, k, err = readCanonical(data, i); err != nil {
+				return 0, runs, 0, 0, fmt.Errorf("varintpc: value delta %d: %w", nruns, err)
+			}
+			i = k
 		}
 		val += zigzag(uv)
-		i = k
 		if i >= len(data) {
 			return 0, runs, 0, 0, fmt.Errorf("%w: pc delta %d at offset %d: data ends (len %d)", ErrTruncated, nruns, i, len(data))
 		}
-		pd, k, err := readCanonical(data, i)
-		if err != nil {
+		k := i + 1
+		if b := data[i]; b < 0x80 {
+			pd = uint32(b)
+		} else if pd, k, err = readCanonical(data, i); err != nil {
 			return 0, runs, 0, 0, fmt.Errorf("varintpc: pc delta %d: %w", nruns, err)
 		}
 		if emit {
