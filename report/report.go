@@ -136,7 +136,7 @@ type Shape struct {
 // Options select what Compute does.
 type Options struct {
 	Variants bool // also size every linearpc variant and the hybrid
-	Workers  int  // goroutines for encoding; 0 means GOMAXPROCS
+	Workers  int  // goroutines for the parallel passes (a pooled variant's Set fills in one more); 0 means GOMAXPROCS
 }
 
 // tabInfo is what Compute keeps of one distinct table.
@@ -191,9 +191,9 @@ type verifier struct {
 	seen   dedup // scratch space of distinctBytes
 }
 
-// equal reports whether tables a and b have the same encoding in v. The
-// tables decoded before, so errors cannot happen here; if one did, the
-// tables would be reported unequal, which only costs bytes.
+// equal reports whether tables a and b have the same encoding in v. Both
+// decoded without error before, so errors cannot happen here; if one did,
+// the tables would be reported unequal.
 func (vf *verifier) equal(a, b *objscan.Table, v linearpc.Variant) bool {
 	ta, err1 := vf.da.decode(a)
 	tb, err2 := vf.db.decode(b)
