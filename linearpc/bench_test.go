@@ -234,3 +234,20 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSetAdd measures filling a Set of each variant with every table
+// of the go binary, as the report does for the pooled variant.
+func BenchmarkSetAdd(b *testing.B) {
+	_, tabs := realTables(b)
+	for _, v := range Variants() {
+		b.Run(v.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				s := NewSet(v)
+				for _, rt := range tabs {
+					s.Add(rt.t)
+				}
+			}
+		})
+	}
+}

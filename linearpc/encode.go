@@ -109,7 +109,11 @@ type encoder struct {
 	ends    []int   // end of each locally encoded chunk in body (-1: a reference)
 	consts  []constChunk
 	constAt map[int32]uint32 // value -> offset, once consts is long
-	alt     []byte
+	// Scratch space of appendPooled and buildPooled.
+	alt, best, pooled     []byte
+	pooledLocal           [][2]int
+	found, target, newOff []int64
+	poolOffs              []int64
 }
 
 // constChunk remembers the offset of a constant chunk for deduplication.
@@ -126,9 +130,15 @@ func (e *encoder) appendTable(dst []byte, t pcvalue.Table, v Variant, pool *chun
 		return dst
 	}
 	e.chs = changes(e.chs[:0], t)
-	chs := e.chs
+	return e.appendChanges(dst, e.chs, t.Len, v, pool)
+}
+
+// appendChanges is appendTable for a table of length tlen (not 0) given as
+// its canonical changes, which callers encoding one table in several
+// variants compute once.
+func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant, pool *chunkPool) []byte {
 	size := uint32(1) << v.shift
-	nc := int((uint64(t.Len) + uint64(size) - 1) >> v.shift)
+	nc := v.chunks(tlen)
 	e.body = e.body[:0]
 	e.offs = e.offs[:0]
 	e.ends = e.ends[:0]
@@ -309,4 +319,9 @@ func indexLen(offs []int64, signed bool) int {
 		return 1 + 2*len(rest)
 	}
 	return 1 + 4*len(rest)
+}
+
+// chunks returns the number of chunks of v a table of length tlen has.
+func (v Variant) chunks(tlen uint32) int {
+	return int((uint64(tlen) + uint64(1)<<v.shift - 1) >> v.shift)
 }

@@ -1,6 +1,8 @@
 package linearpc
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -74,15 +76,34 @@ func TestRealSizes(t *testing.T) {
 	}
 	for _, v := range Variants() {
 		s := NewSet(v)
+		h := sha256.New()
 		for _, rt := range tabs {
-			s.Add(rt.t)
+			fmt.Fprintf(h, "%d,", s.Add(rt.t))
 		}
-		t.Logf("%-12s %9d bytes (%+.2f%% of varint, %+.3f%% of the file), %d distinct", v.Name, s.Size(),
-			100*float64(s.Size()-varint)/float64(varint), 100*float64(s.Size()-varint)/float64(f.FileSize), s.Len())
+		h.Write(s.Bytes())
+		sum := fmt.Sprintf("%x", h.Sum(nil))
+		t.Logf("%-12s %9d bytes (%+.2f%% of varint, %+.3f%% of the file), %d distinct, sha256 %s", v.Name, s.Size(),
+			100*float64(s.Size()-varint)/float64(varint), 100*float64(s.Size()-varint)/float64(f.FileSize), s.Len(), sum)
 		if ref && v.IsSpec() && s.Size() != refLinearBytes {
 			t.Errorf("spec linear bytes = %d, want %d", s.Size(), refLinearBytes)
 		}
+		if want := refSetSums[v.Name]; ref && sum != want {
+			t.Errorf("%s: set offsets and bytes hash to %s, want %s", v.Name, sum, want)
+		}
 	}
+}
+
+// refSetSums are the SHA-256 sums of the offsets Set.Add returns for every
+// table of the reference binary, in order, each followed by a comma,
+// followed by the set's bytes: they pin the sets byte for byte across
+// changes to the encoders (the pooled one above all).
+var refSetSums = map[string]string{
+	"spec":         "bde8b9bdca611fc8d60178c18b1f6be21c08774b76c5a1d75f0caa9db3389992",
+	"spec-128":     "8d378520b0f46b10ed9b297bac79116b0b63ee57645f7bcf97c05e5131de754e",
+	"spec-512":     "d8cd6ba4ef285bd1b1fae2e8100df0394210733e3255489f4abd559442740ca4",
+	"spec-pool":    "93b974c3616c52bd2387e7313d00a64584d8b619341f2ec81c3d16caa7c9fb06",
+	"compact":      "3ff1b071efc5c38dd634bb6508791183f98e14f6f3cf36b4cc45101df6f20bd8",
+	"compact-fast": "dbe4a809856e734e8857a963171deba47689bceb862ba9896f0e8ac2f2aacd8c",
 }
 
 // TestRealLookup checks the variants against the varint tables of the local

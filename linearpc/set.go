@@ -30,8 +30,10 @@ type Set struct {
 	// byHash finds stored encodings by a hash of their standalone bytes,
 	// without keeping a second copy of them as map keys; a hit is confirmed
 	// by comparing bytes, and the rare colliding encodings go to collide.
-	byHash  map[uint64]stored
+	byHash  hashIndex // hash -> index in stored
+	stored  []stored
 	collide map[string]uint32
+	std     []byte // standalone encodings that differ from the stored bytes
 	seed    maphash.Seed
 	n       int
 	enc     encoder
@@ -44,28 +46,38 @@ type Set struct {
 // NewSet returns an empty set of encodings in variant v ([Spec] for the
 // spec format).
 func NewSet(v Variant) *Set {
-	s := &Set{v: v, data: make([]byte, SetPad), byHash: map[uint64]stored{}, seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
+	return NewSetSize(v, 0, 0)
+}
+
+// NewSetSize is [NewSet] for a set expected to hold about tables distinct
+// tables in about bytes bytes of encodings: it allocates for that much at
+// once, which saves the copies and the garbage of growing. The set grows
+// past the hint as needed.
+func NewSetSize(v Variant, bytes, tables int) *Set {
+	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: newHashIndex(tables), stored: make([]stored, 0, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
 	if v.pool {
-		s.pool.at = map[uint64]uint32{}
+		// Tables average a few chunks, but most chunks are shared.
+		s.pool.at = newHashIndex(tables)
 		s.pool.data = &s.data
 	}
 	return s
 }
 
-// stored locates one standalone encoding in a Set's data. For a pooled
-// variant the stored bytes differ from the standalone encoding, so enc
-// keeps the standalone bytes there.
+// stored locates one standalone encoding in a Set: n bytes at offset off
+// of its data or, when the stored bytes differ from the standalone
+// encoding (a pooled variant's table that refers to pooled chunks), at
+// offset std-1 of its std.
 type stored struct {
-	off, n uint32
-	enc    []byte // pooled variants only
+	off, n, std uint32
 }
 
 // find returns the offset of a stored encoding equal to enc.
 func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
-	if st, ok := s.byHash[h]; ok {
-		have := st.enc
-		if have == nil {
-			have = s.data[st.off : st.off+st.n]
+	if i, ok := s.byHash.get(h); ok {
+		st := s.stored[i]
+		have := s.data[st.off : st.off+st.n]
+		if st.std != 0 {
+			have = s.std[st.std-1 : st.std-1+st.n]
 		}
 		if bytes.Equal(have, enc) {
 			return st.off, true
@@ -76,9 +88,10 @@ func (s *Set) find(h uint64, enc []byte) (uint32, bool) {
 	return 0, false
 }
 
-// remember records that enc is stored at off.
-func (s *Set) remember(h uint64, enc []byte, off uint32, keep bool) {
-	if _, taken := s.byHash[h]; taken {
+// remember records that the table whose standalone encoding is enc is
+// stored at off, the last encoding in data.
+func (s *Set) remember(h uint64, enc []byte, off uint32) {
+	if _, taken := s.byHash.get(h); taken {
 		if s.collide == nil {
 			s.collide = map[string]uint32{}
 		}
@@ -86,10 +99,12 @@ func (s *Set) remember(h uint64, enc []byte, off uint32, keep bool) {
 		return
 	}
 	st := stored{off: off, n: uint32(len(enc))}
-	if keep {
-		st.enc = bytes.Clone(enc)
+	if !bytes.Equal(s.data[off:], enc) {
+		st.std = uint32(len(s.std)) + 1
+		s.std = append(s.std, enc...)
 	}
-	s.byHash[h] = st
+	s.byHash.add(h, uint32(len(s.stored)))
+	s.stored = append(s.stored, st)
 }
 
 // Variant returns the variant the set encodes with.
@@ -109,14 +124,15 @@ func (s *Set) Add(t pcvalue.Table) uint32 {
 		return off
 	}
 	off := uint32(size)
-	s.remember(h, s.buf, off, s.v.pool)
 	s.n++
-	enc := s.buf
-	if s.v.pool && len(enc) > 0 {
+	if s.v.pool && len(s.buf) > 0 {
+		// The standalone encoding left its chunks in s.enc: pool them.
 		s.pool.base = off
-		enc = s.enc.appendTable(nil, t, s.v, &s.pool)
+		s.data = s.enc.appendPooled(s.data[:size], &s.pool)
+	} else {
+		s.data = append(s.data[:size], s.buf...)
 	}
-	s.data = append(s.data[:size], enc...)
+	s.remember(h, s.buf, off)
 	var pad [SetPad]byte
 	s.data = append(s.data, pad[:]...)
 	if s.v.pool {

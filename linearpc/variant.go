@@ -389,7 +389,7 @@ type chunkPool struct {
 	// set's bytes; a hit is confirmed by comparing bytes, so the pool keeps no
 	// copies of chunks. A chunk whose hash collides with a different stored
 	// chunk is simply not pooled.
-	at   map[uint64]uint32
+	at   hashIndex
 	data *[]byte
 	base uint32 // offset at which the table being encoded will start
 	// local lists the chunks stored in the last encoding appendPooled
@@ -399,7 +399,7 @@ type chunkPool struct {
 
 // find returns the offset of a stored chunk equal to chunk.
 func (p *chunkPool) find(chunk []byte) (uint32, bool) {
-	at, ok := p.at[fnv64(chunk)]
+	at, ok := p.at.get(fnv64(chunk))
 	if !ok || uint64(at)+uint64(len(chunk)) > uint64(len(*p.data)) || !bytes.Equal((*p.data)[at:int(at)+len(chunk)], chunk) {
 		return 0, false
 	}
@@ -409,9 +409,7 @@ func (p *chunkPool) find(chunk []byte) (uint32, bool) {
 // add records that the chunk data[start:end] is stored there.
 func (p *chunkPool) add(start, end int) {
 	h := fnv64((*p.data)[start:end])
-	if _, ok := p.at[h]; !ok {
-		p.at[h] = uint32(start)
-	}
+	p.at.add(h, uint32(start))
 }
 
 // fnv64 is the 64-bit FNV-1a hash: deterministic, so sizes are reproducible.
@@ -426,59 +424,95 @@ func fnv64(b []byte) uint64 {
 // appendPooled appends the encoding of the table in e (already split into
 // local chunks by appendTable) choosing, among storing every chunk, referring
 // to every pooled duplicate, and referring to the duplicates within reach
-// of a 2-byte index, the shortest.
+// of a 2-byte index, the shortest (the first of equally short ones, in that
+// order). Candidates that cannot differ from an earlier one are not built:
+// without pooled duplicates all three are the first, and without far ones
+// the last two are the same.
 func (e *encoder) appendPooled(dst []byte, pool *chunkPool) []byte {
-	best, bestLocal := e.buildPooled(nil, pool, -1)
-	for _, reach := range []int64{math.MaxInt16, math.MaxInt64} {
-		alt, local := e.buildPooled(e.alt[:0], pool, reach)
-		if len(alt) < len(best) {
-			best, bestLocal = append([]byte(nil), alt...), local
+	nc := len(e.offs)
+	// Storing every chunk is the standalone encoding.
+	e.alt = appendIndex(e.alt[:0], e.offs, true)
+	L := len(e.alt)
+	e.alt = append(e.alt, e.body...)
+	pool.local = pool.local[:0]
+	for c := range nc {
+		if e.ends[c] >= 0 {
+			pool.local = append(pool.local, [2]int{L + int(e.offs[c]), L + e.ends[c]})
 		}
-		e.alt = alt
 	}
-	pool.local = bestLocal
+	if nc == 1 {
+		return append(dst, e.alt...) // chunk 0 is never pooled
+	}
+	// Where each chunk is pooled already (-1: nowhere).
+	e.found = e.found[:0]
+	near, far := false, false
+	for c := range nc {
+		at := int64(-1)
+		if c > 0 && e.ends[c] >= 0 {
+			if a, ok := pool.find(e.body[e.offs[c]:e.ends[c]]); ok {
+				at = int64(a)
+				if int64(pool.base)-at <= math.MaxInt16 {
+					near = true
+				} else {
+					far = true
+				}
+			}
+		}
+		e.found = append(e.found, at)
+	}
+	best := e.alt
+	for _, reach := range []int64{math.MaxInt16, math.MaxInt64} {
+		if reach == math.MaxInt16 && !near || reach == math.MaxInt64 && !far {
+			continue
+		}
+		e.pooled, e.pooledLocal = e.buildPooled(e.pooled[:0], e.pooledLocal[:0], pool, reach)
+		if len(e.pooled) < len(best) {
+			best = append(e.best[:0], e.pooled...)
+			e.best = best
+			pool.local = append(pool.local[:0], e.pooledLocal...)
+		}
+	}
 	return append(dst, best...)
 }
 
-// buildPooled encodes the table in e, referring to pooled chunks whose
-// distance back from the table start is at most reach (none if reach < 0).
-func (e *encoder) buildPooled(dst []byte, pool *chunkPool, reach int64) ([]byte, [][2]int) {
+// buildPooled encodes the table in e, referring to the pooled chunks
+// (e.found) whose distance back from the table start is at most reach. It
+// appends the encoding to dst and the chunks it stores to local (as
+// pool.local lists them).
+func (e *encoder) buildPooled(dst []byte, local [][2]int, pool *chunkPool, reach int64) ([]byte, [][2]int) {
 	nc := len(e.offs)
 	// target[c] >= 0: absolute offset of a pooled chunk; -1: stored here.
-	target := make([]int64, nc)
-	newOff := make([]int64, nc)
-	var body []byte
-	moved := map[int64]int64{} // old local offset -> new local offset
-	owner := map[int64]int{}   // old local offset -> chunk stored there
+	target := resize(e.target, nc)
+	newOff := resize(e.newOff, nc)
+	offs := resize(e.poolOffs, nc)
+	e.target, e.newOff, e.poolOffs = target, newOff, offs
+	bodyLen := int64(0)
 	for c := range nc {
 		target[c] = -1
 		if e.ends[c] < 0 {
 			continue
 		}
-		owner[e.offs[c]] = c
-		chunk := e.body[e.offs[c]:e.ends[c]]
-		if c > 0 && reach >= 0 {
-			if at, ok := pool.find(chunk); ok && int64(pool.base)-int64(at) <= reach {
-				target[c] = int64(at)
-				continue
-			}
+		if at := e.found[c]; at >= 0 && int64(pool.base)-at <= reach {
+			target[c] = at
+			continue
 		}
-		moved[e.offs[c]] = int64(len(body))
-		newOff[c] = int64(len(body))
-		body = append(body, chunk...)
+		newOff[c] = bodyLen
+		bodyLen += int64(e.ends[c]) - e.offs[c]
 	}
-	// Duplicated constant chunks follow the chunk they duplicate.
+	// Duplicated constant chunks follow the chunk they duplicate, the
+	// stored chunk at the same local offset (stored chunks' offsets
+	// increase with c).
 	for c := range nc {
 		if e.ends[c] >= 0 {
 			continue
 		}
-		if o, ok := moved[e.offs[c]]; ok {
-			newOff[c] = o
-			continue
+		o := e.owner(c)
+		if target[o] < 0 {
+			newOff[c] = newOff[o]
+		} else {
+			target[c] = target[o]
 		}
-		target[c] = target[owner[e.offs[c]]]
 	}
-	offs := make([]int64, nc)
 	for _, L := range []int64{int64(nc - 1), int64(1 + 2*(nc-1)), int64(1 + 4*(nc-1))} {
 		for c := range nc {
 			if target[c] >= 0 {
@@ -494,12 +528,46 @@ func (e *encoder) buildPooled(dst []byte, pool *chunkPool, reach int64) ([]byte,
 	start := len(dst)
 	dst = appendIndex(dst, offs, true)
 	L := len(dst) - start
-	var local [][2]int
 	for c := range nc {
 		if target[c] < 0 && e.ends[c] >= 0 {
 			s := L + int(newOff[c])
 			local = append(local, [2]int{s, s + e.ends[c] - int(e.offs[c])})
+			dst = append(dst, e.body[e.offs[c]:e.ends[c]]...)
 		}
 	}
-	return append(dst, body...), local
+	return dst, local
+}
+
+// owner returns the stored chunk that chunk c, a duplicated constant
+// chunk, refers to: the one at the same offset. Stored chunks' offsets
+// increase with their index, and the owner precedes c.
+func (e *encoder) owner(c int) int {
+	lo, hi := 0, c // the owner is in [lo, hi)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		// Find the last stored chunk at or before m.
+		s := m
+		for s >= lo && e.ends[s] < 0 {
+			s--
+		}
+		switch {
+		case s < lo:
+			lo = m + 1
+		case e.offs[s] == e.offs[c]:
+			return s
+		case e.offs[s] < e.offs[c]:
+			lo = m + 1
+		default:
+			hi = s
+		}
+	}
+	panic("linearpc: duplicated constant chunk without its stored chunk")
+}
+
+// resize returns s with length n, reusing its storage when it can.
+func resize(s []int64, n int) []int64 {
+	if cap(s) < n {
+		return make([]int64, n)
+	}
+	return s[:n]
 }

@@ -76,6 +76,16 @@ func checkTables(t *testing.T, f *File) {
 		if len(tb.Refs) == 0 {
 			t.Errorf("table at %#x has no references", tb.Offset)
 		}
+		for j, r := range tb.Refs {
+			if off := f.Funcs[r.Func].TableOffset(r.Kind); off != tb.Offset {
+				t.Errorf("table at %#x: reference %d is %s's %v table, at %#x", tb.Offset, j, f.Funcs[r.Func].Name, r.Kind, off)
+			}
+			if j > 0 {
+				if p := tb.Refs[j-1]; p.Func > r.Func || p.Func == r.Func && p.Kind >= r.Kind {
+					t.Errorf("table at %#x: references %d and %d (%+v, %+v) are not in functab order", tb.Offset, j-1, j, p, r)
+				}
+			}
+		}
 		if i > 0 && f.Tabs[i-1].Offset+uint32(len(f.Tabs[i-1].Data)) > tb.Offset {
 			t.Errorf("tables at %#x and %#x overlap", f.Tabs[i-1].Offset, tb.Offset)
 		}

@@ -133,6 +133,12 @@ func (im *image) sectionAt(addr uint64) *segment {
 // readAddr reads n bytes at virtual address addr. It fails if the range is
 // not backed by one section's file bytes.
 func (im *image) readAddr(addr uint64, n uint64) ([]byte, error) {
+	return im.readAddrInto(nil, addr, n)
+}
+
+// readAddrInto is readAddr reading into buf's storage when it is large
+// enough.
+func (im *image) readAddrInto(buf []byte, addr uint64, n uint64) ([]byte, error) {
 	s := im.sectionAt(addr)
 	if s == nil {
 		return nil, fmt.Errorf("address %#x is not in any section with file data", addr)
@@ -145,11 +151,45 @@ func (im *image) readAddr(addr uint64, n uint64) ([]byte, error) {
 	if off := s.off + int64(addr-s.addr); off < 0 || n > uint64(im.fileSize) || off > im.fileSize-int64(n) {
 		return nil, fmt.Errorf("%d bytes at address %#x (section %s) lie outside the %d-byte file", n, addr, s.name, im.fileSize)
 	}
-	buf := make([]byte, n)
+	if uint64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
 	if _, err := s.r.ReadAt(buf, s.off+int64(addr-s.addr)); err != nil {
 		return nil, fmt.Errorf("reading %d bytes at address %#x (section %s): %w", n, addr, s.name, err)
 	}
 	return buf, nil
+}
+
+// A window keeps the last stretch of a section that [image.view] read.
+type window struct {
+	addr uint64
+	buf  []byte
+}
+
+// windowSize is how much [image.view] reads at once.
+const windowSize = 64 << 10
+
+// view is readAddr for many small reads close together, such as the
+// inline trees: it reads up to windowSize bytes from addr at once into w,
+// within addr's section, and answers later reads inside them from w. The
+// bytes are valid until the next call with w.
+func (im *image) view(w *window, addr, n uint64) ([]byte, error) {
+	if addr >= w.addr && n <= uint64(len(w.buf)) && addr-w.addr <= uint64(len(w.buf))-n {
+		return w.buf[addr-w.addr:][:n], nil
+	}
+	s := im.sectionAt(addr)
+	if s == nil || n >= windowSize || n > s.addr+s.filesize-addr {
+		return im.readAddr(addr, n) // too big for a window, or an error to report
+	}
+	buf, err := im.readAddrInto(w.buf, addr, min(windowSize, s.addr+s.filesize-addr))
+	if err != nil {
+		// The window may reach bytes a short file lacks: read just n.
+		w.buf = w.buf[:0]
+		return im.readAddr(addr, n)
+	}
+	w.addr, w.buf = addr, buf
+	return buf[:n], nil
 }
 
 // data returns a section's file bytes. It refuses sections whose claimed

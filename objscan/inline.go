@@ -101,7 +101,14 @@ func (f *File) decodeInlTrees() error {
 		tab  uint32
 		cu   uint32 // the old layout's file indexes are CU-relative from Go 1.16
 	}
-	trees := map[treeKey][]InlinedCall{}
+	ntrees := 0
+	for i := range f.Funcs {
+		if fn := &f.Funcs[i]; len(fn.FuncData) > slot && len(fn.PCData) > idx && fn.PCData[idx] != 0 {
+			ntrees++
+		}
+	}
+	trees := make(map[treeKey][]InlinedCall, ntrees)
+	var win window // the trees lie close together: read them a window at a time
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		if len(fn.FuncData) <= slot || len(fn.PCData) <= idx || fn.PCData[idx] == 0 {
@@ -144,7 +151,7 @@ func (f *File) decodeInlTrees() error {
 			return formatErr("funcdata", -1, "inline tree of %s at %#x: its %d entries exceed what the file's %d bytes can hold with the trees before it (overlapping trees?)", fn.Name, addr, n, f.FileSize)
 		}
 		budget -= n
-		raw, err := f.im.readAddr(addr, n*size)
+		raw, err := f.im.view(&win, addr, n*size)
 		if err != nil {
 			return fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
 		}

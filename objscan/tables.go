@@ -2,8 +2,12 @@ package objscan
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 )
+
+// radixBits is the digit width of collectTables' radix sort.
+const radixBits = 11
 
 // walkTable finds the extent of the varint table at off in pctab: the number
 // of bytes it occupies (terminator included), the PC-quantum units it covers,
@@ -45,14 +49,20 @@ func walkTable(pctab []byte, off uint32) (n int, length uint32, maxVal int32, er
 			p++
 			break
 		}
-		uv, err := uvarint()
-		if err != nil {
+		// Most varints are one byte: read those inline.
+		var uv, pd uint32
+		if b := d[p]; b < 0x80 {
+			uv = uint32(b)
+			p++
+		} else if uv, err = uvarint(); err != nil {
 			return 0, 0, 0, err
 		}
 		val += int32(-(uv & 1) ^ (uv >> 1))
 		maxVal = max(maxVal, val)
-		pd, err := uvarint()
-		if err != nil {
+		if p < len(d) && d[p] < 0x80 {
+			pd = uint32(d[p])
+			p++
+		} else if pd, err = uvarint(); err != nil {
 			return 0, 0, 0, err
 		}
 		pc += uint64(pd)
@@ -76,7 +86,19 @@ func (f *File) collectTables() error {
 		fn   int32
 		kind TableKind
 	}
-	var recs []rec
+	nrecs := 0
+	for fi := range f.Funcs {
+		fn := &f.Funcs[fi]
+		for k := KindPCSP; k < KindPCData+TableKind(len(fn.PCData)); k++ {
+			if fn.TableOffset(k) != 0 {
+				nrecs++
+			}
+			if k == 255 {
+				break
+			}
+		}
+	}
+	recs := make([]rec, 0, nrecs)
 	for fi := range f.Funcs {
 		fn := &f.Funcs[fi]
 		for k := KindPCSP; k < KindPCData+TableKind(len(fn.PCData)); k++ {
@@ -88,7 +110,32 @@ func (f *File) collectTables() error {
 			}
 		}
 	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].off < recs[j].off })
+	// By offset, keeping functab order within an offset: a least
+	// significant digit radix sort, which is stable, in as few passes of
+	// radixBits as the largest offset needs.
+	var maxOff uint32
+	for _, r := range recs {
+		maxOff = max(maxOff, r.off)
+	}
+	tmp := make([]rec, len(recs))
+	var count [1 << radixBits]int
+	for shift := 0; shift < bits.Len32(maxOff); shift += radixBits {
+		clear(count[:])
+		for _, r := range recs {
+			count[r.off>>shift&(1<<radixBits-1)]++
+		}
+		pos := 0
+		for d, c := range count {
+			count[d] = pos
+			pos += c
+		}
+		for _, r := range recs {
+			d := r.off >> shift & (1<<radixBits - 1)
+			tmp[count[d]] = r
+			count[d]++
+		}
+		recs, tmp = tmp, recs
+	}
 	refs := make([]Ref, len(recs))
 	ntabs := 0
 	for i := range recs {
@@ -178,7 +225,15 @@ func (f *File) Pclntab() []byte { return f.pcln }
 
 // TableIndex returns the index in Tabs of the table at pctab offset off.
 func (f *File) TableIndex(off uint32) (int, bool) {
-	i := sort.Search(len(f.Tabs), func(i int) bool { return f.Tabs[i].Offset >= off })
+	i, j := 0, len(f.Tabs) // the first table at or after off is in [i, j]
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if f.Tabs[h].Offset < off {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
 	if off == 0 || i == len(f.Tabs) || f.Tabs[i].Offset != off {
 		return 0, false
 	}

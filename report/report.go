@@ -18,11 +18,12 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"hash/maphash"
+	"math/bits"
 	"runtime"
-	"sort"
+	"slices"
+	"sync"
 
 	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
@@ -135,16 +136,12 @@ type Shape struct {
 // Options select what Compute does.
 type Options struct {
 	Variants bool // also size every linearpc variant and the hybrid
-	Workers  int  // goroutines for encoding; 0 means GOMAXPROCS
+	Workers  int  // goroutines for the parallel passes (a pooled variant's Set fills in one more); 0 means GOMAXPROCS
 }
 
-// tabInfo is what Compute keeps of one distinct table. Decoded runs and
-// encodings are not kept: they are rebuilt from the varint bytes when needed,
-// which costs little time and keeps memory proportional to the input.
+// tabInfo is what Compute keeps of one distinct table.
 type tabInfo struct {
-	tab       *objscan.Table
 	specLen   uint32
-	specHash  uint64
 	first     int32  // index of the first table with the same spec encoding
 	constDup  uint32 // chunks that reuse an earlier constant chunk of this table
 	constSave uint32 // bytes those chunks would take
@@ -152,9 +149,58 @@ type tabInfo struct {
 
 // shapeAcc accumulates shape statistics; one per worker, merged at the end.
 type shapeAcc struct {
-	chunks, changes, runs []int64
+	chunks, changes, runs hist
 	widths                [3]int64
 	single, zeroLen       int
+}
+
+// digests holds the standalone encoding of every table in each digested
+// variant as a key: its length in the high 32 bits and 32 bits of its
+// hash in the low ones. Equal encodings have equal keys; equal keys are
+// confirmed byte for byte before tables are taken as equal.
+type digests struct {
+	tabs []objscan.Table
+	vs   []linearpc.Variant // the spec first
+	keys []uint64           // table i's key in vs[k] is keys[i*len(vs)+k]
+}
+
+func (d *digests) key(i, k int) uint64 { return d.keys[i*len(d.vs)+k] }
+
+func (d *digests) len(i, k int) uint32 { return uint32(d.key(i, k) >> 32) }
+
+// decoder decodes tables into scratch space it reuses.
+type decoder struct {
+	runs []pcvalue.Run
+}
+
+// decode decodes tab; the table is valid until the next call.
+func (dc *decoder) decode(tab *objscan.Table) (pcvalue.Table, error) {
+	t, _, err := varintpc.AppendDecode(dc.runs[:0], tab.Data)
+	if err != nil {
+		return t, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+	}
+	dc.runs = t.Runs // keeps its capacity for the next table
+	return t, nil
+}
+
+// verifier confirms that two tables whose keys are equal have equal
+// encodings.
+type verifier struct {
+	da, db decoder
+	enc    linearpc.Encoder
+	seen   dedup // scratch space of distinctBytes
+}
+
+// equal reports whether tables a and b have the same encoding in v. Both
+// decoded without error before, so errors cannot happen here; if one did,
+// the tables would be reported unequal.
+func (vf *verifier) equal(a, b *objscan.Table, v linearpc.Variant) bool {
+	ta, err1 := vf.da.decode(a)
+	tb, err2 := vf.db.decode(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return vf.enc.Equal(ta, tb, v)
 }
 
 // Compute builds the report for f.
@@ -173,32 +219,67 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	seed := maphash.MakeSeed()
-	info := make([]tabInfo, len(f.Tabs))
-	accs := make([]shapeAcc, workers)
-	bufs := make([][]byte, workers) // per-worker encoding buffers
-	err := par.For(len(f.Tabs), workers, func(w, i int) error {
-		tab := &f.Tabs[i]
-		t, _, err := varintpc.Decode(tab.Data)
-		if err != nil {
-			return fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+	// The pooled variants' Sets are built table by table in order, the
+	// longest serial work: start them now, beside the parallel pass.
+	var pooled []pooledSet
+	var wg sync.WaitGroup
+	if opt.Variants {
+		for _, v := range linearpc.Variants() {
+			if v.Pooled() {
+				pooled = append(pooled, pooledSet{v: v})
+			}
 		}
-		bufs[w] = linearpc.AppendEncode(bufs[w][:0], t)
-		info[i] = tabInfo{tab: tab, specLen: uint32(len(bufs[w])), specHash: maphash.Bytes(seed, bufs[w])}
-		info[i].constDup, info[i].constSave = constDedup(&t)
+		for i := range pooled {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pooled[i].fill(f.Tabs)
+			}()
+		}
+	}
+	defer wg.Wait()
+
+	// Decode each table once, and digest it in every variant sized from
+	// digests.
+	n := len(f.Tabs)
+	d := &digests{tabs: f.Tabs, vs: digestVariants(opt.Variants)}
+	d.keys = make([]uint64, n*len(d.vs))
+	seed := maphash.MakeSeed()
+	info := make([]tabInfo, n)
+	accs := make([]shapeAcc, workers)
+	type scratch struct {
+		dc     decoder
+		enc    linearpc.Encoder
+		consts constSeen
+		dg     []linearpc.Digest
+	}
+	scr := make([]scratch, workers)
+	err := par.For(n, workers, func(w, i int) error {
+		sc := &scr[w]
+		tab := &f.Tabs[i]
+		t, err := sc.dc.decode(tab)
+		if err != nil {
+			return err
+		}
+		sc.dg = slices.Grow(sc.dg[:0], len(d.vs))[:len(d.vs)]
+		sc.enc.Digests(t, d.vs, seed, sc.dg)
+		for k, dg := range sc.dg {
+			d.keys[i*len(d.vs)+k] = uint64(dg.Len)<<32 | uint64(uint32(dg.Hash))
+		}
+		info[i] = tabInfo{specLen: sc.dg[0].Len}
+		info[i].constDup, info[i].constSave = sc.consts.dedup(&t)
 		accs[w].add(&t)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := contentFirsts(info); err != nil {
-		return nil, err
-	}
+	contentFirsts(info, d, workers)
 	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
 
 	// Totals and per-kind rows, charging shared tables to their first reference.
-	kinds := map[objscan.TableKind]*KindRow{}
+	rt := newRefTables(f)
+	var kinds [256]*KindRow
 	kindRow := func(k objscan.TableKind) *KindRow {
 		if kinds[k] == nil {
 			kinds[k] = &KindRow{Kind: f.KindName(k)}
@@ -219,7 +300,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			if off == 0 {
 				continue
 			}
-			ti, ok := f.TableIndex(off)
+			ti, ok := rt.index(fi, k)
 			if !ok {
 				return nil, fmt.Errorf("%s: %v table at %#x is not among the distinct tables", fn.Name, k, off)
 			}
@@ -238,8 +319,8 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			in := &info[ti]
 			if !seenOff[ti] {
 				seenOff[ti] = true
-				row.VarintBytes += int64(len(in.tab.Data))
-				r.Tables.VarintBytes += int64(len(in.tab.Data))
+				row.VarintBytes += int64(len(f.Tabs[ti].Data))
+				r.Tables.VarintBytes += int64(len(f.Tabs[ti].Data))
 				r.Tables.LinearNoDedup += int64(in.specLen)
 			}
 			if c := in.first; !seenContent[c] {
@@ -263,9 +344,9 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			r.Kinds = append(r.Kinds, *row)
 		}
 	}
-	r.Shape = shape(f, accs, len(info))
+	r.Shape = shape(f, rt, accs, len(info))
 	if opt.Variants {
-		if err := r.variants(f, info, workers); err != nil {
+		if err := r.variants(f, rt, info, d, pooled, wg.Wait, workers); err != nil {
 			return nil, err
 		}
 	}
@@ -273,64 +354,145 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 }
 
 // contentFirsts sets, for each table, the index of the first table whose
-// spec encoding has the same content. Equal hashes are confirmed by
-// re-encoding both tables and comparing the bytes, so the figures are exact.
-func contentFirsts(info []tabInfo) error {
-	byHash := make(map[uint64][]int32, len(info))
-	var a, b []byte
-	for i := range info {
-		in := &info[i]
-		in.first = int32(i)
-		cands := byHash[in.specHash]
-		for _, j := range cands {
-			if info[j].specLen != in.specLen {
-				continue
-			}
-			var err error
-			if a, err = respec(a, info[j].tab); err != nil {
-				return err
-			}
-			if b, err = respec(b, in.tab); err != nil {
-				return err
-			}
-			if bytes.Equal(a, b) {
-				in.first = j
-				break
+// spec encoding has the same content. Equal keys are confirmed by encoding
+// both tables again and comparing the bytes, so the figures are exact.
+// Equal encodings have equal keys, so the workers split the tables by key
+// and each goes through its share in order.
+func contentFirsts(info []tabInfo, d *digests, workers int) {
+	vfs := make([]verifier, workers)
+	par.For(workers, workers, func(w, _ int) error {
+		vf := &vfs[w]
+		mine := func(i int) bool { return int(d.key(i, 0)%uint64(workers)) == w }
+		n := 0
+		for i := range info {
+			if mine(i) {
+				n++
 			}
 		}
-		if in.first == int32(i) {
-			byHash[in.specHash] = append(cands, int32(i))
+		vf.seen.reset(n)
+		for i := range info {
+			if mine(i) {
+				info[i].first = vf.seen.add(d.key(i, 0), int32(i), func(j int32) bool {
+					return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[0])
+				})
+			}
+		}
+		return nil
+	})
+}
+
+// pooledSet sizes a variant that pools chunks, by filling its Set.
+type pooledSet struct {
+	v     linearpc.Variant
+	bytes int64
+	err   error
+}
+
+// fill adds every table to a Set of p.v, in order, and records its size.
+func (p *pooledSet) fill(tabs []objscan.Table) {
+	// Linear encodings take about a fifth more than varint ones: ask for
+	// half more, which costs only address space if unused.
+	varint := 0
+	for i := range tabs {
+		varint += len(tabs[i].Data)
+	}
+	set := linearpc.NewSetSize(p.v, varint*3/2, len(tabs))
+	var dc decoder
+	for i := range tabs {
+		t, err := dc.decode(&tabs[i])
+		if err != nil {
+			p.err = err
+			return
+		}
+		set.Add(t)
+	}
+	p.bytes = int64(set.Size())
+}
+
+// dedup finds equal encodings by key: an open-addressing hash table of
+// table indexes, probed linearly, holding the first table of each distinct
+// encoding. Tables with equal keys but different encodings (rare) each
+// get a slot. Keys are already hashes, so they are not hashed again.
+type dedup struct {
+	slots []int32  // table index + 1; 0 is empty
+	keys  []uint64 // the key of the table in each slot
+	shift uint     // 64 - log2(len(slots))
+}
+
+// reset empties d and sizes it for n tables, reusing its storage.
+func (d *dedup) reset(n int) {
+	size := 1 << bits.Len(uint(max(8, n+n/2))) // load factor at most 2/3
+	if len(d.slots) != size {
+		d.slots, d.keys = make([]int32, size), make([]uint64, size)
+		d.shift = uint(64 - bits.TrailingZeros(uint(size)))
+		return
+	}
+	clear(d.slots)
+}
+
+// add returns the first table j added before whose encoding, of key h,
+// equals table i's (same(j) confirms equality), or i, which it records,
+// if there is none. At most the n tables of the last reset may be added.
+func (d *dedup) add(h uint64, i int32, same func(j int32) bool) int32 {
+	mask := uint64(len(d.slots) - 1)
+	for p := (h * 0x9e3779b97f4a7c15) >> d.shift; ; p = (p + 1) & mask {
+		j := d.slots[p] - 1
+		if j < 0 {
+			d.slots[p], d.keys[p] = i+1, h
+			return i
+		}
+		if d.keys[p] == h && same(j) {
+			return j
 		}
 	}
-	return nil
 }
 
-// respec re-encodes a varint table in the spec linear format.
-func respec(buf []byte, tab *objscan.Table) ([]byte, error) {
-	t, _, err := varintpc.Decode(tab.Data)
-	if err != nil {
-		return buf, fmt.Errorf("table at pctab offset %#x: %w", tab.Offset, err)
+// constSeen is the scratch space of constDedup: the values of the constant
+// chunks seen so far in a table, in a slice while few and in a map beyond.
+type constSeen struct {
+	list []int32
+	set  map[int32]bool
+}
+
+// manyConsts is the number of constant-chunk values constSeen keeps in its
+// list before it switches to a map.
+const manyConsts = 32
+
+// seen records v and reports whether it was recorded before.
+func (c *constSeen) seen(v int32) bool {
+	if c.set != nil {
+		if c.set[v] {
+			return true
+		}
+		c.set[v] = true
+		return false
 	}
-	return linearpc.AppendEncode(buf[:0], t), nil
+	if slices.Contains(c.list, v) {
+		return true
+	}
+	c.list = append(c.list, v)
+	if len(c.list) > manyConsts {
+		c.set = make(map[int32]bool, 2*manyConsts)
+		for _, x := range c.list {
+			c.set[x] = true
+		}
+	}
+	return false
 }
 
-// constDedup counts the chunks of t that constant-chunk dedup shares with an
-// earlier constant chunk of the same value, and the bytes they would take if
-// each were encoded: n (1 byte), one vlen byte and the value.
-func constDedup(t *pcvalue.Table) (chunks, saved uint32) {
-	var consts map[int32]bool
+// dedup counts the chunks of t that constant-chunk dedup shares with an
+// earlier constant chunk of the same value, and the bytes they would take
+// if each were encoded: n (1 byte), one vlen byte and the value.
+func (c *constSeen) dedup(t *pcvalue.Table) (chunks, saved uint32) {
+	c.list, c.set = c.list[:0], nil
 	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
 		if len(inner) != 0 {
 			return
 		}
-		if consts[start] {
+		if c.seen(start) {
 			chunks++
 			saved += 2 + uint32(width(start))
 		}
-		if consts == nil {
-			consts = map[int32]bool{}
-		}
-		consts[start] = true
 	})
 	return chunks, saved
 }
@@ -370,13 +532,13 @@ func (a *shapeAcc) add(t *pcvalue.Table) {
 		a.zeroLen++
 	}
 	n := int64((t.Len + linearpc.ChunkUnits - 1) / linearpc.ChunkUnits)
-	a.chunks = append(a.chunks, n)
-	a.runs = append(a.runs, int64(len(t.Runs)))
+	a.chunks.add(n)
+	a.runs.add(int64(len(t.Runs)))
 	if n <= 1 {
 		a.single++
 	}
 	forEachChunk(t, linearpc.ChunkUnits, func(start int32, inner []pcvalue.Run) {
-		a.changes = append(a.changes, int64(len(inner)))
+		a.changes.add(int64(len(inner)))
 		a.widths[widthIndex(start)]++
 		// Values after the first are stored relative to the chunk start.
 		for _, r := range inner {
@@ -385,13 +547,13 @@ func (a *shapeAcc) add(t *pcvalue.Table) {
 	})
 }
 
-func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
+func shape(f *objscan.File, rt *refTables, accs []shapeAcc, ntabs int) Shape {
 	var s Shape
 	var all shapeAcc
 	for _, a := range accs {
-		all.chunks = append(all.chunks, a.chunks...)
-		all.changes = append(all.changes, a.changes...)
-		all.runs = append(all.runs, a.runs...)
+		all.chunks.merge(&a.chunks)
+		all.changes.merge(&a.changes)
+		all.runs.merge(&a.runs)
 		for i := range all.widths {
 			all.widths[i] += a.widths[i]
 		}
@@ -405,7 +567,8 @@ func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 		var l uint32
 		mismatch := false
 		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
-			if t := f.Table(fn.TableOffset(k)); t != nil {
+			if ti, ok := rt.index(i, k); ok {
+				t := &f.Tabs[ti]
 				if l != 0 && t.Len != l {
 					mismatch = true
 				}
@@ -417,9 +580,9 @@ func shape(f *objscan.File, accs []shapeAcc, ntabs int) Shape {
 		}
 	}
 	s.FuncBytes = dist(fsz)
-	s.ChunksPerTable = dist(all.chunks)
-	s.ChangesPerChunk = dist(all.changes)
-	s.RunsPerTable = dist(all.runs)
+	s.ChunksPerTable = all.chunks.dist()
+	s.ChangesPerChunk = all.changes.dist()
+	s.RunsPerTable = all.runs.dist()
 	s.ValueWidths = all.widths
 	s.ZeroLengthTables = all.zeroLen
 	if ntabs > 0 {
@@ -451,80 +614,78 @@ func hotKind(k objscan.TableKind) bool {
 // HybridDoc describes the hybrid encoding.
 const HybridDoc = "spec linear for pcsp, StackMapIndex, InlTreeIndex and UnsafePoint; varint for pcfile, pcln, ArgLiveIndex and PanicBounds (a table used both ways is stored both ways)"
 
+// digestVariants returns the variants Compute digests every table in: the
+// spec and, with variants, every variant that does not pool chunks (the
+// size of such a variant's Set is the sum of the lengths of its distinct
+// standalone encodings).
+func digestVariants(variants bool) []linearpc.Variant {
+	vs := []linearpc.Variant{linearpc.Spec()}
+	if variants {
+		for _, v := range linearpc.Variants() {
+			if !v.IsSpec() && !v.Pooled() {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return vs
+}
+
 // variants sizes every variant other than the spec (whose row is the
-// totals) and the hybrid encoding, one set at a time per worker (one pass
-// over all tables filling every set at once was 5-10% faster but held all
-// six sets, 50% more memory). A table whose spec encoding and length equal
-// an earlier table's (info.first) is the same table, which every set would
-// find already stored, so it is skipped.
-func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
+// totals) and the hybrid encoding. Compute digested each table in every
+// variant that does not pool chunks; such a variant's size is the sum of
+// the lengths of its distinct encodings, found by key and confirmed byte
+// for byte, exactly what its Set would hold. A pooled variant's Set
+// stores chunks that refer to earlier tables, so Compute built it
+// (pooled). A table whose spec encoding and length equal an earlier
+// table's (info.first) is the same table, which every set would find
+// already stored, so it is skipped.
+func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *digests, pooled []pooledSet, waitPooled func(), workers int) error {
 	varint := r.Tables.VarintBytes
 	vs := linearpc.Variants()
 	rows := make([]VariantRow, len(vs))
 	// rep[i] is the first table equal to table i.
 	rep := make([]int32, len(f.Tabs))
+	nrep := 0
 	for i := range f.Tabs {
 		rep[i] = int32(i)
 		if j := info[i].first; f.Tabs[j].Len == f.Tabs[i].Len {
 			rep[i] = j
 		}
-	}
-	// Hybrid: which distinct tables are referenced by a hot kind, which by
-	// a cold one; hotRep marks the first of equal tables if any is hot.
-	hotRep := make([]bool, len(f.Tabs))
-	cold := make([]bool, len(f.Tabs))
-	for fi := range f.Funcs {
-		fn := &f.Funcs[fi]
-		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
-			if i, ok := f.TableIndex(fn.TableOffset(k)); ok {
-				if hotKind(k) {
-					hotRep[rep[i]] = true
-				} else {
-					cold[i] = true
-				}
-			}
+		if rep[i] == int32(i) {
+			nrep++
 		}
 	}
-	// One set per non-spec variant, and the hybrid's spec set of hot tables.
+	// One job per digested variant other than the spec.
 	type job struct {
-		set  *linearpc.Set
-		row  int // index into rows, or -1 for the hybrid
-		size int64
+		row, k int // index into rows and into d.vs
+		bytes  int64
 	}
 	var jobs []job
 	for i, v := range vs {
 		rows[i] = VariantRow{Name: v.Name, Doc: v.Doc, Bytes: r.Tables.LinearBytes}
-		if !v.IsSpec() {
-			jobs = append(jobs, job{set: linearpc.NewSet(v), row: i})
+		if k := slices.IndexFunc(d.vs, func(dv linearpc.Variant) bool { return dv.Name == v.Name }); k > 0 {
+			jobs = append(jobs, job{row: i, k: k})
 		}
 	}
-	jobs = append(jobs, job{set: linearpc.NewSet(linearpc.Spec()), row: -1})
-	err := par.For(len(jobs), workers, func(_, j int) error {
-		jb := &jobs[j]
-		for i := range f.Tabs {
-			if rep[i] != int32(i) || jb.row < 0 && !hotRep[i] {
-				continue
-			}
-			t, _, err := varintpc.Decode(f.Tabs[i].Data)
-			if err != nil {
-				return fmt.Errorf("table at pctab offset %#x: %w", f.Tabs[i].Offset, err)
-			}
-			jb.set.Add(t)
-		}
-		jb.size = int64(jb.set.Size())
-		jb.set = nil // let the set go before the next one fills
+	// The pooled Sets may still be filling: this runs beside them.
+	vfs := make([]verifier, workers)
+	par.Dynamic(len(jobs), workers, func(w, j int) error {
+		jobs[j].bytes = d.distinctBytes(jobs[j].k, rep, nrep, &vfs[w])
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	h := VariantRow{Name: "hybrid", Doc: HybridDoc}
-	for _, jb := range jobs {
-		if jb.row >= 0 {
-			rows[jb.row].Bytes = jb.size
-		} else {
-			h.Bytes += jb.size
+	waitPooled()
+	for i, v := range vs {
+		for _, p := range pooled {
+			if p.err != nil {
+				return p.err
+			}
+			if p.v.Name == v.Name {
+				rows[i].Bytes = p.bytes
+			}
 		}
+	}
+	for _, jb := range jobs {
+		rows[jb.row].Bytes = jb.bytes
 	}
 	var bestBytes int64 = -1
 	for _, row := range rows {
@@ -535,7 +696,28 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
 			r.Best, bestBytes = row.Name, row.Bytes
 		}
 	}
+	// Hybrid: the spec set of the tables referenced by a hot kind holds
+	// their distinct spec encodings (info.first); a table referenced by a
+	// cold kind is stored in varint too.
+	hotContent := make([]bool, len(f.Tabs))
+	cold := make([]bool, len(f.Tabs))
+	for fi := range f.Funcs {
+		fn := &f.Funcs[fi]
+		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
+			if i, ok := rt.index(fi, k); ok {
+				if hotKind(k) {
+					hotContent[info[i].first] = true
+				} else {
+					cold[i] = true
+				}
+			}
+		}
+	}
+	h := VariantRow{Name: "hybrid", Doc: HybridDoc}
 	for i := range f.Tabs {
+		if hotContent[i] {
+			h.Bytes += int64(info[i].specLen)
+		}
 		if cold[i] {
 			h.Bytes += int64(len(f.Tabs[i].Data))
 		}
@@ -544,6 +726,28 @@ func (r *Report) variants(f *objscan.File, info []tabInfo, workers int) error {
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
 	return nil
+}
+
+// distinctBytes returns the sum of the lengths of the distinct encodings
+// in variant d.vs[k] of the tables i with rep[i] == i: the size of a Set of
+// that variant holding them; there are nrep of them. Equal keys are
+// confirmed with vf.
+func (d *digests) distinctBytes(k int, rep []int32, nrep int, vf *verifier) int64 {
+	dd := &vf.seen
+	dd.reset(nrep)
+	var size int64
+	for i := range d.tabs {
+		if rep[i] != int32(i) {
+			continue
+		}
+		j := dd.add(d.key(i, k), int32(i), func(j int32) bool {
+			return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[k])
+		})
+		if j == int32(i) {
+			size += int64(d.len(i, k))
+		}
+	}
+	return size
 }
 
 func pct(delta, base int64) float64 {
@@ -557,11 +761,110 @@ func dist(v []int64) Dist {
 	if len(v) == 0 {
 		return Dist{}
 	}
-	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	slices.Sort(v)
 	var sum float64
 	for _, x := range v {
 		sum += float64(x)
 	}
 	q := func(p float64) int64 { return v[min(len(v)-1, int(p*float64(len(v))))] }
 	return Dist{N: len(v), Mean: sum / float64(len(v)), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: v[len(v)-1]}
+}
+
+// hist counts non-negative integers for a [Dist] without keeping each one:
+// values below histDense are counted by value, larger ones listed.
+type hist struct {
+	dense []int64 // dense[v] is the number of values v
+	big   []int64 // the values >= histDense
+	n     int
+	sum   int64
+}
+
+// histDense bounds the values a hist counts by value.
+const histDense = 1 << 12
+
+func (h *hist) add(v int64) {
+	h.n++
+	h.sum += v
+	if v >= histDense {
+		h.big = append(h.big, v)
+		return
+	}
+	if int(v) >= len(h.dense) {
+		h.dense = append(h.dense, make([]int64, max(int(v)+1, 2*len(h.dense))-len(h.dense))...)
+	}
+	h.dense[v]++
+}
+
+// merge adds o's values to h.
+func (h *hist) merge(o *hist) {
+	if len(o.dense) > len(h.dense) {
+		h.dense = append(h.dense, make([]int64, len(o.dense)-len(h.dense))...)
+	}
+	for v, c := range o.dense {
+		h.dense[v] += c
+	}
+	h.big = append(h.big, o.big...)
+	h.n += o.n
+	h.sum += o.sum
+}
+
+// dist is [dist] of the values counted: the same figures, since the sum of
+// integers is exact in a float64 up to 2^53 whatever the order.
+func (h *hist) dist() Dist {
+	if h.n == 0 {
+		return Dist{}
+	}
+	slices.Sort(h.big)
+	// at returns the value of rank i in ascending order.
+	at := func(i int) int64 {
+		for v, c := range h.dense {
+			if int64(i) < c {
+				return int64(v)
+			}
+			i -= int(c)
+		}
+		return h.big[i]
+	}
+	q := func(p float64) int64 { return at(min(h.n-1, int(p*float64(h.n)))) }
+	return Dist{N: h.n, Mean: float64(h.sum) / float64(h.n), P50: q(0.5), P90: q(0.9), P99: q(0.99), Max: at(h.n - 1)}
+}
+
+// refTables finds the table behind each function's table reference without
+// a search, from the references objscan lists per table: entry base[fi]+k
+// of tab is 1 + the index in f.Tabs of function fi's kind-k table, or 0.
+type refTables struct {
+	f    *objscan.File
+	base []int
+	tab  []int32
+}
+
+func newRefTables(f *objscan.File) *refTables {
+	rt := &refTables{f: f, base: make([]int, len(f.Funcs)+1)}
+	for fi := range f.Funcs {
+		rt.base[fi+1] = rt.base[fi] + int(objscan.KindPCData) + len(f.Funcs[fi].PCData)
+	}
+	rt.tab = make([]int32, rt.base[len(f.Funcs)])
+	for i := range f.Tabs {
+		for _, r := range f.Tabs[i].Refs {
+			if j := rt.base[r.Func] + int(r.Kind); j < rt.base[r.Func+1] {
+				rt.tab[j] = int32(i) + 1
+			}
+		}
+	}
+	return rt
+}
+
+// index returns the index in f.Tabs of function fi's table of kind k, as
+// f.TableIndex(fn.TableOffset(k)) does.
+func (rt *refTables) index(fi int, k objscan.TableKind) (int, bool) {
+	off := rt.f.Funcs[fi].TableOffset(k)
+	if off == 0 {
+		return 0, false
+	}
+	if j := rt.base[fi] + int(k); j < rt.base[fi+1] {
+		if t := rt.tab[j]; t > 0 {
+			return int(t - 1), true
+		}
+	}
+	return rt.f.TableIndex(off) // a reference objscan does not list (kinds past 255)
 }

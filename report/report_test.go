@@ -7,6 +7,7 @@ import (
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
 	"github.com/pctab/pctab/varintpc"
 )
 
@@ -106,37 +107,81 @@ func TestVariantsAndHybrid(t *testing.T) {
 	}
 }
 
-// TestVariantSizesExact checks every variant row against a set filled the
-// plain way: every table decoded and added, none skipped.
+// TestVariantSizesExact checks every variant row, the hybrid and the spec
+// totals against sets filled the plain way: every table decoded and added,
+// none skipped, and for the hybrid a spec set of the tables a hot kind
+// references plus the varint bytes of those a cold kind references. It
+// runs on a test build and on the local go binary and gofmt, real
+// binaries with tens of thousands of tables.
 func TestVariantSizesExact(t *testing.T) {
-	path := testbuild.Build(t, testbuild.Config{Archive: "features"})
-	f, err := objscan.Open(path)
-	if err != nil {
-		t.Fatal(err)
+	paths := map[string]func(t *testing.T) string{
+		"features": func(t *testing.T) string { return testbuild.Build(t, testbuild.Config{Archive: "features"}) },
 	}
-	defer f.Close()
-	r, err := Compute(f, Options{Variants: true})
-	if err != nil {
-		t.Fatal(err)
+	for name, path := range benchBinaries() {
+		paths[name] = func(t *testing.T) string {
+			if testing.Short() {
+				t.Skip("a real binary takes a second; skipped in -short mode")
+			}
+			return path
+		}
 	}
-	want := map[string]int64{}
-	for _, v := range linearpc.Variants() {
-		set := linearpc.NewSet(v)
-		for i := range f.Tabs {
-			tab, _, err := varintpc.Decode(f.Tabs[i].Data)
+	for name, path := range paths {
+		t.Run(name, func(t *testing.T) {
+			f, err := objscan.Open(path(t))
 			if err != nil {
 				t.Fatal(err)
 			}
-			set.Add(tab)
-		}
-		want[v.Name] = int64(set.Size())
-	}
-	if len(r.Variants) != len(want) {
-		t.Fatalf("%d variant rows, want %d", len(r.Variants), len(want))
-	}
-	for _, row := range r.Variants {
-		if row.Bytes != want[row.Name] {
-			t.Errorf("variant %s: %d bytes, want %d", row.Name, row.Bytes, want[row.Name])
-		}
+			defer f.Close()
+			r, err := Compute(f, Options{Variants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tabs := make([]pcvalue.Table, len(f.Tabs))
+			for i := range f.Tabs {
+				if tabs[i], _, err = varintpc.Decode(f.Tabs[i].Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := map[string]int64{}
+			for _, v := range linearpc.Variants() {
+				set := linearpc.NewSet(v)
+				for _, tab := range tabs {
+					set.Add(tab)
+				}
+				want[v.Name] = int64(set.Size())
+				if v.IsSpec() && (r.Tables.LinearBytes != want[v.Name] || r.Tables.LinearDistinct != set.Len()) {
+					t.Errorf("spec totals: %d bytes in %d encodings, want %d in %d", r.Tables.LinearBytes, r.Tables.LinearDistinct, want[v.Name], set.Len())
+				}
+			}
+			if len(r.Variants) != len(want) {
+				t.Fatalf("%d variant rows, want %d", len(r.Variants), len(want))
+			}
+			for _, row := range r.Variants {
+				if row.Bytes != want[row.Name] {
+					t.Errorf("variant %s: %d bytes, want %d", row.Name, row.Bytes, want[row.Name])
+				}
+			}
+			hot := linearpc.NewSet(linearpc.Spec())
+			cold := map[int]bool{}
+			var hybrid int64
+			for fi := range f.Funcs {
+				fn := &f.Funcs[fi]
+				for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
+					i, ok := f.TableIndex(fn.TableOffset(k))
+					switch {
+					case !ok:
+					case hotKind(k):
+						hot.Add(tabs[i])
+					case !cold[i]:
+						cold[i] = true
+						hybrid += int64(len(f.Tabs[i].Data))
+					}
+				}
+			}
+			hybrid += int64(hot.Size())
+			if r.Hybrid == nil || r.Hybrid.Bytes != hybrid {
+				t.Errorf("hybrid %+v, want %d bytes", r.Hybrid, hybrid)
+			}
+		})
 	}
 }

@@ -65,53 +65,80 @@ var ErrTruncated = errors.New("varintpc: truncated table")
 // The first value delta belongs to PC 0 (see the package documentation for
 // the one case where a later delta does too).
 func Decode(data []byte) (t pcvalue.Table, n int, err error) {
+	// Count the records first so that Runs is allocated once, at its final
+	// size; this also validates the stream.
+	nruns, _, _, _, err := decode(nil, data, false)
+	if err != nil {
+		return pcvalue.Table{}, 0, err
+	}
+	return AppendDecode(make([]pcvalue.Run, 0, nruns), data)
+}
+
+// AppendDecode is [Decode] appending the table's runs to runs, like
+// append: the returned table's Runs is the appended part, in runs' backing
+// array when its capacity suffices and in a new one otherwise, and its
+// capacity extends to the end of that array, so that a caller decoding
+// many tables into one buffer can pass t.Runs[:0] back for the next table.
+// It reads the table once. On error nothing is appended.
+func AppendDecode(runs []pcvalue.Run, data []byte) (t pcvalue.Table, n int, err error) {
+	start := len(runs)
+	_, runs, tlen, n, err := decode(runs, data, true)
+	if err != nil {
+		return pcvalue.Table{}, 0, err
+	}
+	return pcvalue.Table{Runs: runs[start:], Len: tlen}, n, nil
+}
+
+// decode reads the table at data[0]: with emit it appends its runs to
+// runs, without it only checks the table. It returns the number of runs,
+// runs, the table's length in PC-quantum units and its length in bytes.
+func decode(runs []pcvalue.Run, data []byte, emit bool) (nruns int, _ []pcvalue.Run, tlen uint32, n int, err error) {
 	var (
 		i   int
 		pc  uint64
 		val = int32(-1)
 	)
-	// Count the records first so that Runs is allocated once, at its final
-	// size; this also validates the stream.
-	nruns := 0
 	for {
 		if i >= len(data) {
-			return pcvalue.Table{}, 0, fmt.Errorf("%w: value delta %d at offset %d: data ends (len %d)", ErrTruncated, nruns, i, len(data))
+			return 0, runs, 0, 0, fmt.Errorf("%w: value delta %d at offset %d: data ends (len %d)", ErrTruncated, nruns, i, len(data))
 		}
 		if data[i] == 0 && pc != 0 {
 			i++
 			break
 		}
-		_, k, err := readCanonical(data, i)
-		if err != nil {
-			return pcvalue.Table{}, 0, fmt.Errorf("varintpc: value delta %d: %w", nruns, err)
+		// Most varints are one byte, always canonical: read those inline.
+		var uv, pd uint32
+		if b := data[i]; b < 0x80 {
+			uv = uint32(b)
+			i++
+		} else {
+			var k int
+			if uv, k, err = readCanonical(data, i); err != nil {
+				return 0, runs, 0, 0, fmt.Errorf("varintpc: value delta %d: %w", nruns, err)
+			}
+			i = k
 		}
-		i = k
+		val += zigzag(uv)
 		if i >= len(data) {
-			return pcvalue.Table{}, 0, fmt.Errorf("%w: pc delta %d at offset %d: data ends (len %d)", ErrTruncated, nruns, i, len(data))
+			return 0, runs, 0, 0, fmt.Errorf("%w: pc delta %d at offset %d: data ends (len %d)", ErrTruncated, nruns, i, len(data))
 		}
-		pd, k, err := readCanonical(data, i)
-		if err != nil {
-			return pcvalue.Table{}, 0, fmt.Errorf("varintpc: pc delta %d: %w", nruns, err)
+		k := i + 1
+		if b := data[i]; b < 0x80 {
+			pd = uint32(b)
+		} else if pd, k, err = readCanonical(data, i); err != nil {
+			return 0, runs, 0, 0, fmt.Errorf("varintpc: pc delta %d: %w", nruns, err)
+		}
+		if emit {
+			runs = append(runs, pcvalue.Run{PC: uint32(pc), Value: val})
 		}
 		pc += uint64(pd)
 		if pc > math.MaxUint32 {
-			return pcvalue.Table{}, 0, fmt.Errorf("varintpc: pc delta %d at offset %d: table length %d exceeds 32 bits", nruns, i, pc)
+			return 0, runs, 0, 0, fmt.Errorf("varintpc: pc delta %d at offset %d: table length %d exceeds 32 bits", nruns, i, pc)
 		}
 		i = k
 		nruns++
 	}
-	n = i
-	runs := make([]pcvalue.Run, 0, nruns)
-	i, pc = 0, 0
-	for len(runs) < nruns {
-		uv, k, _ := readCanonical(data, i)
-		val += zigzag(uv)
-		runs = append(runs, pcvalue.Run{PC: uint32(pc), Value: val})
-		pd, k2, _ := readCanonical(data, k)
-		pc += uint64(pd)
-		i = k2
-	}
-	return pcvalue.Table{Runs: runs, Len: uint32(pc)}, n, nil
+	return nruns, runs, uint32(pc), i, nil
 }
 
 // readCanonical reads a minimal varint of at most 5 bytes that fits in a

@@ -2,7 +2,10 @@
 // goroutines.
 package par
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // For calls fn(w, i) for every i in [0, n) on workers goroutines (at least
 // one); w is the goroutine's number in [0, workers), so fn can keep
@@ -18,6 +21,41 @@ func For(n, workers int, fn func(w, i int) error) error {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += workers {
+				if err := fn(w, i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Dynamic is [For] with the items handed out in order as workers become
+// free, rather than in fixed strides: for a few items of very different
+// cost, put the costliest first. A worker that fails stops taking items;
+// the others finish theirs. Dynamic returns the error of the
+// lowest-numbered worker that failed.
+func Dynamic(n, workers int, fn func(w, i int) error) error {
+	workers = max(1, min(workers, n))
+	errs := make([]error, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
 				if err := fn(w, i); err != nil {
 					errs[w] = err
 					return

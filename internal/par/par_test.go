@@ -7,6 +7,15 @@ import (
 )
 
 func TestFor(t *testing.T) {
+	for _, run := range []struct {
+		name string
+		fn   func(n, workers int, fn func(w, i int) error) error
+	}{{"For", For}, {"Dynamic", Dynamic}} {
+		t.Run(run.name, func(t *testing.T) { testFor(t, run.fn) })
+	}
+}
+
+func testFor(t *testing.T, For func(n, workers int, fn func(w, i int) error) error) {
 	for _, tc := range []struct{ n, workers int }{{0, 2}, {1, 2}, {10, 1}, {10, 3}, {7, 0}} {
 		seen := make([]int32, tc.n)
 		err := For(tc.n, tc.workers, func(w, i int) error {
