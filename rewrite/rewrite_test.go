@@ -530,14 +530,7 @@ func TestAppendLinked(t *testing.T) {
 		{"pie-arm64", testbuild.Config{Archive: "features", GOARCH: "arm64", BuildMode: "pie"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := testbuild.Compile(context.Background(), tc.cfg)
-			if err != nil {
-				t.Skipf("cannot build: %v", err)
-			}
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			in, data := compiled(t, tc.cfg)
 			out := filepath.Join(t.TempDir(), "appended")
 			res, err := RewriteFile(in, out, Options{Mode: Append, Verify: true})
 			if err != nil {
@@ -969,16 +962,9 @@ func TestReplaceRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in, err := testbuild.Compile(context.Background(), tt.cfg)
-			if err != nil {
-				t.Skipf("cannot build: %v", err)
-			}
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, data := compiled(t, tt.cfg)
 			tt.edit(t, data)
-			_, _, err = Rewrite(data, Options{Mode: Replace})
+			_, _, err := Rewrite(data, Options{Mode: Replace})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want one saying %q", err, tt.want)
 			}
@@ -1037,14 +1023,7 @@ func TestReplaceGosym(t *testing.T) {
 	}
 	for _, cfg := range cfgs {
 		t.Run(cfg.String(), func(t *testing.T) {
-			in, err := testbuild.Compile(context.Background(), cfg)
-			if err != nil {
-				t.Skipf("cannot build: %v", err)
-			}
-			data, err := os.ReadFile(in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, data := compiled(t, cfg)
 			orig, err := objscan.NewFile(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
@@ -1096,4 +1075,19 @@ func TestReplaceGosym(t *testing.T) {
 			t.Logf("%d PCs of %d functions agree with debug/gosym", pcs, len(rf.Funcs))
 		})
 	}
+}
+
+// compiled builds cfg and returns the binary's path and bytes; it skips the
+// test when the target cannot be built here (no C toolchain, say).
+func compiled(t *testing.T, cfg testbuild.Config) (string, []byte) {
+	t.Helper()
+	in, err := testbuild.Compile(context.Background(), cfg)
+	if err != nil {
+		t.Skipf("cannot build: %v", err)
+	}
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, data
 }

@@ -14,27 +14,10 @@ import (
 // lowest-numbered worker that failed.
 func For(n, workers int, fn func(w, i int) error) error {
 	workers = max(1, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				if err := fn(w, i); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return run(workers, func(w int) func() (int, bool) {
+		i := w - workers
+		return func() (int, bool) { i += workers; return i, i < n }
+	}, fn)
 }
 
 // Dynamic is [For] with the items handed out in order as workers become
@@ -44,18 +27,24 @@ func For(n, workers int, fn func(w, i int) error) error {
 // lowest-numbered worker that failed.
 func Dynamic(n, workers int, fn func(w, i int) error) error {
 	workers = max(1, min(workers, n))
-	errs := make([]error, workers)
 	var next atomic.Int64
+	return run(workers, func(int) func() (int, bool) {
+		return func() (int, bool) { i := int(next.Add(1) - 1); return i, i < n }
+	}, fn)
+}
+
+// run runs fn on workers goroutines, worker w taking the items its
+// iterator items(w) yields until it is exhausted or fn fails, and returns
+// the error of the lowest-numbered worker that failed.
+func run(workers int, items func(w int) func() (int, bool), fn func(w, i int) error) error {
+	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
+			next := items(w)
+			for i, ok := next(); ok; i, ok = next() {
 				if err := fn(w, i); err != nil {
 					errs[w] = err
 					return
