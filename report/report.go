@@ -205,6 +205,9 @@ func (vf *verifier) equal(a, b *objscan.Table, v linearpc.Variant) bool {
 
 // Compute builds the report for f.
 func Compute(f *objscan.File, opt Options) (*Report, error) {
+	if l := f.Linear; l != nil && l.Mode == "replace" {
+		return nil, fmt.Errorf("report: the pclntab's tables are already in the linear format (%s variant, written by rewrite-binary or the pctab toolchain); the report sizes varint tables: check it with pctab-stats verify -orig ORIGINAL or -twin TWIN", l.Variant)
+	}
 	r := &Report{
 		Path: f.Path, FileBytes: f.FileSize, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		PclntabVersion: f.Version, PclntabMagic: fmt.Sprintf("%#x", f.Magic),

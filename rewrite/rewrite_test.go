@@ -19,6 +19,7 @@ import (
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/report"
 )
 
 // targets are the builds of testdata/features.txtar the tests rewrite:
@@ -1090,4 +1091,24 @@ func compiled(t *testing.T, cfg testbuild.Config) (string, []byte) {
 		t.Fatal(err)
 	}
 	return in, data
+}
+
+// TestReportRefusesLinear checks that pctab-stats' report says why it
+// cannot size a replace-mode binary, rather than failing on a table lookup.
+func TestReportRefusesLinear(t *testing.T) {
+	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := Rewrite(data, Options{Mode: Replace, Derived: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := objscan.NewFile(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := report.Compute(f, report.Options{}); err == nil || !strings.Contains(err.Error(), "already in the linear format") {
+		t.Errorf("report.Compute on a replace-mode binary: %v", err)
+	}
 }
