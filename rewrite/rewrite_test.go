@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -625,18 +626,22 @@ func fdeRanges(t *testing.T, path string) string {
 	return b.String()
 }
 
+// machoPETargets are the Mach-O and PE builds the append and replace tests
+// rewrite.
+var machoPETargets = []testbuild.Config{
+	{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
+	{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
+	{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
+	{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
+	{Archive: "features", GOOS: "windows", GOARCH: "386"},
+}
+
 // TestAppendMachOPE rewrites Mach-O and PE builds in append mode and checks
 // the results with debug/macho and debug/pe (through objscan and the
 // checks below), against the original tables at every PC, and, for
 // darwin/arm64, the ad-hoc code signature's page hashes before and after.
 func TestAppendMachOPE(t *testing.T) {
-	for _, cfg := range []testbuild.Config{
-		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
-		{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "386"},
-	} {
+	for _, cfg := range machoPETargets {
 		t.Run(cfg.GOOS+"-"+cfg.GOARCH, func(t *testing.T) {
 			data, err := os.ReadFile(testbuild.Build(t, cfg))
 			if err != nil {
@@ -720,15 +725,10 @@ func llvmReadobjClean(t *testing.T, path string) {
 // the text and funcdata (Check), hold the new table in the new segment or
 // section, and, for darwin/arm64, carry a valid ad-hoc signature.
 func TestReplaceMachOPE(t *testing.T) {
-	for _, cfg := range []testbuild.Config{
-		{Archive: "features", GOOS: "darwin", GOARCH: "arm64"},
-		{Archive: "features", GOOS: "darwin", GOARCH: "amd64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "amd64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "arm64"},
-		{Archive: "features", GOOS: "windows", GOARCH: "386"},
-		{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
-		{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
-	} {
+	for _, cfg := range append(slices.Clone(machoPETargets),
+		testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
+		testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
+	) {
 		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""], func(t *testing.T) {
 			t.Parallel()
 			in := testbuild.Build(t, cfg)
