@@ -374,6 +374,9 @@ func (x *ehFixer) fixEHFrame() error {
 		}
 		id := uint64(o.Uint32(x.out[x.off+start:]))
 		if id == 0 {
+			if length < 5 {
+				return fmt.Errorf(".eh_frame CIE at %#x: %d bytes, too short for its version", x.oldAddr+p, length)
+			}
 			c := cie{fdeEnc: dwPEabsptr, lsdaEnc: dwPEomit}
 			q := start + 5 // version
 			augStart := q

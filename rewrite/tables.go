@@ -110,7 +110,10 @@ func buildTables(f *objscan.File, v linearpc.Variant, derived bool) (*linearTabl
 			if off == 0 {
 				continue
 			}
-			if n == 0 {
+			if n == 0 || ext == 0 {
+				// No code is covered (with derived lengths, only the
+				// padding after a function whose tables cover nothing):
+				// no table, which lookups read as -1, the varint value.
 				lt.emptyRefs++
 				continue
 			}
