@@ -138,6 +138,40 @@ func BenchmarkLookup(b *testing.B) {
 				}
 				sink = s
 			})
+			// The leaf lookups against the safe ones they stand for (they
+			// use unsafe: see try.go).
+			b.Run("linear-spec-set-try", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					v, ok := d.spec.TryLookup(x.spec, x.len, x.pc)
+					if !ok {
+						v = d.spec.Lookup(x.spec, x.len, x.pc)
+					}
+					s += v
+				}
+				sink = s
+			})
+			b.Run("linear-spec-branchy", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					s += d.spec.LookupBranchy(x.spec, x.len, x.pc)
+				}
+				sink = s
+			})
+			b.Run("linear-spec-branchy-try", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					v, ok := d.spec.TryLookupBranchy(x.spec, x.len, x.pc)
+					if !ok {
+						v = d.spec.LookupBranchy(x.spec, x.len, x.pc)
+					}
+					s += v
+				}
+				sink = s
+			})
 			b.Run("linear-spec", func(b *testing.B) {
 				data := d.spec.Bytes()
 				var s int32
@@ -160,6 +194,18 @@ func BenchmarkLookup(b *testing.B) {
 				for i := 0; b.Loop(); i++ {
 					x := &ss[pick(i, len(ss), shuffled)]
 					s += d.cf.Lookup(x.cf, x.len, x.pc)
+				}
+				sink = s
+			})
+			b.Run("linear-compact-fast-try", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					v, ok := d.cf.TryLookup(x.cf, x.len, x.pc)
+					if !ok {
+						v = d.cf.Lookup(x.cf, x.len, x.pc)
+					}
+					s += v
 				}
 				sink = s
 			})

@@ -52,6 +52,13 @@ func (fc *fastCase) check(t *testing.T, name string, pc uint32) {
 		fc.set.LookupBranchy(fc.off, fc.tab.Len, pc),
 		fc.last.LookupBranchy(0, fc.tab.Len, pc),
 	}
+	for k, try := range []func(off, textLen, pc uint32) (int32, bool){fc.set.TryLookup, fc.last.TryLookup, fc.set.TryLookupBranchy, fc.last.TryLookupBranchy} {
+		off := [...]uint32{fc.off, 0, fc.off, 0}[k]
+		if g, ok := try(off, fc.tab.Len, pc); ok && g != want {
+			path := [...]string{"Set.TryLookup", "Set.TryLookup (last table)", "Set.TryLookupBranchy", "Set.TryLookupBranchy (last table)"}[k]
+			t.Fatalf("%s (len %d): pc %d: %s = %d, want %d", name, fc.tab.Len, pc, path, g, want)
+		}
+	}
 	for k, g := range got {
 		if g != want {
 			path := [...]string{"Set.Lookup", "Set.Lookup (last table)", "Lookup (long data)", "Lookup (exact data)", "lookupBounded", "Set.LookupBranchy", "Set.LookupBranchy (last table)"}[k]

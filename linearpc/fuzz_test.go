@@ -109,6 +109,12 @@ func FuzzVariants(f *testing.F) {
 				if got := sets[v.Name].LookupBranchy(offs[i], tab.Len, pc); got != want {
 					t.Fatalf("%s set, LookupBranchy: pc %d = %d, want %d", v.Name, pc, got, want)
 				}
+				if got, ok := sets[v.Name].TryLookup(offs[i], tab.Len, pc); ok && got != want {
+					t.Fatalf("%s set, TryLookup: pc %d = %d, want %d", v.Name, pc, got, want)
+				}
+				if got, ok := sets[v.Name].TryLookupBranchy(offs[i], tab.Len, pc); ok && got != want {
+					t.Fatalf("%s set, TryLookupBranchy: pc %d = %d, want %d", v.Name, pc, got, want)
+				}
 			}
 		}
 		dec, err := Decode(encs[0], tab.Len)

@@ -128,6 +128,8 @@ func TestRealLookup(t *testing.T) {
 		for i, rt := range tabs {
 			offs[i] = s.Add(rt.t)
 		}
+		var tried [2]int // lookups served by TryLookup and TryLookupBranchy
+		looked := 0
 		for i, rt := range tabs {
 			enc := v.Encode(rt.t)
 			run := 0
@@ -142,6 +144,17 @@ func TestRealLookup(t *testing.T) {
 				if got := s.LookupBranchy(offs[i], rt.t.Len, pc); got != want {
 					t.Fatalf("%s: table %#x pc %d: Set.LookupBranchy = %d, want %d", v.Name, rt.off, pc, got, want)
 				}
+				if got, ok := s.TryLookup(offs[i], rt.t.Len, pc); ok && got != want {
+					t.Fatalf("%s: table %#x pc %d: Set.TryLookup = %d, want %d", v.Name, rt.off, pc, got, want)
+				} else if ok {
+					tried[0]++
+				}
+				if got, ok := s.TryLookupBranchy(offs[i], rt.t.Len, pc); ok && got != want {
+					t.Fatalf("%s: table %#x pc %d: Set.TryLookupBranchy = %d, want %d", v.Name, rt.off, pc, got, want)
+				} else if ok {
+					tried[1]++
+				}
+				looked++
 				if got := v.Lookup(enc, rt.t.Len, pc); got != want {
 					t.Fatalf("%s: table %#x pc %d: Lookup = %d, want %d", v.Name, rt.off, pc, got, want)
 				}
@@ -160,6 +173,16 @@ func TestRealLookup(t *testing.T) {
 						t.Fatalf("table %#x: run %d = %v, want %v", rt.off, k, dec.Runs[k], want.Runs[k])
 					}
 				}
+			}
+		}
+		// The leaf lookups must serve most lookups of the variants they
+		// cover (86% of every PC of every table of the go command: all
+		// but long tables, wide indexes and chunks with many changes),
+		// and none of the others.
+		for k, name := range []string{"TryLookup", "TryLookupBranchy"} {
+			covers := v.IsSpec() || k == 0 && v.kind == kindCompactFast
+			if covers && tried[k] < looked*8/10 || !covers && tried[k] != 0 {
+				t.Errorf("%s: %s served %d of %d lookups", v.Name, name, tried[k], looked)
 			}
 		}
 	}

@@ -168,7 +168,7 @@ func (k *kernel) check(name string, samples []Sample, ref []int32) error {
 func (b *Bench) kernelVarint(in kernelInput) kernel {
 	xs := b.varintSamples(in.samples)
 	pctab, q, order := b.pctab, b.q, in.order
-	mask := len(order) - 1
+	seq := inOrder(xs, order)
 	one := func(i int) int32 {
 		x := &xs[i]
 		v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
@@ -176,10 +176,13 @@ func (b *Bench) kernelVarint(in kernelInput) kernel {
 	}
 	run := func(n int) int64 {
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
-			sum += int64(v)
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
+				sum += int64(v)
+			}
 		}
 		return sum
 	}
@@ -201,6 +204,30 @@ func (b *Bench) varintSamples(samples []Sample) []varintSample {
 	return xs
 }
 
+// inOrder returns the samples xs in the order one pass of the pattern
+// visits them, so that a kernel's loop reads its arguments from one slice
+// in sequence: the loop then costs the same few instructions for every
+// encoding (a load of the arguments, the call, the sum), with no index
+// table to load first. When order is the identity (the hot and the cold
+// set) it returns xs itself.
+func inOrder[T any](xs []T, order []uint32) []T {
+	identity := len(order) == len(xs)
+	for i, j := range order {
+		if !identity || int(j) != i {
+			identity = false
+			break
+		}
+	}
+	if identity {
+		return xs
+	}
+	seq := make([]T, len(order))
+	for i, j := range order {
+		seq[i] = xs[j]
+	}
+	return seq
+}
+
 // orderIdx maps the i-th lookup of a pass over order to its sample.
 func orderIdx(order []uint32) func(int) int {
 	mask := len(order) - 1
@@ -215,17 +242,20 @@ func (b *Bench) kernelVarintWalk(in kernelInput) kernel {
 		xs[i] = vs{b.f.Tabs[s.Tab].Offset, s.PC}
 	}
 	pctab, q, order := b.pctab, b.q, in.order
-	mask := len(order) - 1
+	seq := inOrder(xs, order)
 	one := func(i int) int32 {
 		v, _, _ := varintpc.Lookup(pctab[xs[i].off:], uintptr(xs[i].pc), q, false)
 		return v
 	}
 	run := func(n int) int64 {
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			v, _, _ := varintpc.Lookup(pctab[x.off:], uintptr(x.pc), q, false)
-			sum += int64(v)
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				v, _, _ := varintpc.Lookup(pctab[x.off:], uintptr(x.pc), q, false)
+				sum += int64(v)
+			}
 		}
 		return sum
 	}
@@ -243,7 +273,7 @@ func (b *Bench) newCache(seed uint64) *varintpc.Cache {
 func (b *Bench) kernelCacheCold(in kernelInput) kernel {
 	xs := b.varintSamples(in.samples)
 	pctab, q, order, seed := b.pctab, b.q, in.order, in.seed
-	mask := len(order) - 1
+	seq := inOrder(xs, order)
 	c := b.newCache(seed)
 	one := func(i int) int32 {
 		v, _, _ := c.PCValue(pctab, xs[i].off, xs[i].entry, xs[i].target, q)
@@ -252,10 +282,13 @@ func (b *Bench) kernelCacheCold(in kernelInput) kernel {
 	run := func(n int) int64 {
 		c.Reset(seed)
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			v, _, _ := c.PCValue(pctab, x.off, x.entry, x.target, q)
-			sum += int64(v)
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				v, _, _ := c.PCValue(pctab, x.off, x.entry, x.target, q)
+				sum += int64(v)
+			}
 		}
 		return sum
 	}
@@ -268,6 +301,7 @@ func (b *Bench) kernelCacheHit(in kernelInput) kernel {
 	xs := b.varintSamples(in.samples)
 	pctab, q, order, seed := b.pctab, b.q, in.order, in.seed
 	mask := len(order) - 1
+	seq := inOrder(xs, order)
 	c := b.newCache(seed)
 	one := func(i int) int32 {
 		v, _, _ := c.PCValue(pctab, xs[i].off, xs[i].entry, xs[i].target, q)
@@ -277,7 +311,7 @@ func (b *Bench) kernelCacheHit(in kernelInput) kernel {
 		c.Reset(seed)
 		var sum int64
 		for i := 0; i < n; i++ {
-			x := &xs[order[(i>>hitGroupLog<<hitKeysShift|i&(hitKeys-1))&mask]]
+			x := &seq[(i>>hitGroupLog<<hitKeysShift|i&(hitKeys-1))&mask]
 			v, _, _ := c.PCValue(pctab, x.off, x.entry, x.target, q)
 			sum += int64(v)
 		}
@@ -296,13 +330,42 @@ func (b *Bench) kernelLinear(v int, in kernelInput) kernel {
 		xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / b.q}
 	}
 	order := in.order
-	mask := len(order) - 1
+	seq := inOrder(xs, order)
+	if set.HasTryLookup() {
+		// The leaf lookup, and Set.Lookup for what it leaves.
+		one := func(i int) int32 {
+			v, ok := set.TryLookup(xs[i].off, xs[i].n, xs[i].pc)
+			if !ok {
+				v = set.Lookup(xs[i].off, xs[i].n, xs[i].pc)
+			}
+			return v
+		}
+		run := func(n int) int64 {
+			var sum int64
+			for ; n > 0; n -= len(seq) {
+				pass := seq[:min(n, len(seq))]
+				for i := range pass {
+					x := &pass[i]
+					v, ok := set.TryLookup(x.off, x.n, x.pc)
+					if !ok {
+						v = set.Lookup(x.off, x.n, x.pc)
+					}
+					sum += int64(v)
+				}
+			}
+			return sum
+		}
+		return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+	}
 	one := func(i int) int32 { return set.Lookup(xs[i].off, xs[i].n, xs[i].pc) }
 	run := func(n int) int64 {
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			sum += int64(set.Lookup(x.off, x.n, x.pc))
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				sum += int64(set.Lookup(x.off, x.n, x.pc))
+			}
 		}
 		return sum
 	}
@@ -317,13 +380,16 @@ func (b *Bench) kernelFlat(in kernelInput) kernel {
 		xs[i] = fs{in.flat.base[s.Tab], s.PC / b.q}
 	}
 	vals, order := in.flat.vals, in.order
-	mask := len(order) - 1
+	seq := inOrder(xs, order)
 	one := func(i int) int32 { return vals[xs[i].off+xs[i].pc] }
 	run := func(n int) int64 {
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			sum += int64(vals[x.off+x.pc])
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				sum += int64(vals[x.off+x.pc])
+			}
 		}
 		return sum
 	}
@@ -340,13 +406,26 @@ func (b *Bench) kernelLinearBranchy(v int, in kernelInput) kernel {
 		xs[i] = ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / b.q}
 	}
 	order := in.order
-	mask := len(order) - 1
-	one := func(i int) int32 { return set.LookupBranchy(xs[i].off, xs[i].n, xs[i].pc) }
+	seq := inOrder(xs, order)
+	one := func(i int) int32 {
+		v, ok := set.TryLookupBranchy(xs[i].off, xs[i].n, xs[i].pc)
+		if !ok {
+			v = set.LookupBranchy(xs[i].off, xs[i].n, xs[i].pc)
+		}
+		return v
+	}
 	run := func(n int) int64 {
 		var sum int64
-		for i := 0; i < n; i++ {
-			x := &xs[order[i&mask]]
-			sum += int64(set.LookupBranchy(x.off, x.n, x.pc))
+		for ; n > 0; n -= len(seq) {
+			pass := seq[:min(n, len(seq))]
+			for i := range pass {
+				x := &pass[i]
+				v, ok := set.TryLookupBranchy(x.off, x.n, x.pc)
+				if !ok {
+					v = set.LookupBranchy(x.off, x.n, x.pc)
+				}
+				sum += int64(v)
+			}
 		}
 		return sum
 	}
