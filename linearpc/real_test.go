@@ -177,7 +177,7 @@ func TestRealLookup(t *testing.T) {
 		}
 		// The leaf lookups must serve most lookups of the variants they
 		// cover (86% of every PC of every table of the go command: all
-		// but long tables, wide indexes and chunks with many changes),
+		// but long tables, 4-byte indexes and chunks with many changes),
 		// and none of the others.
 		for k, name := range []string{"TryLookup", "TryLookupBranchy"} {
 			covers := v.IsSpec() || k == 0 && v.kind == kindCompactFast

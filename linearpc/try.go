@@ -16,7 +16,7 @@ import (
 // they have no frame. They read the set's bytes through unsafe pointers
 // after range checks that keep every load inside the set's data, and
 // report false for everything they leave to the general lookups (long
-// tables, wide indexes, chunks with many changes, other variants, offsets
+// tables, 4-byte indexes, chunks with many changes, other variants, offsets
 // outside the set). A caller that wants the speed writes the fallback
 // itself:
 //
@@ -42,13 +42,30 @@ func (s *Set) TryLookup(off32, textLen, pc uint32) (int32, bool) {
 	}
 	w := (*[window]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(d)), off))
 	nidx := uint(textLen-1) >> 8 // number of index entries
-	if w[0] >= 0xfe && nidx != 0 {
-		return 0, false
-	}
-	// Index entry c-1, or offset 0 for chunk 0 (see lookupFast).
 	c := uint(pc >> 8)
-	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
-	p := (nidx + e) & 511
+	var p uint
+	if w[0] >= 0xfe && nidx != 0 {
+		// The 2-byte index form (long functions: 269 of lookupbench's
+		// 1,024 pc4096 samples of the go command); the 4-byte one is
+		// left to Lookup. Entry c-1 is at 2c-1 (c <= nidx <= 256), and
+		// the window moves to the chunk.
+		if w[0] != 0xfe {
+			return 0, false
+		}
+		q := 1 + 2*nidx
+		if c > 0 {
+			q += uint(le16(w, (2*c-1)&511))
+		}
+		if uint64(off)+uint64(q)+window > uint64(len(d)) {
+			return 0, false
+		}
+		w = (*[window]byte)(unsafe.Add(unsafe.Pointer(w), q))
+	} else {
+		// Index entry c-1, or offset 0 for chunk 0 (see lookupFast).
+		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+		p = nidx + e
+	}
+	p &= 511 // no-op: nidx <= 256 and e <= 255
 	b, l := gtConsts(byte(pc))
 	if s.spec {
 		n := uint(w[p])
@@ -99,8 +116,8 @@ func (s *Set) HasTryLookup() bool { return s.spec || s.cf }
 
 // TryLookupBranchy is [Set.LookupBranchy]'s common path for a set of the
 // spec variant, as a leaf function: it returns the value and true, or false
-// when the lookup needs LookupBranchy (other variants, 2- and 4-byte
-// indexes, chunks with more than branchyMaxN changes). It trusts its input
+// when the lookup needs LookupBranchy (other variants, 4-byte indexes,
+// chunks with more than branchyMaxN changes). It trusts its input
 // as LookupBranchy does, and reads only within the set's data.
 func (s *Set) TryLookupBranchy(off32, textLen, pc uint32) (int32, bool) {
 	d, off := s.data, uint(off32)
@@ -111,12 +128,23 @@ func (s *Set) TryLookupBranchy(off32, textLen, pc uint32) (int32, bool) {
 	base := unsafe.Pointer(unsafe.SliceData(d))
 	p := off
 	if textLen > ChunkUnits {
-		if *(*byte)(unsafe.Add(base, off)) >= 0xfe {
+		nidx := uint(textLen-1) >> 8
+		switch f := *(*byte)(unsafe.Add(base, off)); {
+		case f < 0xfe:
+			p += nidx
+			if c > 0 {
+				p += uint(*(*byte)(unsafe.Add(base, off+c-1)))
+			}
+		case f == 0xfe: // 2-byte index entries, entry c-1 at 2c-1
+			p += 1 + 2*nidx
+			if c > 0 {
+				if uint64(off)+2*uint64(c)+1 > uint64(len(d)) {
+					return 0, false
+				}
+				p += uint(binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(base, off+2*c-1))[:]))
+			}
+		default:
 			return 0, false
-		}
-		p += uint(textLen-1) >> 8
-		if c > 0 {
-			p += uint(*(*byte)(unsafe.Add(base, off+c-1)))
 		}
 	}
 	if uint64(p)+window > uint64(len(d)) {
@@ -156,4 +184,10 @@ func (s *Set) TryLookupBranchy(off32, textLen, pc uint32) (int32, bool) {
 // window-4, which the callers' bounds (in comments) guarantee.
 func le32(w *[window]byte, i uint) uint32 {
 	return binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(unsafe.Pointer(w), i))[:])
+}
+
+// le16 reads the little-endian uint16 at w[i:i+2]; i must be at most
+// window-2.
+func le16(w *[window]byte, i uint) uint16 {
+	return binary.LittleEndian.Uint16((*[2]byte)(unsafe.Add(unsafe.Pointer(w), i))[:])
 }

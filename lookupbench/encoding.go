@@ -71,12 +71,16 @@ func (b *Bench) encodings() []encoding {
 		if !b.variants[v].IsSpec() {
 			name += "-" + b.variants[v].Name
 		}
-		out = append(out, encoding{EncodingInfo{name, "linearpc Set.Lookup, " + b.variants[v].Doc},
+		how := "linearpc Set.Lookup, "
+		if b.sets[v].HasTryLookup() {
+			how = "linearpc Set.TryLookup (Set.Lookup for what it leaves), "
+		}
+		out = append(out, encoding{EncodingInfo{name, how + b.variants[v].Doc},
 			func(b *Bench, in kernelInput) kernel { return b.kernelLinear(v, in) }})
 	}
 	for v := range b.variants {
 		if b.variants[v].IsSpec() {
-			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.LookupBranchy on the spec set: predicted branches instead of dependent loads (PC scan loop, early return), fastest when the same lookups repeat in order"},
+			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.TryLookupBranchy (Set.LookupBranchy for what it leaves) on the spec set: predicted branches instead of dependent loads (PC scan loop, early return), fastest when the same lookups repeat in order"},
 				func(b *Bench, in kernelInput) kernel { return b.kernelLinearBranchy(v, in) }})
 		}
 	}

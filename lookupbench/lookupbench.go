@@ -58,11 +58,15 @@
 //     can evict a key of the group early (fewer hits), and in a set with few
 //     distinct keys a group can find its keys cached already (more hits).
 //   - "linear": the spec encoding in a linearpc.Set holding every distinct
-//     table of the binary, looked up with Set.Lookup.
-//   - "linear-<variant>": the same for every other linearpc variant.
-//   - "linear-branchy": the spec set looked up with Set.LookupBranchy, a
-//     branchy decoder that turns data into branches (fastest when a
-//     predictor learns them: the hot set in order).
+//     table of the binary, looked up with Set.TryLookup, the leaf function
+//     that has no frame, and Set.Lookup for what it leaves (the pattern
+//     linearpc's try.go documents).
+//   - "linear-<variant>": the same for every other linearpc variant
+//     (Set.Lookup alone for the variants TryLookup does not serve).
+//   - "linear-branchy": the spec set looked up with Set.TryLookupBranchy and
+//     Set.LookupBranchy for what it leaves: a branchy decoder that turns
+//     data into branches (fastest when a predictor learns them: the hot set
+//     in order).
 //   - "flat": one int32 per PC quantum for every table the sample set
 //     touches, the speed-of-light reference: one load per lookup, at the
 //     price of memory (174 MB for the tables of the go command of Go 1.26.8).
