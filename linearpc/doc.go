@@ -54,44 +54,49 @@
 // # Which lookup is fastest
 //
 // Two spec lookups read the same bytes: [Set.Lookup] (lookupFast, mostly
-// branch-free) and [Set.LookupBranchy] (branchy.go, which
-// turns data into predicted branches: see that file). Measured side by side
-// by lookupbench on the Go 1.26.8 go command (CPU ns per lookup, median of 6
+// branch-free) and [Set.LookupBranchy] (branchy.go, which turns data into
+// predicted branches: see that file). Each has a leaf twin for speed,
+// [Set.TryLookup] and [Set.TryLookupBranchy] (try.go: no calls, so no stack
+// frame), which the caller pairs with the general lookup for what it
+// leaves. Measured side by side by lookupbench, leaf twins with their
+// fallbacks, on the Go 1.26.8 go command (CPU ns per lookup, median of 6
 // runs; README, "Lookup speed"):
 //
-//	pattern                        Set.Lookup  LookupBranchy
-//	hot, same order, random PC          11.0           5.67
-//	hot, same order, PC 0               10.1           3.68
-//	hot, same order, PC 4096            12.2           6.03
-//	hot, same order, return address     11.4           6.23
-//	hot, shuffled, random PC            11.5           19.7
-//	hot, shuffled, PC 0                 10.1           7.86
-//	hot, shuffled, PC 4096              14.2           11.1
-//	hot, shuffled, return address       11.9           20.4
-//	cold, random PC                     13.4           21.4
-//	cold, PC 0                          11.8           10.1
-//	cold, PC 4096                       13.8           12.2
-//	cold, return address                13.9           22.8
+//	pattern                        TryLookup  TryLookupBranchy
+//	hot, same order, random PC          9.07           4.34
+//	hot, same order, PC 0               8.00           2.70
+//	hot, same order, PC 4096            8.80           3.50
+//	hot, same order, return address     9.56           4.95
+//	hot, shuffled, random PC            9.30           17.8
+//	hot, shuffled, PC 0                 7.84           6.72
+//	hot, shuffled, PC 4096              10.1           8.46
+//	hot, shuffled, return address       9.94           17.7
+//	cold, random PC                     11.8           19.1
+//	cold, PC 0                          9.62           8.53
+//	cold, PC 4096                       9.81           9.65
+//	cold, return address                12.6           21.2
 //
 // Which to use, per pattern:
 //
-//   - LookupBranchy where the same lookups repeat in the same order (a
+//   - the branchy lookup where the same lookups repeat in the same order (a
 //     branch predictor learns them: the golang/go#61984 benchmark's
 //     pattern, a loop over a fixed set of PCs), and at PC 0 and PC 4096 in
-//     any order (few PCs to count). In the fixed order it takes 0.36-0.55x
-//     the time of Set.Lookup, and 0.57-0.74x that of the #61984 reference
-//     decoder on the same pairs.
-//   - Set.Lookup (or compact-fast's) for random PCs and return addresses
-//     in a changing order or over the whole table set, which is what
-//     tracebacks, profilers and tracers see. There the branchy lookup
-//     mispredicts about 2 branches per lookup and takes 1.6-1.7x the time
-//     of Set.Lookup, whose cost hardly depends on the pattern.
+//     any order (few PCs to count). In the fixed order it takes 0.40-0.52x
+//     the time of the branch-free one, and 0.46-0.49x that of the #61984
+//     reference decoder on the same pairs.
+//   - the branch-free lookup (or compact-fast's) for random PCs and return
+//     addresses in a changing order or over the whole table set, which is
+//     what tracebacks, profilers and tracers see. There the branchy lookup
+//     mispredicts about 2 branches per lookup and takes 1.6-1.9x the time
+//     of the branch-free one, whose cost hardly depends on the pattern.
 //
 // # Porting to the runtime
 //
 // Set.LookupBranchy and lookupPlain (branchy.go), with the vlenSum, partLen
 // and sxShift tables, are self-contained and are the code to port for the
 // runtime's learned paths; lookupFast (fast.go) for the general one. The
+// leaf twins (try.go) show the shape that pays in Go: the common path with
+// no call in it, and the rare paths in a separate function. The
 // branchy lookup's window is only a bounds-check device: its loads stay
 // inside the chunk except the 4-byte value loads, which may read 3 bytes
 // past it, so with unchecked loads the runtime needs 3 bytes of padding

@@ -39,6 +39,24 @@ func ExampleSet() {
 	// -1 2 0
 }
 
+// The leaf lookup with its fallback, on a set read back from its bytes.
+func ExampleSet_TryLookup() {
+	s := linearpc.NewSet(linearpc.Spec())
+	a := pcvalue.Table{Len: 600, Runs: []pcvalue.Run{{PC: 0, Value: -1}, {PC: 280, Value: 2}}}
+	off := s.Add(a)
+	r := linearpc.NewSetOf(linearpc.Spec(), s.Bytes())
+	for _, pc := range []uint32{279, 280} {
+		v, ok := r.TryLookup(off, a.Len, pc)
+		if !ok {
+			v = r.Lookup(off, a.Len, pc)
+		}
+		fmt.Println(pc, v, ok)
+	}
+	// Output:
+	// 279 -1 true
+	// 280 2 true
+}
+
 func ExampleVariants() {
 	t := pcvalue.Table{Len: 1000, Runs: []pcvalue.Run{{PC: 0, Value: 100}, {PC: 5, Value: 101}, {PC: 700, Value: 99}}}
 	for _, v := range linearpc.Variants() {

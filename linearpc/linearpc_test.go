@@ -275,3 +275,40 @@ func TestLookupInBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestNewSetOf checks that a set made from another set's bytes serves the
+// same offsets with the same values, in every variant and every lookup.
+func TestNewSetOf(t *testing.T) {
+	tabs := []pcvalue.Table{
+		{Len: 600, Runs: []pcvalue.Run{{PC: 0, Value: -1}, {PC: 280, Value: 2}}},
+		{Len: 40, Runs: []pcvalue.Run{{PC: 0, Value: 0}}},
+		{Len: 70000, Runs: []pcvalue.Run{{PC: 0, Value: 1 << 20}, {PC: 65000, Value: -3}, {PC: 65001, Value: 4}}},
+	}
+	for _, v := range Variants() {
+		s := NewSet(v)
+		offs := make([]uint32, len(tabs))
+		for i, tab := range tabs {
+			offs[i] = s.Add(tab)
+		}
+		r := NewSetOf(v, s.Bytes())
+		if r.Size() != s.Size() || r.Len() != 0 {
+			t.Fatalf("%s: NewSetOf: size %d, len %d; want %d, 0", v.Name, r.Size(), r.Len(), s.Size())
+		}
+		for i, tab := range tabs {
+			for pc := uint32(0); pc < tab.Len; pc += 7 {
+				want, _ := tab.Lookup(pc)
+				got := [...]int32{r.Lookup(offs[i], tab.Len, pc), r.LookupBranchy(offs[i], tab.Len, pc)}
+				if got[0] != want || got[1] != want {
+					t.Fatalf("%s: table %d pc %d: Lookup, LookupBranchy = %v, want %d", v.Name, i, pc, got, want)
+				}
+				if g, ok := r.TryLookup(offs[i], tab.Len, pc); ok && g != want {
+					t.Fatalf("%s: table %d pc %d: TryLookup = %d, want %d", v.Name, i, pc, g, want)
+				}
+			}
+		}
+		// Tables added later go after the copied bytes.
+		if off := r.Add(tabs[0]); off != uint32(s.Size()) || r.Lookup(off, tabs[0].Len, 280) != 2 {
+			t.Errorf("%s: Add after NewSetOf: offset %d, want %d", v.Name, off, s.Size())
+		}
+	}
+}

@@ -63,6 +63,18 @@ func NewSetSize(v Variant, bytes, tables int) *Set {
 	return s
 }
 
+// NewSetOf returns a set of variant v whose data is a copy of enc, the
+// bytes of a set written elsewhere (the [Set.Bytes] of another set, a
+// rewritten binary's pctab, a file of lookupbench's -pairs), so that the
+// set's lookups serve the offsets of that layout. The set does not know
+// where enc's tables start: [Set.Len] counts only the tables added later,
+// and Add does not find its tables equal to enc's (it appends them).
+func NewSetOf(v Variant, enc []byte) *Set {
+	s := NewSetSize(v, len(enc), 0)
+	s.data = append(append(s.data[:0], enc...), make([]byte, SetPad)...)
+	return s
+}
+
 // stored locates one standalone encoding in a Set: n bytes at offset off
 // of its data or, when the stored bytes differ from the standalone
 // encoding (a pooled variant's table that refers to pooled chunks), at
