@@ -126,3 +126,31 @@ func FuzzVariants(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTryLookup gives the leaf lookups, which read through unsafe
+// pointers, arbitrary bytes, offsets, lengths and PCs: outside their
+// contract the value is undefined, but they must not read outside the
+// set's data (run with -race, checkptr checks every pointer they form) or
+// panic.
+func FuzzTryLookup(f *testing.F) {
+	f.Add([]byte{0x02, 0x03, 0x0a, 0x25, 0x05, 0x02, 0x27, 0x01}, uint32(0), uint32(20), uint32(9))
+	f.Add([]byte{0xfe, 0x10, 0x00, 0x20, 0x00, 0x01, 0x05, 0x01, 0x07}, uint32(0), uint32(700), uint32(600))
+	f.Add([]byte{0x1f, 0xff, 0xff}, uint32(1), uint32(1<<16), uint32(1<<24))
+	f.Fuzz(func(t *testing.T, data []byte, off, textLen, pc uint32) {
+		for _, v := range []Variant{Spec(), variantByName(t, "compact-fast")} {
+			s := NewSetOf(v, data)
+			s.TryLookup(off, textLen, pc)
+			s.TryLookupBranchy(off, textLen, pc)
+			s.TryLookup(off%uint32(max(1, len(data))), textLen, pc%max(1, textLen))
+			s.TryLookupBranchy(off%uint32(max(1, len(data))), textLen, pc%max(1, textLen))
+		}
+	})
+}
+
+func variantByName(t *testing.T, name string) Variant {
+	v, err := VariantByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
