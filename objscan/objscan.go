@@ -102,6 +102,7 @@ type File struct {
 	pctab       []byte // the pctab: table offsets index this slice
 	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
 	namesOff    uint64 // offset of names in pcln
+	ftabOff     uint64 // offset of the functab in pcln
 	cutab       []byte
 	filetab     []byte
 	im          *image
@@ -207,7 +208,7 @@ func (k TableKind) String() string {
 //
 // A go1.2-layout binary of unknown version is named as go1.13–go1.15.
 func (f *File) KindName(k TableKind) string {
-	if f.Magic != Go12Magic || k < KindPCData {
+	if f.releaseMagic() != Go12Magic || k < KindPCData {
 		return k.String()
 	}
 	var names []string
