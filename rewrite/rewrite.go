@@ -133,6 +133,9 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
 		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),
 	}
+	if opt.Mode == Replace && f.Format != "elf" && (f.Magic == objscan.Go12Magic || f.Magic == objscan.Go116Magic) {
+		return nil, nil, fmt.Errorf("rewrite: replace mode converts %s pclntabs (absolute entry PCs and funcdata pointers) in ELF files only; this is a %s file (append mode works on it)", f.Version, f.Format)
+	}
 	var out []byte
 	switch {
 	case f.Format == "macho" && opt.Mode == Append:
