@@ -1290,3 +1290,121 @@ func TestConvertDetects(t *testing.T) {
 		})
 	}
 }
+
+// TestConvertHostile feeds replace mode Go 1.15 and Go 1.16 binaries whose
+// old-layout pclntab, moduledata or inline trees were corrupted: targeted
+// edits must give errors that say what is wrong and where, and random byte
+// changes must never panic and, when the rewrite succeeds, give an output
+// that passes Check.
+func TestConvertHostile(t *testing.T) {
+	trials := 24
+	if testing.Short() {
+		trials = 8
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  testbuild.Config
+	}{
+		{"go1.15", testbuild.Config{Archive: "features", Toolchain: "go1.15.15"}},
+		{"go1.16", testbuild.Config{Archive: "features", Toolchain: "go1.16.15"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ef, err := elf.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := func(addr uint64) int {
+				for _, s := range ef.Sections {
+					if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
+						return int(s.Offset + addr - s.Addr)
+					}
+				}
+				t.Fatalf("address %#x is in no section", addr)
+				return 0
+			}
+			o := orig.ByteOrder
+			mdAddr, _, ok := orig.Moduledata()
+			if !ok {
+				t.Fatal("no moduledata")
+			}
+			md := off(mdAddr)
+			pcln := off(orig.PclntabAddr)
+			ps := orig.PtrSize
+			// The _func record of a function with funcdata, and where its
+			// first funcdata pointer is.
+			var fn *objscan.Func
+			for i := range orig.Funcs {
+				if len(orig.Funcs[i].FuncData) > 0 && orig.Funcs[i].FuncData[0] != 0 {
+					fn = &orig.Funcs[i]
+					break
+				}
+			}
+			funcBase := pcln // Go 1.2: funcoff is relative to the pclntab
+			if orig.Magic == objscan.Go116Magic {
+				funcBase += int(o.Uint64(data[pcln+8+6*ps:])) // pclnOffset
+			}
+			rec := funcBase + int(fn.Offset)
+			fixed := ps + 32
+			if orig.Magic == objscan.Go116Magic {
+				fixed += 4
+			}
+			fd := rec + (fixed+4*len(fn.PCData)+ps-1)/ps*ps
+			if got := o.Uint64(data[fd:]); got != fn.FuncData[0] {
+				t.Fatalf("funcdata pointer at file offset %#x is %#x, objscan read %#x", fd, got, fn.FuncData[0])
+			}
+			for _, c := range []struct {
+				name string
+				edit func(b []byte)
+				want string
+			}{
+				{"no moduledata", func(b []byte) { o.PutUint64(b[md:], 0) }, "no moduledata points at the"},
+				{"funcdata below the text", func(b []byte) { o.PutUint64(b[fd:], 0x1000) }, "funcdata 0x1000 is not within 4 GiB above the text start"},
+				{"funcdata 4 GiB above the text", func(b []byte) { o.PutUint64(b[fd:], fn.Entry+1<<32) }, "is not within 4 GiB above the text start"},
+			} {
+				bad := bytes.Clone(data)
+				c.edit(bad)
+				_, _, err := Rewrite(bad, Options{Mode: Replace, Workers: 1})
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+				}
+			}
+			// Random changes in the pclntab's first 64 KiB, the moduledata
+			// and the first inline tree.
+			var tree int
+			for i := range orig.Funcs {
+				if addr, _, _, ok, _ := orig.InlTreeAt(&orig.Funcs[i]); ok && orig.Funcs[i].InlTree != nil {
+					tree = off(addr)
+					break
+				}
+			}
+			regions := [][2]int{{pcln, 1 << 16}, {md, 30 * ps}, {tree, 64}}
+			rng := uint64(11)
+			next := func(n int) int {
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				return int(rng % uint64(n))
+			}
+			refused := 0
+			for trial := range trials {
+				bad := bytes.Clone(data)
+				r := regions[trial%len(regions)]
+				for range 1 + next(4) {
+					bad[r[0]+next(r[1])] = byte(next(256))
+				}
+				if _, _, err := Rewrite(bad, Options{Mode: Replace, Verify: true, Workers: 1}); err != nil {
+					refused++
+				}
+			}
+			t.Logf("%d of %d corrupted inputs refused (the others verified)", refused, trials)
+		})
+	}
+}
