@@ -210,6 +210,7 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 	// The functab: ftab of uint32 pairs, then the Go 1.20 records.
 	ft := make([]byte, nfunc*8+4, nfunc*64)
 	var oldRecords uint64
+	noLen := nfunc*8 + 4 // the functab's size as it would be without the length field
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
 		entry, err := rel("entry", fn, fn.Entry)
@@ -250,6 +251,7 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 			}
 			ft = appendU32(ft, o, v)
 		}
+		noLen = alignUp(noLen, ps) + 44 + 4*uint64(npc+nfd)
 		// The old record: entry, seven or eight 4-byte fields, the pcdata
 		// array, then pointer-aligned funcdata pointers.
 		rec := ps + 32 + 4*uint64(npc)
@@ -280,6 +282,11 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 	}
 
 	np.data = out
+	np.newFtab, np.newRecords = int64(8*nfunc+4), int64(noLen-(8*nfunc+4))
+	np.oldFtab = int64((2*nfunc + 1) * ps)
+	if f.Magic == objscan.Go12Magic {
+		np.oldFtab += 4 // the file table's offset
+	}
 	np.newHeader = int64(newHdrEnd)
 	np.newPCTab = int64(newPcln - newPctab)
 	np.newFuncTab = int64(newRecsEnd - newPcln)
@@ -328,11 +335,14 @@ func convertParts(f *objscan.File, lt *linearTables, np *newPclntab) []Part {
 		header = fmt.Sprintf("the Go 1.2 header (magic, nfunc) -> Go 1.20's, new magic %#x, %d-byte variant name", magic, objscan.LinearVariantLen)
 		rec = "Go 1.2"
 	}
+	lenNew := np.newFuncTab - np.newFtab - np.newRecords
 	return []Part{
 		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: header},
 		names,
 		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
-		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab,
-			Note: fmt.Sprintf("%s records converted to Go 1.20's (ftab pairs of %d-byte words -> uint32 offsets, entry -> entryOff, funcdata pointers -> uint32 offsets from the text start, startLine 0 added); %s", rec, ps, funcTabNote(lt, len(f.Funcs), ps)), kind: kindOutOfBand},
+		{Name: "ftab", Old: np.oldFtab, New: np.newFtab, Note: fmt.Sprintf("(entry, funcoff) pairs of %d-byte words -> uint32 (entryoff, funcoff) pairs", ps)},
+		{Name: "_func records in Go 1.20's layout", Old: np.oldFuncTab - np.oldFtab, New: np.newRecords,
+			Note: fmt.Sprintf("%s records: entry -> uint32 entryOff, funcdata pointers -> uint32 offsets from the text start, startLine (0) added; %d-byte aligned", rec, ps)},
+		{Name: "functab length field", New: lenNew, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 	}
 }

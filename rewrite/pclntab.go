@@ -84,6 +84,7 @@ type newPclntab struct {
 	// offset in the old pclntab), and the inline tree name offsets to
 	// rewrite outside the pclntab.
 	converted                      string
+	oldFtab, newFtab, newRecords   int64 // the ftab, and the records as they would be without the length field
 	oldNames, newNames             int64
 	oldPCTabStart, oldFuncTabStart uint64
 	lenFixOff                      map[uint64][2]uint64
