@@ -89,7 +89,7 @@ type File struct {
 	PclntabSource string // how the pclntab was found: "section .gopclntab", "symbols", "magic scan"
 	TextStart     uint64 // text base that entry offsets are relative to (Go 1.18+); 0 before
 	TextSource    string // how TextStart was derived: "runtime.text symbol", "moduledata", ...
-	GoFuncAddr    uint64 // address of go:func.* (Go 1.18+), 0 if unknown
+	GoFuncAddr    uint64 // address of go:func.* (Go 1.18+), which funcdata offsets are relative to (the text start in a replace-mode pclntab converted from Go 1.2-1.17); 0 if unknown
 
 	Sizes Sizes
 	Funcs []Func  // functions in functab order (sorted by entry)
@@ -206,7 +206,8 @@ func (k TableKind) String() string {
 //	go1.9–go1.12   0 StackMapIndex, 1 InlTreeIndex, 2 RegMapIndex
 //	go1.13–go1.15  0 RegMapIndex, 1 StackMapIndex, 2 InlTreeIndex
 //
-// A go1.2-layout binary of unknown version is named as go1.13–go1.15.
+// A go1.2-layout binary of unknown version is named as go1.13–go1.15. A
+// replace-mode pclntab keeps the names of the release that built it.
 func (f *File) KindName(k TableKind) string {
 	if f.releaseMagic() != Go12Magic || k < KindPCData {
 		return k.String()
