@@ -1080,6 +1080,10 @@ func TestReplaceGosym(t *testing.T) {
 		{Archive: "features", GOOS: "windows", GOARCH: "386"},
 		{Archive: "features", BuildMode: "pie"},
 		{Archive: "features", GOARCH: "arm64"},
+		// Converted layouts: Go 1.2-1.15 (one synthesized compilation
+		// unit) and Go 1.16-1.17 (copied CU and file tables).
+		{Archive: "features", Toolchain: "go1.15.15"},
+		{Archive: "features", Toolchain: "go1.16.15"},
 	}
 	if _, err := exec.LookPath("gcc"); err == nil && !testing.Short() {
 		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
