@@ -34,6 +34,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
+	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" {
+		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE and shared builds to relocate its absolute entry PCs and funcdata pointers at load time; replace mode would have to rewrite those dynamic relocations")
+	}
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
 		return nil, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s)", f.PclntabSource)
 	}

@@ -44,6 +44,8 @@ var targets = []struct {
 	{"linux-amd64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.15.15"}},
 	{"linux-386-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386", Toolchain: "go1.15.15"}},
 	{"linux-arm64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.15.15"}},
+	{"linux-s390x-go1.16", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "s390x", Toolchain: "go1.16.15"}},
+	{"linux-ppc64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "ppc64", Toolchain: "go1.15.15"}},
 }
 
 // runBinary runs bin, built for cfg, and returns its output and error;
@@ -404,6 +406,7 @@ func TestUnsupported(t *testing.T) {
 	}{
 		{"go1.16 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.16.15"}, Replace, "converts go1.16 pclntabs (absolute entry PCs and funcdata pointers) in ELF files only"},
 		{"go1.7 ELF layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.7.6"}, Replace, "section .shstrtab overlaps the file bytes of .gopclntab's segment"},
+		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
