@@ -30,8 +30,12 @@ const maxExamples = 20
 // orig may be nil; if given, Check also requires the two pclntabs to be
 // identical. A replace-mode binary needs orig, the binary it was made from;
 // Check then also compares the parts of the pclntab that were copied (names,
-// CU and file tables, funcdata, findfunctab) and what objscan derives from
-// the moduledata (text start, go:func.* address, funcdata size).
+// CU and file tables, funcdata, findfunctab), what objscan derives from
+// the moduledata (text start, go:func.* address, funcdata size), and every
+// inline tree. For a pclntab converted from a Go 1.2-1.17 layout, whose
+// entries and funcdata became offsets from moduledata.text, it compares
+// each funcdata offset with the original pointer and, for Go 1.2-1.15,
+// whose name and file tables were rebuilt, every file name.
 //
 // Mismatches are counted in the result; an error means the check could not
 // run. workers <= 0 means GOMAXPROCS.
