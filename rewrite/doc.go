@@ -60,9 +60,9 @@
 // pclntable slices are updated, and so are the symbols defined in the
 // moved bytes. DWARF is not updated (it does not describe the pclntab).
 // Replace mode converts Go 1.2-1.17 pclntabs in ELF files only, and needs
-// their moduledata (Go 1.5 and later) and a linker that put nothing but
-// allocated sections after .gopclntab in its segment (Go 1.8 and later);
-// a layout it cannot rewrite gets an error that says why.
+// their moduledata (Go 1.5 and later); the .shstrtab that Go 1.2-1.7
+// linkers put after .gopclntab in its segment moves to the end of the
+// file. A layout it cannot rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,
 // objscan.LinearSection, holding a header, every function's length, an

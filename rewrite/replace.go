@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/pctab/pctab/objscan"
 )
@@ -75,9 +76,21 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	for _, i := range group {
 		inGroup[i] = true
 	}
+	// Non-allocated sections in the segment's file bytes after .gopclntab
+	// (Go 1.2-1.7 linkers put .shstrtab there) are not loaded: they move to
+	// the end of the file.
+	var stow []int
+	var stowOld uint64
 	for i := range e.sects {
 		s := &e.sects[i]
-		if inGroup[i] || s.nobits() || s.Size == 0 || i == 0 {
+		if i != 0 && !inGroup[i] && !s.alloc() && !s.nobits() && s.Size > 0 && s.Off >= P.Off+P.Size && s.fileEnd() <= oldGroupEnd {
+			stow = append(stow, i)
+			stowOld += s.Size
+		}
+	}
+	for i := range e.sects {
+		s := &e.sects[i]
+		if inGroup[i] || s.nobits() || s.Size == 0 || i == 0 || slices.Contains(stow, i) {
 			continue
 		}
 		if s.Off < oldGroupEnd && s.fileEnd() > P.Off {
@@ -276,6 +289,14 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 			}
 		}
 	}
+	stowAt := uint64(len(out))
+	for _, i := range stow {
+		s := &e.sects[i]
+		b := e.data[s.Off:s.fileEnd()]
+		out = appendZeros(out, alignUp(uint64(len(out)), max(s.Addralign, 1)))
+		s.Off = uint64(len(out))
+		out = append(out, b...)
+	}
 	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
 	before := uint64(len(out))
 	shoff, err := e.placeTables(before)
@@ -323,9 +344,13 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
 	}
 	res.Parts = append(pclnParts(f, lt, np, tailAlign),
-		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
+		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size - stowOld), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
 		Part{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
 	)
+	if len(stow) > 0 {
+		res.Parts = append(res.Parts, Part{Name: "non-allocated sections after .gopclntab in its segment", Old: int64(stowOld), New: int64(before - stowAt),
+			Note: fmt.Sprintf("%s, moved to the end of the file (alignment included)", groupNames(e, stow))})
+	}
 	if phAt != 0 {
 		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
 			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})

@@ -93,8 +93,8 @@ type Result struct {
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
 // file's bytes. Replace mode needs an ELF executable (PIE or not,
-// internally or externally linked) of any Go 1.8+ pclntab layout (Go
-// 1.2-1.17 layouts are converted to Go 1.20's), or a 64-bit little-endian
+// internally or externally linked) of any pclntab layout by Go 1.5 or later
+// (Go 1.2-1.17 layouts are converted to Go 1.20's), or a 64-bit little-endian
 // Mach-O file or a PE file of the Go 1.18+ layout; append mode works on any
 // ELF Go binary objscan reads, and on 64-bit little-endian Mach-O and on PE
 // files.

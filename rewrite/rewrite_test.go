@@ -405,7 +405,7 @@ func TestUnsupported(t *testing.T) {
 		want string
 	}{
 		{"go1.16 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.16.15"}, Replace, "converts go1.16 pclntabs (absolute entry PCs and funcdata pointers) in ELF files only"},
-		{"go1.7 ELF layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.7.6"}, Replace, "section .shstrtab overlaps the file bytes of .gopclntab's segment"},
+		{"go1.4, no moduledata", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.4.3"}, Replace, "no moduledata points at the go1.2 pclntab"},
 		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
 	}
 	for _, tt := range tests {
@@ -1412,6 +1412,66 @@ func TestConvertHostile(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d corrupted inputs refused (the others verified)", refused, trials)
+		})
+	}
+}
+
+// TestConvertOldELF converts gofmt builds by Go 1.5 and 1.7 (no inline
+// trees yet, a moduledata without the types word before Go 1.7, and a
+// linker that put .shstrtab in .gopclntab's segment, which replace mode
+// moves to the end of the file) in both replace-mode forms.
+func TestConvertOldELF(t *testing.T) {
+	for _, tc := range []testbuild.Config{
+		{Package: "cmd/gofmt", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.5.4"},
+		{Package: "cmd/gofmt", GOOS: "linux", GOARCH: "386", Toolchain: "go1.7.6"},
+	} {
+		t.Run(tc.Toolchain+"-"+tc.GOARCH, func(t *testing.T) {
+			in := testbuild.Build(t, tc)
+			ef, err := elf.Open(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range ef.Sections {
+				names = append(names, s.Name)
+			}
+			shstr := ef.Section(".shstrtab")
+			pcln := ef.Section(".gopclntab")
+			ef.Close()
+			if shstr == nil || pcln == nil || shstr.Offset < pcln.Offset+pcln.Size {
+				t.Fatalf("the test build no longer has .shstrtab after .gopclntab in the file")
+			}
+			for _, derived := range []bool{false, true} {
+				out := filepath.Join(t.TempDir(), "gofmt.replace")
+				res, err := RewriteFile(in, out, Options{Mode: Replace, Derived: derived, Verify: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Verify.OK() || res.Verify.PCs == 0 {
+					t.Fatalf("verification: %+v", res.Verify)
+				}
+				readelfClean(t, out)
+				of, err := elf.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, s := range of.Sections {
+					got = append(got, s.Name)
+				}
+				of.Close()
+				if !slices.Equal(got, names) {
+					t.Errorf("section names %q, want %q", got, names)
+				}
+				if !derived {
+					orig, err := objscan.Open(in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSizes(t, res, orig)
+					orig.Close()
+				}
+			}
 		})
 	}
 }
