@@ -300,9 +300,9 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 		np.newNames = int64(tabsEnd - newHdrEnd) // copied: the same size
 		np.newPCTab = int64(newPcln - tabsEnd)
 		np.remap = append(np.remap,
-			span{name: "pctab", oldStart: oldNamesEnd, oldEnd: np.oldFuncTabStart, newStart: tabsEnd, newEnd: newPcln},
+			span{name: "pctab", oldStart: oldNamesEnd, oldEnd: np.oldFuncTabStart, newStart: newPctab, newEnd: newPcln},
 			span{name: "functab", oldStart: np.oldFuncTabStart, oldEnd: n, newStart: newPcln, newEnd: newRecsEnd})
-		np.lenFixOff[oldNamesEnd] = [2]uint64{uint64(np.oldPCTab), uint64(np.newPCTab)}
+		np.lenFixOff[oldNamesEnd] = [2]uint64{uint64(np.oldPCTab), newPcln - newPctab}
 		np.lenFixOff[np.oldFuncTabStart] = [2]uint64{uint64(np.oldFuncTab), uint64(np.newFuncTab)}
 	case objscan.Go12Magic:
 		// The varint tables, the records and the ftab are what the old
