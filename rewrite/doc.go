@@ -59,10 +59,12 @@
 // typelinks and itablinks when they move) and the lengths of its pctab and
 // pclntable slices are updated, and so are the symbols defined in the
 // moved bytes. DWARF is not updated (it does not describe the pclntab).
-// Replace mode converts Go 1.2-1.17 pclntabs in ELF files only, and needs
-// their moduledata (Go 1.5 and later); the .shstrtab that Go 1.2-1.7
-// linkers put after .gopclntab in its segment moves to the end of the
-// file. A layout it cannot rewrite gets an error that says why.
+// Converting a Go 1.2-1.17 pclntab needs its moduledata (Go 1.5 and
+// later) and a table without dynamic relocations (not a PIE's
+// .data.rel.ro.gopclntab, not a PE file's, whose base relocations fix up
+// its absolute pointers); the .shstrtab that Go 1.2-1.7 linkers put after
+// .gopclntab in its segment moves to the end of the file. A layout replace
+// mode cannot rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,
 // objscan.LinearSection, holding a header, every function's length, an

@@ -93,11 +93,11 @@ type Result struct {
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
 // file's bytes. Replace mode needs an ELF executable (PIE or not,
-// internally or externally linked) of any pclntab layout by Go 1.5 or later
-// (Go 1.2-1.17 layouts are converted to Go 1.20's), or a 64-bit little-endian
-// Mach-O file or a PE file of the Go 1.18+ layout; append mode works on any
-// ELF Go binary objscan reads, and on 64-bit little-endian Mach-O and on PE
-// files.
+// internally or externally linked), a 64-bit little-endian Mach-O file or a
+// PE file, by Go 1.5 or later (Go 1.2-1.17 layouts are converted to Go
+// 1.20's; their PIEs and PE files, whose tables the loader relocates, are
+// refused); append mode works on any ELF Go binary objscan reads, and on
+// 64-bit little-endian Mach-O and on PE files.
 func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode == "" {
 		opt.Mode = Replace
@@ -134,9 +134,6 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
 		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
 		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),
-	}
-	if opt.Mode == Replace && f.Format != "elf" && (f.Magic == objscan.Go12Magic || f.Magic == objscan.Go116Magic) {
-		return nil, nil, fmt.Errorf("rewrite: replace mode converts %s pclntabs (absolute entry PCs and funcdata pointers) in ELF files only; this is a %s file (append mode works on it)", f.Version, f.Format)
 	}
 	var out []byte
 	switch {

@@ -404,7 +404,8 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"go1.16 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.16.15"}, Replace, "converts go1.16 pclntabs (absolute entry PCs and funcdata pointers) in ELF files only"},
+		{"go1.16 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.16.15"}, Replace, "a base relocation (type 10) at RVA"},
+		{"go1.15 layout, Mach-O", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "amd64", Toolchain: "go1.15.15"}, Replace, "section __gosymtab follows __gopclntab in segment __TEXT"},
 		{"go1.4, no moduledata", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.4.3"}, Replace, "no moduledata points at the go1.2 pclntab"},
 		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
 	}
@@ -793,8 +794,10 @@ func TestReplaceMachOPE(t *testing.T) {
 	for _, cfg := range append(slices.Clone(machoPETargets),
 		testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
 		testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
+		// The Go 1.16 layout, converted.
+		testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "amd64", Toolchain: "go1.16.15"},
 	) {
-		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""], func(t *testing.T) {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""]+map[bool]string{true: "-" + cfg.Toolchain}[cfg.Toolchain != ""], func(t *testing.T) {
 			t.Parallel()
 			in := testbuild.Build(t, cfg)
 			data, err := os.ReadFile(in)
@@ -822,6 +825,9 @@ func TestReplaceMachOPE(t *testing.T) {
 			}
 			if res.NewPclntab != int64(len(f.Pclntab())) {
 				t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
+			}
+			if orig.Magic == objscan.Go12Magic || orig.Magic == objscan.Go116Magic {
+				checkConvertedFile(t, f, orig)
 			}
 			// The old table is gone: the file shrank by at least its size
 			// before the new one was added.
