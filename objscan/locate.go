@@ -168,9 +168,8 @@ type moduledata struct {
 	text        uint64
 	findfunctab uint64
 	// prefix is the number of words up to etext: minModuledataWords, or
-	// minOldModuledataWords in the Go 1.5-1.15 layout (old).
+	// minOldModuledataWords in the Go 1.5-1.15 layout.
 	prefix int
-	old    bool
 	// words holds the moduledata words after etext, up to
 	// MaxModuledataWords in all. Their layout changes
 	// between releases (Go 1.27 added fields before gofunc), so gofunc is
@@ -298,7 +297,7 @@ func (f *File) findModuledata() *moduledata {
 			case f.Magic != Go12Magic && at+minModuledataWords*ps <= uint64(len(data)) && word(md, 1) == f.PclntabAddr+funcnameOff:
 				m.prefix, m.findfunctab, m.text = minModuledataWords, word(md, 19), word(md, 22)
 			case (f.Magic == Go12Magic || f.Linear != nil) && f.ftabOff != 0 && word(md, 3) == f.PclntabAddr+f.ftabOff && word(md, 1) == word(md, 2):
-				m.prefix, m.findfunctab, m.text, m.old = minOldModuledataWords, word(md, 9), word(md, 12), true
+				m.prefix, m.findfunctab, m.text = minOldModuledataWords, word(md, 9), word(md, 12)
 			default:
 				continue
 			}
