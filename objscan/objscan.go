@@ -319,6 +319,12 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 	return f, nil
 }
 
+// GoMinor returns the minor version of the release that built f
+// (GoVersion "go1.15.15" gives 15), or -1 if GoVersion names none. Parts
+// of the pclntab and funcdata formats depend on it before Go 1.16, and a
+// replace-mode pclntab keeps the release's funcdata format.
+func (f *File) GoMinor() int { return goMinor(f.GoVersion) }
+
 // goMinor returns the minor version of a "go1.N..." version string, or -1.
 func goMinor(v string) int {
 	rest, ok := strings.CutPrefix(v, "go1.")

@@ -52,6 +52,11 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 		}
 		return o.Uint64(old[off:])
 	}
+	// The funcdata keep the release's format, which objscan reads back
+	// by the release the build info (or runtime.buildVersion) names.
+	if m := f.GoMinor(); f.Magic == objscan.Go12Magic && (m < 2 || m > 15) || f.Magic == objscan.Go116Magic && m != 16 && m != 17 {
+		return nil, fmt.Errorf("the release that wrote the %s pclntab is unknown (the build info and runtime.buildVersion give %q): a converted table keeps the release's funcdata and inline tree format, which readers tell by the version", f.Version, f.GoVersion)
+	}
 	text, ok := f.ModuleText()
 	if !ok {
 		return nil, fmt.Errorf("no moduledata points at the %s pclntab at %#x (Go 1.2-1.4 have none): the text start that entry PCs become offsets from is unknown", f.Version, f.PclntabAddr)
@@ -346,3 +351,4 @@ func convertParts(f *objscan.File, lt *linearTables, np *newPclntab) []Part {
 		{Name: "functab length field", New: lenNew, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 	}
 }
+

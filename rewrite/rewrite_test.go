@@ -408,6 +408,7 @@ func TestUnsupported(t *testing.T) {
 		{"go1.15 layout, Mach-O", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "amd64", Toolchain: "go1.15.15"}, Replace, "section __gosymtab follows __gopclntab in segment __TEXT"},
 		{"go1.16 layout, Mach-O arm64", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Toolchain: "go1.16.15"}, Replace, "segment __DATA_CONST"},
 		{"go1.4, no moduledata", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.4.3"}, Replace, "no moduledata points at the go1.2 pclntab"},
+		{"go1.10, stripped", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.10.8", Ldflags: "-s -w"}, Replace, "the release that wrote the go1.2 pclntab is unknown"},
 		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
 	}
 	for _, tt := range tests {
