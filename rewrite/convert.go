@@ -351,4 +351,3 @@ func convertParts(f *objscan.File, lt *linearTables, np *newPclntab) []Part {
 		{Name: "functab length field", New: lenNew, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 	}
 }
-
