@@ -24,7 +24,7 @@ const (
 // A go1.2-layout binary of unknown version (no build info and no
 // runtime.buildVersion symbol) is read as go1.13–go1.15.
 func (f *File) inlTreeSlot() int {
-	if f.Magic != Go12Magic {
+	if f.releaseMagic() != Go12Magic {
 		return FuncDataInlTree
 	}
 	switch v := goMinor(f.GoVersion); {
@@ -38,7 +38,7 @@ func (f *File) inlTreeSlot() int {
 
 // inlIndex returns the PCDATA id of the InlTreeIndex table; see inlTreeSlot.
 func (f *File) inlIndex() int {
-	if f.Magic != Go12Magic {
+	if f.releaseMagic() != Go12Magic {
 		return PCDataInlTreeIdx
 	}
 	switch v := goMinor(f.GoVersion); {
@@ -54,22 +54,35 @@ func (f *File) inlIndex() int {
 // go1.9–go1.11: parent (int32), file, line, nameOff, and no parentPc.
 func (f *File) inlLayout19() bool {
 	v := goMinor(f.GoVersion)
-	return f.Magic == Go12Magic && v >= 9 && v <= 11
+	return f.releaseMagic() == Go12Magic && v >= 9 && v <= 11
 }
 
 // newInlLayout reports whether inline tree entries use the 16-byte layout
 // that came with the Go 1.20 pclntab (with startLine instead of file/line).
+// A replace-mode pclntab has the Go 1.20 layout whatever the release
+// (rewrite-binary converts older records), but the inline trees in the
+// funcdata keep the release's format.
 func (f *File) newInlLayout() bool {
-	if f.Linear != nil && f.Linear.Mode == "replace" {
-		// A rewritten pclntab has the Go 1.20 layout whatever the release
-		// (rewrite-binary converts Go 1.18-1.19 records), but the inline
-		// trees in go:func.* keep the release's format.
-		if m := goMinor(f.GoVersion); m == 18 || m == 19 {
-			return false
-		}
-		return true
+	return f.releaseMagic() == Go120Magic
+}
+
+// releaseMagic returns the magic of the pclntab layout of the release that
+// built f: f.Magic, or for a replace-mode pclntab, which has the Go 1.20
+// layout whatever the release, that of the release the build info (or
+// runtime.buildVersion) names; the current layout if it names none.
+func (f *File) releaseMagic() uint32 {
+	if f.Linear == nil || f.Linear.Mode != "replace" {
+		return f.Magic
 	}
-	return f.Magic == Go120Magic
+	switch m := goMinor(f.GoVersion); {
+	case m >= 0 && m <= 15:
+		return Go12Magic
+	case m == 16 || m == 17:
+		return Go116Magic
+	case m == 18 || m == 19:
+		return Go118Magic
+	}
+	return Go120Magic
 }
 
 // decodeInlTrees decodes each function's inline tree.
@@ -86,13 +99,7 @@ func (f *File) decodeInlTrees() error {
 	if slot < 0 || idx < 0 {
 		return nil // no inline trees before go1.9
 	}
-	size := uint64(inlEntrySizeOld)
-	switch {
-	case f.newInlLayout():
-		size = inlEntrySize
-	case f.inlLayout19():
-		size = inlEntrySize19
-	}
+	size, _ := f.inlEntryLayout()
 	budget := inlTreeBudget(f.FileSize, uint64(len(f.pcln)), size)
 	// Inlined functions recur in many trees: share their name strings.
 	names := map[uint32]string{}
@@ -114,22 +121,12 @@ func (f *File) decodeInlTrees() error {
 		if len(fn.FuncData) <= slot || len(fn.PCData) <= idx || fn.PCData[idx] == 0 {
 			continue
 		}
-		ref := fn.FuncData[slot]
-		var addr uint64
-		switch f.Magic {
-		case Go118Magic, Go120Magic:
-			if ref == NoFuncData {
-				continue
-			}
-			if f.GoFuncAddr == 0 {
-				return formatErr("funcdata", -1, "%s has an inline tree but go:func.* was not found (no symbol, no moduledata)", fn.Name)
-			}
-			addr = f.GoFuncAddr + ref
-		default:
-			if ref == 0 {
-				continue
-			}
-			addr = ref
+		addr, ok, err := f.inlTreeAddr(fn, slot)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
 		}
 		t := f.Table(fn.PCData[idx])
 		if t == nil || t.MaxVal < 0 {
@@ -151,56 +148,130 @@ func (f *File) decodeInlTrees() error {
 			return formatErr("funcdata", -1, "inline tree of %s at %#x: its %d entries exceed what the file's %d bytes can hold with the trees before it (overlapping trees?)", fn.Name, addr, n, f.FileSize)
 		}
 		budget -= n
-		raw, err := f.im.view(&win, addr, n*size)
+		tree, err := f.decodeInlTree(fn, addr, n, names, &win)
 		if err != nil {
-			return fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
-		}
-		tree := make([]InlinedCall, n)
-		for j := range tree {
-			e := raw[uint64(j)*size:]
-			c := &tree[j]
-			var nameOff uint32
-			switch {
-			case f.newInlLayout():
-				c.FuncID = e[0]
-				nameOff = f.ByteOrder.Uint32(e[4:])
-				c.ParentPC = int32(f.ByteOrder.Uint32(e[8:]))
-				c.StartLine = int32(f.ByteOrder.Uint32(e[12:]))
-				c.Parent = -2 // unknown: the new layout finds parents through parentPc
-			case f.inlLayout19():
-				c.Parent = int16(int32(f.ByteOrder.Uint32(e[0:])))
-				file := int32(f.ByteOrder.Uint32(e[4:]))
-				c.Line = int32(f.ByteOrder.Uint32(e[8:]))
-				nameOff = f.ByteOrder.Uint32(e[12:])
-				c.ParentPC = -1 // not recorded before go1.12
-				if name, err := f.FileName(fn, file); err == nil {
-					c.File = name
-				}
-			default:
-				c.Parent = int16(f.ByteOrder.Uint16(e[0:]))
-				c.FuncID = e[2]
-				file := int32(f.ByteOrder.Uint32(e[4:]))
-				c.Line = int32(f.ByteOrder.Uint32(e[8:]))
-				nameOff = f.ByteOrder.Uint32(e[12:])
-				c.ParentPC = int32(f.ByteOrder.Uint32(e[16:]))
-				if name, err := f.FileName(fn, file); err == nil {
-					c.File = name
-				}
-			}
-			name, ok := names[nameOff]
-			if !ok {
-				var err error
-				if name, err = cstring(f.names, uint64(nameOff), f.namesWhere()); err != nil {
-					return fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
-				}
-				names[nameOff] = name
-			}
-			c.Name = name
+			return err
 		}
 		trees[key] = tree
 		fn.InlTree = tree
 	}
 	return nil
+}
+
+// inlEntryLayout returns the size of an inline tree entry in the format
+// of the release that built f, and the offset of its nameOff field.
+func (f *File) inlEntryLayout() (size uint64, nameAt int) {
+	switch {
+	case f.newInlLayout():
+		return inlEntrySize, 4
+	case f.inlLayout19():
+		return inlEntrySize19, 12
+	}
+	return inlEntrySizeOld, 12
+}
+
+// inlTreeAddr returns the address of fn's inline tree, the funcdata in
+// the given slot; ok is false when the function has none.
+func (f *File) inlTreeAddr(fn *Func, slot int) (addr uint64, ok bool, err error) {
+	if slot < 0 || len(fn.FuncData) <= slot {
+		return 0, false, nil
+	}
+	ref := fn.FuncData[slot]
+	if f.Magic == Go12Magic || f.Magic == Go116Magic {
+		return ref, ref != 0, nil // absolute pointers
+	}
+	if ref == NoFuncData {
+		return 0, false, nil
+	}
+	if f.GoFuncAddr == 0 {
+		return 0, false, formatErr("funcdata", -1, "%s has an inline tree but go:func.* was not found (no symbol, no moduledata)", fn.Name)
+	}
+	return f.GoFuncAddr + ref, true, nil
+}
+
+// InlTreeAt returns where fn's inline tree lies: its address, the size of
+// one entry and the offset within an entry of its nameOff field (an offset
+// into the funcnametab; before Go 1.16, into the pclntab), in the format of
+// the release that built f. ok is false when fn has no inline tree. The
+// tree has as many entries as the largest value of the function's
+// InlTreeIndex table plus one (len(fn.InlTree) for a varint pclntab).
+func (f *File) InlTreeAt(fn *Func) (addr uint64, entrySize, nameAt int, ok bool, err error) {
+	addr, ok, err = f.inlTreeAddr(fn, f.inlTreeSlot())
+	if !ok || err != nil {
+		return 0, 0, 0, false, err
+	}
+	size, at := f.inlEntryLayout()
+	return addr, int(size), at, true, nil
+}
+
+// InlineTree decodes the first n entries of fn's inline tree, as
+// Func.InlTree holds them for a varint pclntab. It is how the trees of a
+// replace-mode pclntab are read, whose sizes objscan cannot know (they are
+// the largest values of linear InlTreeIndex tables): the caller gives n.
+// It returns nil if fn has no inline tree.
+func (f *File) InlineTree(fn *Func, n int) ([]InlinedCall, error) {
+	if n < 0 || n > maxInlTreeEntries {
+		return nil, fmt.Errorf("objscan: inline tree of %s: %d entries requested", fn.Name, n)
+	}
+	addr, ok, err := f.inlTreeAddr(fn, f.inlTreeSlot())
+	if !ok || err != nil {
+		return nil, err
+	}
+	var win window
+	return f.decodeInlTree(fn, addr, uint64(n), map[uint32]string{}, &win)
+}
+
+// decodeInlTree decodes the n entries of fn's inline tree at addr. names
+// caches the name strings by offset.
+func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, win *window) ([]InlinedCall, error) {
+	size, _ := f.inlEntryLayout()
+	raw, err := f.im.view(win, addr, n*size)
+	if err != nil {
+		return nil, fmt.Errorf("objscan: inline tree of %s (%d entries): %w", fn.Name, n, err)
+	}
+	tree := make([]InlinedCall, n)
+	for j := range tree {
+		e := raw[uint64(j)*size:]
+		c := &tree[j]
+		var nameOff uint32
+		switch {
+		case f.newInlLayout():
+			c.FuncID = e[0]
+			nameOff = f.ByteOrder.Uint32(e[4:])
+			c.ParentPC = int32(f.ByteOrder.Uint32(e[8:]))
+			c.StartLine = int32(f.ByteOrder.Uint32(e[12:]))
+			c.Parent = -2 // unknown: the new layout finds parents through parentPc
+		case f.inlLayout19():
+			c.Parent = int16(int32(f.ByteOrder.Uint32(e[0:])))
+			file := int32(f.ByteOrder.Uint32(e[4:]))
+			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
+			nameOff = f.ByteOrder.Uint32(e[12:])
+			c.ParentPC = -1 // not recorded before go1.12
+			if name, err := f.FileName(fn, file); err == nil {
+				c.File = name
+			}
+		default:
+			c.Parent = int16(f.ByteOrder.Uint16(e[0:]))
+			c.FuncID = e[2]
+			file := int32(f.ByteOrder.Uint32(e[4:]))
+			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
+			nameOff = f.ByteOrder.Uint32(e[12:])
+			c.ParentPC = int32(f.ByteOrder.Uint32(e[16:]))
+			if name, err := f.FileName(fn, file); err == nil {
+				c.File = name
+			}
+		}
+		name, ok := names[nameOff]
+		if !ok {
+			var err error
+			if name, err = cstring(f.names, uint64(nameOff), f.namesWhere()); err != nil {
+				return nil, fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
+			}
+			names[nameOff] = name
+		}
+		c.Name = name
+	}
+	return tree, nil
 }
 
 // inlTreeBudget returns how many inline-tree entries a file may decode in

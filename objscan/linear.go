@@ -81,6 +81,18 @@ const (
 // an offset from the text start, like entryOff). objscan checks that the
 // records are laid out that way.
 //
+// A pclntab converted from the Go 1.2-1.17 layouts (absolute entry PCs and
+// funcdata pointers) has the same layout; its pcHeader's textStart word
+// holds the text start (moduledata.text), and its funcdata are uint32
+// offsets from it: File.GoFuncAddr is File.TextStart. The funcdata, inline
+// trees included, keep the release's format and PCDATA and FUNCDATA ids,
+// which objscan takes from the release the build info names. A table
+// converted from Go 1.2-1.15 has one compilation unit, at cutab offset 0,
+// whose file number i is the old global file table's file i (entry 0 is
+// ^uint32(0)), and its inline trees' name offsets index the new
+// funcnametab. The Go 1.5-1.15 moduledata's pclntable, ftab and filetab
+// slices point at the new pcHeader, functab and cutab.
+//
 // For a replace-mode binary File.Tabs is empty (there are no varint tables)
 // and Func.InlTree is nil: an inline tree's size is the largest value of the
 // function's InlTreeIndex table, which only a linear decoder can find. The

@@ -127,26 +127,49 @@ const MaxModuledataWords = 96
 
 // minModuledataWords is the prefix every Go 1.16+ moduledata shares,
 // pcHeader through etext; a candidate with fewer words before the end of
-// its section is not one.
-const minModuledataWords = 24
+// its section is not one. minOldModuledataWords is the prefix of the Go
+// 1.5-1.15 moduledata: pclntable, ftab and filetab slices, findfunctab,
+// minpc, maxpc, text, etext.
+const (
+	minModuledataWords    = 24
+	minOldModuledataWords = 14
+)
 
 // Moduledata returns the address of the runtime's moduledata for this
-// pclntab and how many of its words objscan read (at least the 24-word
-// prefix, at most MaxModuledataWords, fewer when its section ends
-// earlier). ok is false when there is none: a Go 1.2 layout, or no data
-// word points at the pcHeader followed by the funcnametab.
+// pclntab and how many of its words objscan read (at least the prefix up
+// to etext, at most MaxModuledataWords, fewer when its section ends
+// earlier). ok is false when there is none: no data word points at the
+// pcHeader followed by the funcnametab (Go 1.16+ layout), or at the
+// pclntab followed, three words later, by the functab (the Go 1.5-1.15
+// moduledata, whose first fields are the pclntable, ftab and filetab
+// slices; Go 1.2-1.4 have no moduledata).
 func (f *File) Moduledata() (addr uint64, words int, ok bool) {
 	m := f.findModuledata()
 	if m == nil {
 		return 0, 0, false
 	}
-	return m.addr, minModuledataWords + len(m.words), true
+	return m.addr, m.prefix + len(m.words), true
+}
+
+// ModuleText returns moduledata.text, the address of the first function
+// (runtime.text), for any layout whose moduledata objscan finds. Before
+// Go 1.18 entry PCs are absolute and TextStart is 0; rewrite converts them
+// to offsets from this address.
+func (f *File) ModuleText() (uint64, bool) {
+	m := f.findModuledata()
+	if m == nil {
+		return 0, false
+	}
+	return m.text, true
 }
 
 type moduledata struct {
 	addr        uint64
 	text        uint64
 	findfunctab uint64
+	// prefix is the number of words up to etext: minModuledataWords, or
+	// minOldModuledataWords in the Go 1.5-1.15 layout.
+	prefix int
 	// words holds the moduledata words after etext, up to
 	// MaxModuledataWords in all. Their layout changes
 	// between releases (Go 1.27 added fields before gofunc), so gofunc is
@@ -217,13 +240,13 @@ func (f *File) textAddr(off uint64) uint64 {
 
 // findModuledata finds the runtime's moduledata for this pclntab: the data
 // word that points at the pcHeader, followed by a funcnametab slice that
-// points at the function names.
+// points at the function names (Go 1.16+), or by the pclntable slice's
+// length and capacity and then an ftab slice that points at the functab
+// (Go 1.5-1.15; in a replace-mode rewrite of such a binary, the pclntable
+// and ftab words point at the new pcHeader and functab).
 func (f *File) findModuledata() *moduledata {
 	if f.md != nil {
 		return f.md
-	}
-	if f.Magic == Go12Magic {
-		return nil // moduledata starts differently; not needed before Go 1.16
 	}
 	ps := uint64(f.PtrSize)
 	word := func(b []byte, i uint64) uint64 {
@@ -265,16 +288,21 @@ func (f *File) findModuledata() *moduledata {
 			}
 			at := uint64(off + j)
 			off += j + 1
-			if at%ps != 0 || at+minModuledataWords*ps > uint64(len(data)) {
+			if at%ps != 0 || at+minOldModuledataWords*ps > uint64(len(data)) {
 				continue
 			}
 			md := data[at:]
-			if word(md, 1) != f.PclntabAddr+funcnameOff {
+			m := &moduledata{addr: s.addr + at}
+			switch {
+			case f.Magic != Go12Magic && at+minModuledataWords*ps <= uint64(len(data)) && word(md, 1) == f.PclntabAddr+funcnameOff:
+				m.prefix, m.findfunctab, m.text = minModuledataWords, word(md, 19), word(md, 22)
+			case (f.Magic == Go12Magic || f.Linear != nil) && f.ftabOff != 0 && word(md, 3) == f.PclntabAddr+f.ftabOff && word(md, 1) == word(md, 2):
+				m.prefix, m.findfunctab, m.text = minOldModuledataWords, word(md, 9), word(md, 12)
+			default:
 				continue
 			}
 			n := min(MaxModuledataWords, (uint64(len(data))-at)/ps)
-			m := &moduledata{addr: s.addr + at, findfunctab: word(md, 19), text: word(md, 22)}
-			for i := uint64(minModuledataWords); i < n; i++ {
+			for i := uint64(m.prefix); i < n; i++ {
 				m.words = append(m.words, word(md, i))
 			}
 			m.textsects = f.findTextSects(m)
@@ -289,8 +317,16 @@ func (f *File) findModuledata() *moduledata {
 // offsets are relative to. It tries the moduledata words that point into the
 // image, then the symbols, and keeps the first address under which the inline
 // trees of a sample of functions decode to real names and parent PCs.
+//
+// A replace-mode pclntab made from a Go 1.2-1.17 layout, whose funcdata
+// were absolute pointers, holds them as offsets from the text start
+// (rewrite-binary converts them; see linear.go): GoFuncAddr is TextStart.
 func (f *File) resolveGoFunc() {
 	if f.Magic != Go118Magic && f.Magic != Go120Magic {
+		return
+	}
+	if rm := f.releaseMagic(); rm == Go12Magic || rm == Go116Magic {
+		f.GoFuncAddr = f.TextStart
 		return
 	}
 	var cands []uint64
@@ -321,22 +357,32 @@ func (f *File) resolveGoFunc() {
 func (f *File) validGoFunc(base uint64) bool {
 	size := uint64(inlEntrySizeOld)
 	nameAt, pcAt := 12, 16
-	if f.newInlLayout() {
+	switch {
+	case f.newInlLayout():
 		size, nameAt, pcAt = inlEntrySize, 4, 8
+	case f.inlLayout19():
+		size, pcAt = inlEntrySize19, -1 // no parent PC
+	}
+	slot, idx := f.inlTreeSlot(), f.inlIndex()
+	if slot < 0 || idx < 0 {
+		return false
 	}
 	checked := 0
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
-		if len(fn.FuncData) <= FuncDataInlTree || fn.FuncData[FuncDataInlTree] == NoFuncData ||
-			len(fn.PCData) <= PCDataInlTreeIdx || fn.PCData[PCDataInlTreeIdx] == 0 {
+		if len(fn.FuncData) <= slot || fn.FuncData[slot] == NoFuncData ||
+			len(fn.PCData) <= idx || fn.PCData[idx] == 0 {
 			continue
 		}
-		e, err := f.im.readAddr(base+fn.FuncData[FuncDataInlTree], size)
+		e, err := f.im.readAddr(base+fn.FuncData[slot], size)
 		if err != nil {
 			return false
 		}
 		nameOff := uint64(f.ByteOrder.Uint32(e[nameAt:]))
-		parentPC := uint64(f.ByteOrder.Uint32(e[pcAt:]))
+		parentPC := uint64(0)
+		if pcAt >= 0 {
+			parentPC = uint64(f.ByteOrder.Uint32(e[pcAt:]))
+		}
 		if nameOff >= uint64(len(f.names)) || (nameOff > 0 && f.names[nameOff-1] != 0) || parentPC >= max(fn.Size, fn.End-fn.Entry) {
 			return false
 		}

@@ -89,7 +89,7 @@ type File struct {
 	PclntabSource string // how the pclntab was found: "section .gopclntab", "symbols", "magic scan"
 	TextStart     uint64 // text base that entry offsets are relative to (Go 1.18+); 0 before
 	TextSource    string // how TextStart was derived: "runtime.text symbol", "moduledata", ...
-	GoFuncAddr    uint64 // address of go:func.* (Go 1.18+), 0 if unknown
+	GoFuncAddr    uint64 // address of go:func.* (Go 1.18+), which funcdata offsets are relative to (the text start in a replace-mode pclntab converted from Go 1.2-1.17); 0 if unknown
 
 	Sizes Sizes
 	Funcs []Func  // functions in functab order (sorted by entry)
@@ -102,6 +102,7 @@ type File struct {
 	pctab       []byte // the pctab: table offsets index this slice
 	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
 	namesOff    uint64 // offset of names in pcln
+	ftabOff     uint64 // offset of the functab in pcln
 	cutab       []byte
 	filetab     []byte
 	im          *image
@@ -205,9 +206,10 @@ func (k TableKind) String() string {
 //	go1.9–go1.12   0 StackMapIndex, 1 InlTreeIndex, 2 RegMapIndex
 //	go1.13–go1.15  0 RegMapIndex, 1 StackMapIndex, 2 InlTreeIndex
 //
-// A go1.2-layout binary of unknown version is named as go1.13–go1.15.
+// A go1.2-layout binary of unknown version is named as go1.13–go1.15. A
+// replace-mode pclntab keeps the names of the release that built it.
 func (f *File) KindName(k TableKind) string {
-	if f.Magic != Go12Magic || k < KindPCData {
+	if f.releaseMagic() != Go12Magic || k < KindPCData {
 		return k.String()
 	}
 	var names []string
@@ -316,6 +318,12 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 	}
 	return f, nil
 }
+
+// GoMinor returns the minor version of the release that built f
+// (GoVersion "go1.15.15" gives 15), or -1 if GoVersion names none. Parts
+// of the pclntab and funcdata formats depend on it before Go 1.16, and a
+// replace-mode pclntab keeps the release's funcdata format.
+func (f *File) GoMinor() int { return goMinor(f.GoVersion) }
 
 // goMinor returns the minor version of a "go1.N..." version string, or -1.
 func goMinor(v string) int {

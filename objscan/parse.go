@@ -178,6 +178,7 @@ func (f *File) parse() error {
 		f.Sizes.FileTab = int64(pctabOff - filetabOff)
 		f.Sizes.PCTab = int64(pclnOff - pctabOff)
 	}
+	f.ftabOff = funcTabOff
 	if f.Magic == Go118Magic || f.Magic == Go120Magic {
 		if err := f.textBase(hdrText); err != nil {
 			return err

@@ -30,8 +30,12 @@ const maxExamples = 20
 // orig may be nil; if given, Check also requires the two pclntabs to be
 // identical. A replace-mode binary needs orig, the binary it was made from;
 // Check then also compares the parts of the pclntab that were copied (names,
-// CU and file tables, funcdata, findfunctab) and what objscan derives from
-// the moduledata (text start, go:func.* address, funcdata size).
+// CU and file tables, funcdata, findfunctab), what objscan derives from
+// the moduledata (text start, go:func.* address, funcdata size), and every
+// inline tree. For a pclntab converted from a Go 1.2-1.17 layout, whose
+// entries and funcdata became offsets from moduledata.text, it compares
+// each funcdata offset with the original pointer and, for Go 1.2-1.15,
+// whose name and file tables were rebuilt, every file name.
 //
 // Mismatches are counted in the result; an error means the check could not
 // run. workers <= 0 means GOMAXPROCS.
@@ -221,13 +225,26 @@ func slotName(j int) string {
 // table, and each function's length.
 func checkFuncs(rw, src *objscan.File, want *linearTables, fail func(string, ...any)) {
 	l := rw.Linear
+	converted := l.Mode == "replace" && isConverted(src)
 	for i := range src.Funcs {
 		a, b := &rw.Funcs[i], &src.Funcs[i]
+		sameFD := reflect.DeepEqual(a.FuncData, b.FuncData)
+		if converted {
+			sameFD = sameConvertedFuncData(a.FuncData, b.FuncData, rw.GoFuncAddr)
+		}
 		if a.Name != b.Name || a.Entry != b.Entry || a.End != b.End || a.Args != b.Args || a.Deferreturn != b.Deferreturn ||
 			a.FuncID != b.FuncID || a.Flag != b.Flag || a.StartLine != b.StartLine || a.CUOffset != b.CUOffset ||
-			!reflect.DeepEqual(a.FuncData, b.FuncData) || len(a.PCData) != len(b.PCData) {
+			!sameFD || len(a.PCData) != len(b.PCData) {
 			fail("function %d (%s): _func fields differ from the original's (%s)", i, a.Name, b.Name)
 			continue
+		}
+		if l.Mode == "replace" && b.InlTree != nil {
+			// The trees stay in the funcdata; a converted Go 1.2-1.15
+			// binary's have new name offsets.
+			tree, err := rw.InlineTree(a, len(b.InlTree))
+			if err != nil || !reflect.DeepEqual(tree, b.InlTree) {
+				fail("function %s: inline tree differs from the original's (%v)", a.Name, err)
+			}
 		}
 		if a.Size != uint64(want.funcLen[i])*uint64(src.PCQuantum) || l.Funcs[i].Len != want.funcLen[i] {
 			fail("function %s: length %d units (%d bytes), want %d (%d bytes)", a.Name, l.Funcs[i].Len, a.Size, want.funcLen[i], b.Size)
@@ -255,6 +272,10 @@ func checkPclntab(rw, orig *objscan.File, fail func(string, ...any)) {
 		if !bytes.Equal(rw.Pclntab(), orig.Pclntab()) || rw.PclntabAddr != orig.PclntabAddr {
 			fail("the varint pclntab differs from the original's")
 		}
+		return
+	}
+	if isConverted(orig) {
+		checkConverted(rw, orig, fail)
 		return
 	}
 	if rw.TextStart != orig.TextStart || rw.TextSource != orig.TextSource {
@@ -360,4 +381,77 @@ func equalOutside(a, b []byte, base uint64, ea, eb *elfFile) bool {
 		}
 	}
 	return true
+}
+
+// isConverted reports whether replace mode converts f's pclntab layout
+// (Go 1.2-1.17) rather than copying its records.
+func isConverted(f *objscan.File) bool {
+	return f.Magic == objscan.Go12Magic || f.Magic == objscan.Go116Magic
+}
+
+// sameConvertedFuncData reports whether the funcdata offsets rw, relative
+// to base, are the absolute funcdata pointers orig (nil: NoFuncData).
+func sameConvertedFuncData(rw, orig []uint64, base uint64) bool {
+	if len(rw) != len(orig) {
+		return false
+	}
+	for i, p := range orig {
+		if p == 0 && rw[i] != objscan.NoFuncData || p != 0 && (rw[i] == objscan.NoFuncData || base+rw[i] != p) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkConverted compares what a conversion from a Go 1.2-1.17 pclntab
+// kept: the text start (moduledata.text, found in the updated moduledata)
+// that entries and funcdata are now relative to, and the file names (the
+// function names, entries and funcdata are compared per function).
+func checkConverted(rw, orig *objscan.File, fail func(string, ...any)) {
+	text, ok := orig.ModuleText()
+	if !ok {
+		fail("the original's moduledata was not found")
+		return
+	}
+	if rw.TextStart != text || rw.TextSource != "moduledata.text" || rw.GoFuncAddr != text {
+		fail("text start %#x (from %s) and funcdata base %#x, want the original's moduledata.text %#x: moduledata not found or not updated", rw.TextStart, rw.TextSource, rw.GoFuncAddr, text)
+	}
+	if rw.Sizes.FuncData != orig.Sizes.FuncData {
+		fail("funcdata size %d, the original's is %d", rw.Sizes.FuncData, orig.Sizes.FuncData)
+	}
+	if orig.Magic == objscan.Go116Magic {
+		// The names, CU and file tables are copied.
+		if rw.Sizes.FuncNameTab != orig.Sizes.FuncNameTab || rw.Sizes.CUTab != orig.Sizes.CUTab || rw.Sizes.FileTab != orig.Sizes.FileTab || rw.Files != orig.Files {
+			fail("pclntab part sizes differ: rewritten %+v, original %+v", rw.Sizes, orig.Sizes)
+			return
+		}
+		rh := pclnHeaderOf(rw)
+		ps := uint64(orig.PtrSize)
+		op := orig.Pclntab()
+		w := func(off uint64) uint64 {
+			if ps == 4 {
+				return uint64(orig.ByteOrder.Uint32(op[off:]))
+			}
+			return orig.ByteOrder.Uint64(op[off:])
+		}
+		oStart, oEnd := w(8+2*ps), w(8+5*ps) // funcnameOffset, pctabOffset
+		rp := rw.Pclntab()
+		if rh.pctabOff-rh.funcnameOff != oEnd-oStart || !bytes.Equal(rp[rh.funcnameOff:rh.pctabOff], op[oStart:oEnd]) {
+			fail("function names, CU or file tables differ from the original's")
+		}
+		return
+	}
+	// Go 1.2-1.15: one compilation unit maps file number i to file i.
+	if rw.Files != max(orig.Files-1, 0) {
+		fail("%d files, the original's file table has %d entries (want one fewer: entry 0 held its size)", rw.Files, orig.Files)
+		return
+	}
+	cu := &objscan.Func{Name: "the one compilation unit"}
+	for i := 1; i < orig.Files; i++ {
+		a, errA := rw.FileName(cu, int32(i))
+		b, errB := orig.FileName(cu, int32(i))
+		if errA != nil || errB != nil || a != b {
+			fail("file %d is %q (%v), the original's is %q (%v)", i, a, errA, b, errB)
+		}
+	}
 }

@@ -16,6 +16,22 @@
 // and file tables, the funcdata (go:func.*) and findfunctab are copied
 // unchanged. The format is specified in objscan's linear.go, which reads it.
 //
+// The format is Go 1.20's pclntab layout, so older layouts are converted:
+// Go 1.18-1.19 records get Go 1.20's startLine field (0). Go 1.2-1.17
+// records, which hold absolute entry PCs and funcdata pointers, get entry
+// offsets and uint32 funcdata offsets from moduledata.text (which the
+// pcHeader's textStart word also holds; absent funcdata become
+// objscan.NoFuncData), and the ftab's pointer pairs become uint32 pairs.
+// A Go 1.16-1.17 table's names, CU and file tables are copied; a Go
+// 1.2-1.15 table, which has neither, gets a funcnametab, a filetab and one
+// compilation unit that maps file number i to file i, so pcfile values and
+// inline trees name the same files, and the inline trees, which stay in
+// the release's format outside the pclntab, get their name offsets
+// rewritten to index the new funcnametab (see convertPclntab). The Go
+// 1.5-1.15 moduledata, whose first words are the pclntable, ftab and
+// filetab slices, is updated to point at the new table, functab and
+// cutab.
+//
 // Because the new pclntab is larger and code addresses must not change,
 // the new table gets a new address above every other segment, and the old
 // table's bytes leave the file (what follows them moves back), so the file
@@ -43,8 +59,12 @@
 // typelinks and itablinks when they move) and the lengths of its pctab and
 // pclntable slices are updated, and so are the symbols defined in the
 // moved bytes. DWARF is not updated (it does not describe the pclntab).
-// Replace mode needs the Go 1.18+ pclntab layout; a layout it cannot
-// rewrite gets an error that says why.
+// Converting a Go 1.2-1.17 pclntab needs its moduledata (Go 1.5 and
+// later) and a table without dynamic relocations (not a PIE's
+// .data.rel.ro.gopclntab, not a PE file's, whose base relocations fix up
+// its absolute pointers); the .shstrtab that Go 1.2-1.7 linkers put after
+// .gopclntab in its segment moves to the end of the file. A layout replace
+// mode cannot rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,
 // objscan.LinearSection, holding a header, every function's length, an

@@ -2,17 +2,35 @@ package rewrite
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
+	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/objscan"
 )
 
 // FuzzRewrite runs the ELF reader and both modes on arbitrary bytes (seeded
 // with synthetic ELF binaries of every pclntab layout, in
-// testdata/fuzz/FuzzRewrite): nothing may panic, and whatever a mode
-// writes must be ELF that objscan opens and Check passes.
+// testdata/fuzz/FuzzRewrite, and with stripped builds by Go 1.15 and Go
+// 1.16, whose pclntabs replace mode converts, when their toolchains are
+// in the module cache): nothing may panic, and whatever a mode writes must
+// be ELF that objscan opens and Check passes.
 func FuzzRewrite(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
+	for _, tc := range []string{"go1.15.15", "go1.16.15"} {
+		// Compile, not Build: a missing toolchain leaves the seed out
+		// rather than skipping the target.
+		path, err := testbuild.Compile(f.Context(), testbuild.Config{Archive: "features", Toolchain: tc, Ldflags: "-s -w"})
+		if err != nil {
+			f.Logf("no %s seed: %v", tc, err)
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := parseELF(data)
 		if err != nil {

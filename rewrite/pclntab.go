@@ -77,6 +77,18 @@ type newPclntab struct {
 	oldFuncTab, newFuncTab int64
 	newTailPad             int64 // padding added after the functab to keep the funcdata's alignment
 	oldTail                int64 // go:func.* and findfunctab (and the old padding before them): copied unchanged
+
+	// A pclntab converted from a Go 1.2-1.17 layout (convertPclntab):
+	// the old layout's name, its names-and-files part, the start of its
+	// old pctab and functab, the moduledata slice lengths it changes (by
+	// offset in the old pclntab), and the inline tree name offsets to
+	// rewrite outside the pclntab.
+	converted                      string
+	oldFtab, newFtab, newRecords   int64 // the ftab, and the records as they would be without the length field
+	oldNames, newNames             int64
+	oldPCTabStart, oldFuncTabStart uint64
+	lenFixOff                      map[uint64][2]uint64
+	inlPatches                     []inlPatch
 }
 
 // buildPclntab builds the replace-mode pclntab of f (see objscan's
@@ -91,9 +103,13 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	// The Go 1.18-1.19 layout differs from Go 1.20's only in the _func
 	// record, which lacks startLine: its records are written in the Go 1.20
 	// layout with startLine 0 (objscan's linear layout is Go 1.20's). Older
-	// layouts keep absolute entry PCs and funcdata pointers.
-	if f.Magic != objscan.Go120Magic && f.Magic != objscan.Go118Magic {
-		return nil, fmt.Errorf("replace mode needs the Go 1.18+ pclntab layout (magic %#x or %#x); this binary's is %s (magic %#x), whose _func records hold absolute entry PCs and funcdata pointers", objscan.Go118Magic, objscan.Go120Magic, f.Version, f.Magic)
+	// layouts, with absolute entry PCs and funcdata pointers, are converted.
+	switch f.Magic {
+	case objscan.Go12Magic, objscan.Go116Magic:
+		return convertPclntab(f, lt)
+	case objscan.Go120Magic, objscan.Go118Magic:
+	default:
+		return nil, fmt.Errorf("replace mode reads the Go 1.2+ pclntab layouts (magics %#x, %#x, %#x, %#x); this binary's magic is %#x", objscan.Go12Magic, objscan.Go116Magic, objscan.Go118Magic, objscan.Go120Magic, f.Magic)
 	}
 	startLine := f.Magic == objscan.Go120Magic // the records have a startLine field
 	old := f.Pclntab()[:pclntabLen(f)]

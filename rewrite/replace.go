@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/pctab/pctab/objscan"
 )
@@ -34,6 +35,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
+	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" {
+		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE and shared builds to relocate its absolute entry PCs and funcdata pointers at load time; replace mode would have to rewrite those dynamic relocations")
+	}
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
 		return nil, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s)", f.PclntabSource)
 	}
@@ -72,9 +76,21 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	for _, i := range group {
 		inGroup[i] = true
 	}
+	// Non-allocated sections in the segment's file bytes after .gopclntab
+	// (Go 1.2-1.7 linkers put .shstrtab there) are not loaded: they move to
+	// the end of the file.
+	var stow []int
+	var stowOld uint64
 	for i := range e.sects {
 		s := &e.sects[i]
-		if inGroup[i] || s.nobits() || s.Size == 0 || i == 0 {
+		if i != 0 && !inGroup[i] && !s.alloc() && !s.nobits() && s.Size > 0 && s.Off >= P.Off+P.Size && s.fileEnd() <= oldGroupEnd {
+			stow = append(stow, i)
+			stowOld += s.Size
+		}
+	}
+	for i := range e.sects {
+		s := &e.sects[i]
+		if inGroup[i] || s.nobits() || s.Size == 0 || i == 0 || slices.Contains(stow, i) {
 			continue
 		}
 		if s.Off < oldGroupEnd && s.fileEnd() > P.Off {
@@ -273,6 +289,14 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 			}
 		}
 	}
+	stowAt := uint64(len(out))
+	for _, i := range stow {
+		s := &e.sects[i]
+		b := e.data[s.Off:s.fileEnd()]
+		out = appendZeros(out, alignUp(uint64(len(out)), max(s.Addralign, 1)))
+		s.Off = uint64(len(out))
+		out = append(out, b...)
+	}
 	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
 	before := uint64(len(out))
 	shoff, err := e.placeTables(before)
@@ -297,6 +321,10 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
+	inlNote, err := patchInlTrees(np, f.ByteOrder, addrMap, elfOutAt(e, out))
+	if err != nil {
+		return nil, err
+	}
 	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr)
 	if err != nil {
 		return nil, err
@@ -316,9 +344,13 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		phPart = gOff + (phAt - gAddr) + phSize - (mv[len(mv)-1].newOff + mv[len(mv)-1].newSize)
 	}
 	res.Parts = append(pclnParts(f, lt, np, tailAlign),
-		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
+		Part{Name: "sections moved with .gopclntab (alignment)", Old: int64(oldGroupSize - P.Size - stowOld), New: int64(gEnd-gOff) - int64(len(np.data)) - int64(phPart)},
 		Part{Name: "segment alignment", Old: int64(X - oldGroupEnd), New: int64(X) + D - int64(gEnd), Note: fmt.Sprintf("later segments keep their offsets modulo %#x", A)},
 	)
+	if len(stow) > 0 {
+		res.Parts = append(res.Parts, Part{Name: "non-allocated sections after .gopclntab in its segment", Old: int64(stowOld), New: int64(before - stowAt),
+			Note: fmt.Sprintf("%s, moved to the end of the file (alignment included)", groupNames(e, stow))})
+	}
 	if phAt != 0 {
 		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
 			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
@@ -328,7 +360,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),
 		mdNote, symNote)
-	for _, n := range []string{relNote, dynNote, ehNote} {
+	for _, n := range []string{inlNote, relNote, dynNote, ehNote} {
 		if n != "" {
 			res.Notes = append(res.Notes, n)
 		}
@@ -416,12 +448,22 @@ func pclnHeaderOf(f *objscan.File) pclnHeader {
 }
 
 // lenFixes maps the old address of a slice's data in the pclntab to the
-// slice's old and new lengths.
+// size of the part it covers, old and new. A moduledata slice there whose
+// length equals its capacity and is at most the old size (the Go 1.16
+// linker records a symbol's size, before the padding that aligns the next
+// part) gets the new size.
 type lenFixes map[uint64][2]uint64
 
 // pclnLenFix returns the moduledata slice lengths replace mode changes: the
 // pctab's and the pclntable's (the functab), keyed by their old addresses.
 func pclnLenFix(f *objscan.File, np *newPclntab) lenFixes {
+	if np.converted != "" {
+		fix := lenFixes{}
+		for off, v := range np.lenFixOff {
+			fix[f.PclntabAddr+off] = v
+		}
+		return fix
+	}
 	ps := uint64(f.PtrSize)
 	h := pclnHeaderOf(f)
 	return lenFixes{
@@ -434,6 +476,9 @@ func pclnLenFix(f *objscan.File, np *newPclntab) lenFixes {
 // buildPclntab re-encoded: they add up to len(np.data) minus the old
 // table's size.
 func pclnParts(f *objscan.File, lt *linearTables, np *newPclntab, tailAlign uint64) []Part {
+	if np.converted != "" {
+		return convertParts(f, lt, np)
+	}
 	ps := uint64(f.PtrSize)
 	return []Part{
 		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
@@ -447,7 +492,13 @@ func pclnParts(f *objscan.File, lt *linearTables, np *newPclntab, tailAlign uint
 // pclntab in out, an ELF file described by e (see patchModuledataIn). It
 // also returns the moduledata words it changed: old address -> new value.
 func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenFixes, oldPcln uint64) (string, map[uint64]uint64, error) {
-	return patchModuledataIn(f, m, lenFix, func(addr, size uint64) ([]byte, string) {
+	return patchModuledataIn(f, m, lenFix, elfOutAt(e, out))
+}
+
+// elfOutAt returns a function that finds the bytes of out, an ELF file
+// described by e, at an (output) address, as patchModuledataIn's at.
+func elfOutAt(e *elfFile, out []byte) func(addr, size uint64) ([]byte, string) {
+	return func(addr, size uint64) ([]byte, string) {
 		for i := range e.sects {
 			s := &e.sects[i]
 			if s.nobits() || !s.alloc() || addr < s.Addr || addr-s.Addr >= s.Size {
@@ -459,7 +510,30 @@ func fixModuledata(e *elfFile, f *objscan.File, out []byte, m remap, lenFix lenF
 			return out[s.Off+(addr-s.Addr) : s.Off+(addr-s.Addr)+size], "section " + s.Name
 		}
 		return nil, ""
-	})
+	}
+}
+
+// patchInlTrees writes the inline tree name offsets of a converted Go
+// 1.2-1.15 pclntab (newPclntab.inlPatches); at finds output bytes by
+// address, and m maps moved addresses (a tree must not lie in them).
+func patchInlTrees(np *newPclntab, o binary.ByteOrder, m remap, at func(addr, size uint64) ([]byte, string)) (string, error) {
+	if len(np.inlPatches) == 0 {
+		return "", nil
+	}
+	for _, p := range np.inlPatches {
+		if _, in, _ := m.addr(p.addr); in {
+			return "", fmt.Errorf("inline tree entry at %#x lies in a part replace mode moves", p.addr)
+		}
+		b, sect := at(p.addr, 4)
+		if b == nil {
+			if sect == "" {
+				sect = "no section"
+			}
+			return "", fmt.Errorf("inline tree entry at %#x: %s holds its name offset", p.addr, sect)
+		}
+		o.PutUint32(b, p.val)
+	}
+	return fmt.Sprintf("inline trees: %d name offsets rewritten to index the new funcnametab", len(np.inlPatches)), nil
 }
 
 // patchModuledataIn updates the moduledata that objscan found for the old
@@ -532,7 +606,7 @@ func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFi
 	ptrs := map[uint64]uint64{}
 	for i := uint64(0); i < n; i++ {
 		v := word(i)
-		if i >= 20 && v == oldPcln {
+		if i > 0 && v == oldPcln {
 			continue // an end pointer of what precedes the pclntab (etypes, say), not the pcHeader
 		}
 		nv, in, err := m.addr(v)
@@ -544,7 +618,7 @@ func patchModuledata(md []byte, n, ps uint64, o binary.ByteOrder, m remap, lenFi
 		}
 		put(i, nv)
 		ptrs[i] = nv
-		if fix, ok := lenFix[v]; ok && i+2 < n && word(i+1) == fix[0] && word(i+2) == fix[0] {
+		if fix, ok := lenFix[v]; ok && i+2 < n && word(i+1) == word(i+2) && word(i+1) > 0 && word(i+1) <= fix[0] {
 			put(i+1, fix[1])
 			put(i+2, fix[1])
 			i += 2

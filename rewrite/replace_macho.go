@@ -303,7 +303,7 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 		symNote = fmt.Sprintf("%d symbols of __gopclntab moved, section numbers after it renumbered", n)
 	}
 	// The moduledata keeps its address; find its bytes in the output.
-	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
+	mdAt := func(addr, size uint64) ([]byte, string) {
 		for _, s := range mf.Sections {
 			if s.Offset == 0 || addr < s.Addr || addr-s.Addr >= s.Size || s.Seg == T.name && s.Name == "__gopclntab" {
 				continue
@@ -315,7 +315,12 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 			return out[off : off+size], "section " + s.Seg + "," + s.Name
 		}
 		return nil, ""
-	})
+	}
+	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), mdAt)
+	if err != nil {
+		return nil, err
+	}
+	inlNote, err := patchInlTrees(np, f.ByteOrder, m, mdAt)
 	if err != nil {
 		return nil, err
 	}
@@ -359,6 +364,9 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 		fmt.Sprintf("new segment %s with section __gopclntab at address %#x, file offset %#x, %d bytes; %s keeps %#x bytes", MachOPclntabSegment, newAddr, newOff, newSize, T.name, cut-T.fileoff),
 		fmt.Sprintf("file contents from %#x moved by %+d bytes, from %#x by %+d; segments from %s on moved up %#x bytes in memory", textEnd, d1, X, d2, W.name, vmShift),
 		mdNote, symNote)
+	if inlNote != "" {
+		res.Notes = append(res.Notes, inlNote)
+	}
 	if sigSize > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("ad-hoc code signature rebuilt: %d bytes at %#x", sigNew, alignUp(uint64(int64(end)+d2), 16)))
 	}

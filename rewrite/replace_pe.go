@@ -249,7 +249,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		return nil, err
 	}
 	// Moduledata.
-	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), func(addr, size uint64) ([]byte, string) {
+	mdAt := func(addr, size uint64) ([]byte, string) {
 		if addr < imageBase {
 			return nil, ""
 		}
@@ -266,7 +266,12 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 			return out[o : o+size], "section " + cstring(s.name[:])
 		}
 		return nil, ""
-	})
+	}
+	mdNote, _, err := patchModuledataIn(f, m, pclnLenFix(f, np), mdAt)
+	if err != nil {
+		return nil, err
+	}
+	inlNote, err := patchInlTrees(np, f.ByteOrder, m, mdAt)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +290,9 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		fmt.Sprintf("new section %s at RVA %#x, file offset %#x, %d bytes; %s keeps %#x bytes of raw data", PEPclntabSection, n.va, n.rawOff, newSize, sName, head.rawSize),
 		fmt.Sprintf("file contents from %#x moved by %+d bytes; SizeOfImage and NumberOfSections updated", sEnd, d),
 		mdNote, symNote)
+	if inlNote != "" {
+		res.Notes = append(res.Notes, inlNote)
+	}
 	if hasTail {
 		res.Notes = append(res.Notes, fmt.Sprintf("new section %s at RVA %#x (its old address) with the %#x bytes of %s after the table", tailName(sName), tailVA, tail.rawSize, sName))
 	}

@@ -92,10 +92,12 @@ type Result struct {
 }
 
 // Rewrite rewrites the Go binary whose bytes are data and returns the new
-// file's bytes. Replace mode needs the Go 1.18+ pclntab layout in an ELF
-// executable (PIE or not, internally or externally linked), a 64-bit
-// little-endian Mach-O file or a PE file; append mode works on any ELF Go
-// binary objscan reads, and on 64-bit little-endian Mach-O and on PE files.
+// file's bytes. Replace mode needs an ELF executable (PIE or not,
+// internally or externally linked), a 64-bit little-endian Mach-O file or a
+// PE file, by Go 1.5 or later (Go 1.2-1.17 layouts are converted to Go
+// 1.20's; their PIEs and PE files, whose tables the loader relocates, are
+// refused); append mode works on any ELF Go binary objscan reads, and on
+// 64-bit little-endian Mach-O and on PE files.
 func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode == "" {
 		opt.Mode = Replace

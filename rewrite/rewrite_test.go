@@ -37,6 +37,15 @@ var targets = []struct {
 	// converts to Go 1.20's.
 	{"linux-amd64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.18.10"}},
 	{"linux-arm64-go1.18", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.18.10"}},
+	// The Go 1.16-1.17 and Go 1.2-1.15 layouts, with absolute entry PCs
+	// and funcdata pointers, which replace mode converts (convert.go).
+	{"linux-amd64-go1.17", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.17.13"}},
+	{"linux-amd64-go1.16", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.16.15"}},
+	{"linux-amd64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.15.15"}},
+	{"linux-386-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "386", Toolchain: "go1.15.15"}},
+	{"linux-arm64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.15.15"}},
+	{"linux-s390x-go1.16", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "s390x", Toolchain: "go1.16.15"}},
+	{"linux-ppc64-go1.15", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "ppc64", Toolchain: "go1.15.15"}},
 }
 
 // runBinary runs bin, built for cfg, and returns its output and error;
@@ -141,17 +150,71 @@ func TestRewriteTargets(t *testing.T) {
 						if res.NewPclntab != int64(len(f.Pclntab())) {
 							t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
 						}
-						// A stock runtime must refuse the table.
+						// A stock runtime must refuse the table (before Go
+						// 1.18 it prints the header's first bytes).
 						if canRun {
 							got, err, _ := runBinary(t, tg.cfg, out)
-							if err == nil || !strings.Contains(err.Error(), "magic= 0xffffffe1") {
+							if err == nil || !strings.Contains(err.Error(), "0xffffffe1") || !strings.Contains(err.Error(), "invalid function symbol table") {
 								t.Errorf("the replace-mode binary ran: %q, %v", got, err)
 							}
+						}
+						if orig.Magic == objscan.Go12Magic || orig.Magic == objscan.Go116Magic {
+							checkConvertedFile(t, f, orig)
 						}
 					}
 				})
 			}
 		})
+	}
+}
+
+// checkConvertedFile checks what a replace-mode conversion of a Go 1.2-1.17
+// pclntab must give besides what Check compares: the release's version and
+// PCDATA names, the text start in the pcHeader's textStart word, funcdata
+// offsets from it, and inline trees in the release's format.
+func checkConvertedFile(t *testing.T, f, orig *objscan.File) {
+	t.Helper()
+	text, ok := orig.ModuleText()
+	if !ok || f.TextStart != text || f.TextSource != "moduledata.text" || f.GoFuncAddr != text {
+		t.Errorf("text %#x (%s), funcdata base %#x; the original's moduledata.text is %#x (%v)", f.TextStart, f.TextSource, f.GoFuncAddr, text, ok)
+	}
+	if f.GoVersion != orig.GoVersion || f.Version != "go1.20-linear" {
+		t.Errorf("version %s, layout %s; the original is %s", f.GoVersion, f.Version, orig.GoVersion)
+	}
+	for k := objscan.KindPCData; k < objscan.NumNamedKinds; k++ {
+		if f.KindName(k) != orig.KindName(k) {
+			t.Errorf("PCDATA kind %d is %s, the original's %s", k, f.KindName(k), orig.KindName(k))
+		}
+	}
+	ps := f.PtrSize
+	hdrText := uint64(f.ByteOrder.Uint32(f.Pclntab()[8+2*ps:]))
+	if ps == 8 {
+		hdrText = f.ByteOrder.Uint64(f.Pclntab()[8+2*ps:])
+	}
+	if hdrText != text {
+		t.Errorf("pcHeader textStart %#x, want %#x", hdrText, text)
+	}
+	trees, absent := 0, 0
+	for i := range orig.Funcs {
+		a, b := &f.Funcs[i], &orig.Funcs[i]
+		for j, p := range b.FuncData {
+			if p == 0 {
+				absent++
+				if a.FuncData[j] != objscan.NoFuncData {
+					t.Fatalf("%s: nil funcdata %d is %#x, want NoFuncData", a.Name, j, a.FuncData[j])
+				}
+			}
+		}
+		if b.InlTree != nil {
+			tree, err := f.InlineTree(a, len(b.InlTree))
+			if err != nil || !slices.Equal(tree, b.InlTree) {
+				t.Fatalf("%s: inline tree %+v (%v), the original's %+v", a.Name, tree, err, b.InlTree)
+			}
+			trees++
+		}
+	}
+	if trees == 0 || absent == 0 {
+		t.Errorf("%d inline trees and %d nil funcdata compared: the test binary no longer has both", trees, absent)
 	}
 }
 
@@ -341,7 +404,12 @@ func TestUnsupported(t *testing.T) {
 		mode Mode
 		want string
 	}{
-		{"go1.16 layout", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.16.15"}, Replace, "needs the Go 1.18+ pclntab layout"},
+		{"go1.16 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.16.15"}, Replace, "a base relocation (type 10) at RVA"},
+		{"go1.15 layout, Mach-O", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "amd64", Toolchain: "go1.15.15"}, Replace, "section __gosymtab follows __gopclntab in segment __TEXT"},
+		{"go1.16 layout, Mach-O arm64", testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Toolchain: "go1.16.15"}, Replace, "segment __DATA_CONST"},
+		{"go1.4, no moduledata", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.4.3"}, Replace, "no moduledata points at the go1.2 pclntab"},
+		{"go1.10, stripped", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.10.8", Ldflags: "-s -w"}, Replace, "the release that wrote the go1.2 pclntab is unknown"},
+		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -728,8 +796,10 @@ func TestReplaceMachOPE(t *testing.T) {
 	for _, cfg := range append(slices.Clone(machoPETargets),
 		testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"},
 		testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "arm64", Ldflags: "-s -w"},
+		// The Go 1.16 layout, converted.
+		testbuild.Config{Archive: "features", GOOS: "darwin", GOARCH: "amd64", Toolchain: "go1.16.15"},
 	) {
-		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""], func(t *testing.T) {
+		t.Run(cfg.GOOS+"-"+cfg.GOARCH+map[bool]string{true: "-stripped"}[cfg.Ldflags != ""]+map[bool]string{true: "-" + cfg.Toolchain}[cfg.Toolchain != ""], func(t *testing.T) {
 			t.Parallel()
 			in := testbuild.Build(t, cfg)
 			data, err := os.ReadFile(in)
@@ -757,6 +827,9 @@ func TestReplaceMachOPE(t *testing.T) {
 			}
 			if res.NewPclntab != int64(len(f.Pclntab())) {
 				t.Errorf("new pclntab: result says %d bytes, objscan reads %d", res.NewPclntab, len(f.Pclntab()))
+			}
+			if orig.Magic == objscan.Go12Magic || orig.Magic == objscan.Go116Magic {
+				checkConvertedFile(t, f, orig)
 			}
 			// The old table is gone: the file shrank by at least its size
 			// before the new one was added.
@@ -1018,6 +1091,10 @@ func TestReplaceGosym(t *testing.T) {
 		{Archive: "features", GOOS: "windows", GOARCH: "386"},
 		{Archive: "features", BuildMode: "pie"},
 		{Archive: "features", GOARCH: "arm64"},
+		// Converted layouts: Go 1.2-1.15 (one synthesized compilation
+		// unit) and Go 1.16-1.17 (copied CU and file tables).
+		{Archive: "features", Toolchain: "go1.15.15"},
+		{Archive: "features", Toolchain: "go1.16.15"},
 	}
 	if _, err := exec.LookPath("gcc"); err == nil && !testing.Short() {
 		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
@@ -1110,5 +1187,299 @@ func TestReportRefusesLinear(t *testing.T) {
 	}
 	if _, err := report.Compute(f, report.Options{}); err == nil || !strings.Contains(err.Error(), "already in the linear format") {
 		t.Errorf("report.Compute on a replace-mode binary: %v", err)
+	}
+}
+
+// TestConvertDetects corrupts what replace mode converts or rewrites in a
+// Go 1.2-1.15 and a Go 1.16-1.17 binary (an inline tree's name offset, a
+// funcdata offset, a cutab entry, the moduledata's text and pclntab words)
+// and expects Check, or objscan, to notice each.
+func TestConvertDetects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  testbuild.Config
+	}{
+		{"go1.15", testbuild.Config{Archive: "features", Toolchain: "go1.15.15"}},
+		{"go1.16", testbuild.Config{Archive: "features", Toolchain: "go1.16.15"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := Rewrite(data, Options{Mode: Replace, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ef, err := elf.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := func(addr uint64) int {
+				for _, s := range ef.Sections {
+					if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
+						return int(s.Offset + addr - s.Addr)
+					}
+				}
+				t.Fatalf("address %#x is in no section", addr)
+				return 0
+			}
+			o := f.ByteOrder
+			h := pclnHeaderOf(f)
+			pcln := off(f.PclntabAddr)
+			mdAddr, _, ok := f.Moduledata()
+			if !ok {
+				t.Fatal("no moduledata in the output")
+			}
+			ps := uint64(f.PtrSize)
+			textWord := 22 * ps
+			if orig.Magic == objscan.Go12Magic {
+				textWord = 12 * ps
+			}
+			// A function with an inline tree of two or more entries and
+			// funcdata.
+			var fn *objscan.Func
+			var ofn *objscan.Func
+			for i := range orig.Funcs {
+				if len(orig.Funcs[i].InlTree) >= 2 && orig.Funcs[i].InlTree[0].Name != orig.Funcs[i].InlTree[1].Name {
+					fn, ofn = &f.Funcs[i], &orig.Funcs[i]
+					break
+				}
+			}
+			if fn == nil {
+				t.Fatal("no function with an inline tree of two distinct names")
+			}
+			treeAddr, size, nameAt, ok, err := f.InlTreeAt(fn)
+			if !ok || err != nil {
+				t.Fatalf("inline tree of %s: %v", fn.Name, err)
+			}
+			rec := pcln + int(h.pclnOff) + int(fn.Offset)
+			fdAt := rec + objscan.LinearFuncLenOffset + 4 + 4*len(fn.PCData)
+			cases := []struct {
+				name string
+				edit func(b []byte)
+			}{
+				{"inline tree name", func(b []byte) {
+					e0, e1 := off(treeAddr)+nameAt, off(treeAddr)+size+nameAt
+					copy(b[e0:e0+4], b[e1:e1+4])
+				}},
+				{"funcdata offset", func(b []byte) { o.PutUint32(b[fdAt:], o.Uint32(b[fdAt:])+8) }},
+				{"moduledata.text", func(b []byte) {
+					w := off(mdAddr) + int(textWord)
+					o.PutUint64(b[w:], o.Uint64(b[w:])+0x1000)
+				}},
+				{"moduledata pclntab pointer", func(b []byte) { o.PutUint64(b[off(mdAddr):], orig.PclntabAddr) }},
+			}
+			if orig.Magic == objscan.Go12Magic {
+				cases = append(cases, struct {
+					name string
+					edit func(b []byte)
+				}{"cutab entry", func(b []byte) {
+					at := pcln + int(h.cuOff) + 4*2
+					o.PutUint32(b[at:], o.Uint32(b[at+4:]))
+				}})
+			}
+			for _, c := range cases {
+				bad := bytes.Clone(out)
+				c.edit(bad)
+				bf, err := objscan.NewFile(bytes.NewReader(bad))
+				if err != nil {
+					t.Logf("%s: objscan rejects it: %v", c.name, err)
+					continue
+				}
+				vr, err := Check(bf, orig, 0)
+				if err == nil && vr.OK() {
+					t.Errorf("%s (in %s): the corrupted output passed Check", c.name, ofn.Name)
+				} else if err == nil {
+					t.Logf("%s: %d mismatches, first: %s", c.name, vr.Mismatches, vr.Examples[0])
+				}
+			}
+		})
+	}
+}
+
+// TestConvertHostile feeds replace mode Go 1.15 and Go 1.16 binaries whose
+// old-layout pclntab, moduledata or inline trees were corrupted: targeted
+// edits must give errors that say what is wrong and where, and random byte
+// changes must never panic and, when the rewrite succeeds, give an output
+// that passes Check.
+func TestConvertHostile(t *testing.T) {
+	trials := 24
+	if testing.Short() {
+		trials = 8
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  testbuild.Config
+	}{
+		{"go1.15", testbuild.Config{Archive: "features", Toolchain: "go1.15.15"}},
+		{"go1.16", testbuild.Config{Archive: "features", Toolchain: "go1.16.15"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ef, err := elf.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			off := func(addr uint64) int {
+				for _, s := range ef.Sections {
+					if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
+						return int(s.Offset + addr - s.Addr)
+					}
+				}
+				t.Fatalf("address %#x is in no section", addr)
+				return 0
+			}
+			o := orig.ByteOrder
+			mdAddr, _, ok := orig.Moduledata()
+			if !ok {
+				t.Fatal("no moduledata")
+			}
+			md := off(mdAddr)
+			pcln := off(orig.PclntabAddr)
+			ps := orig.PtrSize
+			// The _func record of a function with funcdata, and where its
+			// first funcdata pointer is.
+			var fn *objscan.Func
+			for i := range orig.Funcs {
+				if len(orig.Funcs[i].FuncData) > 0 && orig.Funcs[i].FuncData[0] != 0 {
+					fn = &orig.Funcs[i]
+					break
+				}
+			}
+			funcBase := pcln // Go 1.2: funcoff is relative to the pclntab
+			if orig.Magic == objscan.Go116Magic {
+				funcBase += int(o.Uint64(data[pcln+8+6*ps:])) // pclnOffset
+			}
+			rec := funcBase + int(fn.Offset)
+			fixed := ps + 32
+			if orig.Magic == objscan.Go116Magic {
+				fixed += 4
+			}
+			fd := rec + (fixed+4*len(fn.PCData)+ps-1)/ps*ps
+			if got := o.Uint64(data[fd:]); got != fn.FuncData[0] {
+				t.Fatalf("funcdata pointer at file offset %#x is %#x, objscan read %#x", fd, got, fn.FuncData[0])
+			}
+			for _, c := range []struct {
+				name string
+				edit func(b []byte)
+				want string
+			}{
+				{"no moduledata", func(b []byte) { o.PutUint64(b[md:], 0) }, "no moduledata points at the"},
+				{"funcdata below the text", func(b []byte) { o.PutUint64(b[fd:], 0x1000) }, "funcdata 0x1000 is not within 4 GiB above the text start"},
+				{"funcdata 4 GiB above the text", func(b []byte) { o.PutUint64(b[fd:], fn.Entry+1<<32) }, "is not within 4 GiB above the text start"},
+			} {
+				bad := bytes.Clone(data)
+				c.edit(bad)
+				_, _, err := Rewrite(bad, Options{Mode: Replace, Workers: 1})
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+				}
+			}
+			// Random changes in the pclntab's first 64 KiB, the moduledata
+			// and the first inline tree.
+			var tree int
+			for i := range orig.Funcs {
+				if addr, _, _, ok, _ := orig.InlTreeAt(&orig.Funcs[i]); ok && orig.Funcs[i].InlTree != nil {
+					tree = off(addr)
+					break
+				}
+			}
+			regions := [][2]int{{pcln, 1 << 16}, {md, 30 * ps}, {tree, 64}}
+			rng := uint64(11)
+			next := func(n int) int {
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				return int(rng % uint64(n))
+			}
+			refused := 0
+			for trial := range trials {
+				bad := bytes.Clone(data)
+				r := regions[trial%len(regions)]
+				for range 1 + next(4) {
+					bad[r[0]+next(r[1])] = byte(next(256))
+				}
+				if _, _, err := Rewrite(bad, Options{Mode: Replace, Verify: true, Workers: 1}); err != nil {
+					refused++
+				}
+			}
+			t.Logf("%d of %d corrupted inputs refused (the others verified)", refused, trials)
+		})
+	}
+}
+
+// TestConvertOldELF converts gofmt builds by Go 1.5 and 1.7 (no inline
+// trees yet, a moduledata without the types word before Go 1.7, and a
+// linker that put .shstrtab in .gopclntab's segment, which replace mode
+// moves to the end of the file) in both replace-mode forms.
+func TestConvertOldELF(t *testing.T) {
+	for _, tc := range []testbuild.Config{
+		{Package: "cmd/gofmt", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.5.4"},
+		{Package: "cmd/gofmt", GOOS: "linux", GOARCH: "386", Toolchain: "go1.7.6"},
+	} {
+		t.Run(tc.Toolchain+"-"+tc.GOARCH, func(t *testing.T) {
+			in := testbuild.Build(t, tc)
+			ef, err := elf.Open(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, s := range ef.Sections {
+				names = append(names, s.Name)
+			}
+			shstr := ef.Section(".shstrtab")
+			pcln := ef.Section(".gopclntab")
+			ef.Close()
+			if shstr == nil || pcln == nil || shstr.Offset < pcln.Offset+pcln.Size {
+				t.Fatalf("the test build no longer has .shstrtab after .gopclntab in the file")
+			}
+			for _, derived := range []bool{false, true} {
+				out := filepath.Join(t.TempDir(), "gofmt.replace")
+				res, err := RewriteFile(in, out, Options{Mode: Replace, Derived: derived, Verify: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Verify.OK() || res.Verify.PCs == 0 {
+					t.Fatalf("verification: %+v", res.Verify)
+				}
+				readelfClean(t, out)
+				of, err := elf.Open(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, s := range of.Sections {
+					got = append(got, s.Name)
+				}
+				of.Close()
+				if !slices.Equal(got, names) {
+					t.Errorf("section names %q, want %q", got, names)
+				}
+				if !derived {
+					orig, err := objscan.Open(in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkSizes(t, res, orig)
+					orig.Close()
+				}
+			}
+		})
 	}
 }
