@@ -80,13 +80,7 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 	hdrEnd := 8 + 8*ps // Go 1.20's pcHeader
 	out := make([]byte, hdrEnd, n+uint64(len(lt.data))+16*nfunc+64)
 	copy(out, old[:8])
-	o.PutUint32(out, objscan.LinearMagic)
-	if lt.derived {
-		o.PutUint32(out, objscan.LinearDerivedMagic)
-	}
-	var name [objscan.LinearVariantLen]byte
-	copy(name[:], lt.variant.Name)
-	out = append(out, name[:]...)
+	out = lt.markHeader(out, o)
 	newHdrEnd := uint64(len(out))
 
 	// Function names, CU and file tables; each function's name offset.

@@ -155,13 +155,7 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	out := make([]byte, 0, n+uint64(len(lt.data))-(h.pclnOff-h.pctabOff)+8*uint64(len(f.Funcs))+tailAlign+64)
 	// pcHeader, then the variant name.
 	out = append(out, old[:hdrEnd]...)
-	o.PutUint32(out, objscan.LinearMagic)
-	if lt.derived {
-		o.PutUint32(out, objscan.LinearDerivedMagic)
-	}
-	var name [objscan.LinearVariantLen]byte
-	copy(name[:], lt.variant.Name)
-	out = append(out, name[:]...)
+	out = lt.markHeader(out, o)
 	newHdrEnd := uint64(len(out))
 	// Function names, CU table and file table, unchanged.
 	shift := newHdrEnd - h.funcnameOff
@@ -288,4 +282,18 @@ func pclntabLen(f *objscan.File) uint64 {
 		end = max(end, g-f.PclntabAddr+uint64(f.Sizes.FuncData)+uint64(f.Sizes.FindFuncTab))
 	}
 	return min(n, end)
+}
+
+// markHeader writes the linear magic (plain or derived) over the magic of
+// the pcHeader at the start of out and appends the variant name after the
+// header, which must end out.
+func (lt *linearTables) markHeader(out []byte, o binary.ByteOrder) []byte {
+	magic := uint32(objscan.LinearMagic)
+	if lt.derived {
+		magic = objscan.LinearDerivedMagic
+	}
+	o.PutUint32(out, magic)
+	var name [objscan.LinearVariantLen]byte
+	copy(name[:], lt.variant.Name)
+	return append(out, name[:]...)
 }

@@ -1223,15 +1223,7 @@ func TestConvertDetects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off := func(addr uint64) int {
-				for _, s := range ef.Sections {
-					if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
-						return int(s.Offset + addr - s.Addr)
-					}
-				}
-				t.Fatalf("address %#x is in no section", addr)
-				return 0
-			}
+			off := fileOffset(t, ef)
 			o := f.ByteOrder
 			h := pclnHeaderOf(f)
 			pcln := off(f.PclntabAddr)
@@ -1336,15 +1328,7 @@ func TestConvertHostile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off := func(addr uint64) int {
-				for _, s := range ef.Sections {
-					if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
-						return int(s.Offset + addr - s.Addr)
-					}
-				}
-				t.Fatalf("address %#x is in no section", addr)
-				return 0
-			}
+			off := fileOffset(t, ef)
 			o := orig.ByteOrder
 			mdAddr, _, ok := orig.Moduledata()
 			if !ok {
@@ -1481,5 +1465,20 @@ func TestConvertOldELF(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// fileOffset returns a function that maps an address of ef's allocated
+// sections to its file offset, failing the test for any other address.
+func fileOffset(t *testing.T, ef *elf.File) func(addr uint64) int {
+	return func(addr uint64) int {
+		t.Helper()
+		for _, s := range ef.Sections {
+			if s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 && addr >= s.Addr && addr-s.Addr < s.Size {
+				return int(s.Offset + addr - s.Addr)
+			}
+		}
+		t.Fatalf("address %#x is in no section", addr)
+		return 0
 	}
 }
