@@ -127,6 +127,11 @@ func (s *Shim) pcvalue(f funcInfo, t tab, targetpc uint64, strict bool) int32 {
 			}
 			return -1
 		}
+		// The leaf lookup, and Set.Lookup for what it leaves (linearpc's
+		// try.go): the shape a runtime would use.
+		if v, ok := s.set.TryLookup(t.off, t.n, uint32(pc)); ok {
+			return v
+		}
 		return s.set.Lookup(t.off, t.n, uint32(pc))
 	case encVarint, encVarintCache:
 		if t.off == 0 {
