@@ -81,8 +81,8 @@
 //   - the branchy lookup where the same lookups repeat in the same order (a
 //     branch predictor learns them: the golang/go#61984 benchmark's
 //     pattern, a loop over a fixed set of PCs), and at PC 0 and PC 4096 in
-//     any order (few PCs to count). In the fixed order it takes 0.40-0.52x
-//     the time of the branch-free one, and 0.46-0.49x that of the #61984
+//     any order (few PCs to count). In the fixed order it takes 0.34-0.52x
+//     the time of the branch-free one, and 0.50-0.61x that of the #61984
 //     reference decoder on the same pairs.
 //   - the branch-free lookup (or compact-fast's) for random PCs and return
 //     addresses in a changing order or over the whole table set, which is
