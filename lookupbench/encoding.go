@@ -156,14 +156,22 @@ type kernel struct {
 	cache *varintpc.Cache
 }
 
-// check compares every lookup of one period of k's pattern with ref.
+// check compares every lookup of one period of k's pattern with ref, and
+// the sum the timing loop returns over one period with the sum of ref over
+// the pattern, so that a loop that visits other samples than the pattern's
+// (or reads its arguments wrongly) fails too.
 func (k *kernel) check(name string, samples []Sample, ref []int32) error {
+	var want int64
 	for i := 0; i < k.period; i++ {
 		j := k.idx(i)
 		if v := k.one(j); v != ref[j] {
 			s := samples[j]
 			return fmt.Errorf("lookupbench: encoding %s: table %d (kind %s, func %d) at byte offset %#x: got %d, want %d", name, s.Tab, s.Kind, s.Func, s.PC, v, ref[j])
 		}
+		want += int64(ref[j])
+	}
+	if got := k.run(k.period); got != want {
+		return fmt.Errorf("lookupbench: encoding %s: the timing loop's sum over one period of %d lookups is %d, want %d", name, k.period, got, want)
 	}
 	return nil
 }

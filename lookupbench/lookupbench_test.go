@@ -532,3 +532,45 @@ func TestWritePairs(t *testing.T) {
 		t.Error("3 pairs: no error")
 	}
 }
+
+// TestInOrderAndCheck checks inOrder's layouts and that kernel.check fails
+// a timing loop that does not visit the pattern's samples.
+func TestInOrderAndCheck(t *testing.T) {
+	xs := []int32{10, 20, 30, 40}
+	if seq := inOrder(xs, []uint32{0, 1, 2, 3}); &seq[0] != &xs[0] {
+		t.Error("inOrder copied an identity order")
+	}
+	ord := []uint32{2, 0, 3, 1, 1, 3, 0, 2}
+	seq := inOrder(xs, ord)
+	for i, j := range ord {
+		if seq[i] != xs[j] {
+			t.Fatalf("inOrder: position %d = %d, want %d", i, seq[i], xs[j])
+		}
+	}
+	samples := make([]Sample, len(xs))
+	for _, tc := range []struct {
+		name string
+		run  func(n int) int64
+		ok   bool
+	}{
+		{"pattern", func(n int) int64 {
+			var s int64
+			for i := 0; i < n; i++ {
+				s += int64(seq[i&7])
+			}
+			return s
+		}, true},
+		{"identity instead of the pattern, one period short", func(n int) int64 {
+			var s int64
+			for i := 0; i < n-1; i++ {
+				s += int64(xs[i&3])
+			}
+			return s
+		}, false},
+	} {
+		k := kernel{run: tc.run, one: func(i int) int32 { return xs[i] }, idx: orderIdx(ord), period: len(ord)}
+		if err := k.check("test", samples, xs); (err == nil) != tc.ok {
+			t.Errorf("%s: check = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
