@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/testenv"
 	"golang.org/x/tools/txtar"
 )
 
@@ -134,11 +135,16 @@ func (c Config) cgoEnabled() bool { return c.CGO || c.LinkMode == "external" }
 // returns the path of the binary. The file is shared with other tests and
 // processes: do not modify it.
 //
-// When the toolchain must be downloaded first, Build skips the test under
-// -short and downloads it otherwise. It also skips when the archive needs a
-// newer Go than cfg.Toolchain. Any other failure is fatal.
+// A build with another toolchain than the local one (cfg.Toolchain set) is
+// a long test: Build skips it unless PCTAB_LONG=1 (package testenv), and
+// under -short when the toolchain must be downloaded first. It also skips
+// when the archive needs a newer Go than cfg.Toolchain. Any other failure
+// is fatal.
 func Build(t testing.TB, cfg Config) string {
 	t.Helper()
+	if cfg.Toolchain != "" {
+		testenv.SkipUnlessLong(t, "builds with "+cfg.Toolchain)
+	}
 	cfg.AllowDownload = !testing.Short()
 	path, err := Compile(t.Context(), cfg)
 	switch {

@@ -1,0 +1,37 @@
+// Package testenv decides which of pctab's tests a run includes.
+//
+// A default `go test ./...` runs what a fresh machine can finish within go
+// test's default timeouts: the local toolchain's builds, the codecs, the
+// readers and the checks. The long tests (older toolchains that GOTOOLCHAIN
+// downloads, the sweep over every Go release, the patched toolchain, real
+// trace recordings, third-party modules from the module proxy) run only
+// when the environment sets PCTAB_LONG=1, as CI does.
+//
+// A default run that skips long tests says so in one line on the go
+// command's standard error (on Linux, where a test binary can reach it),
+// once per go command, since go test shows nothing else of a passing
+// package.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// LongVar is the environment variable that turns the long tests on.
+const LongVar = "PCTAB_LONG"
+
+// Long reports whether this run includes the long tests: PCTAB_LONG=1.
+func Long() bool { return os.Getenv(LongVar) == "1" }
+
+// SkipUnlessLong skips t unless the long tests are on. what says what the
+// test needs, for example "downloads go1.15.15", and ends up in the skip
+// message.
+func SkipUnlessLong(t testing.TB, what string) {
+	t.Helper()
+	if Long() {
+		return
+	}
+	notice()
+	t.Skipf("long test (%s): set %s=1 to run it", what, LongVar)
+}

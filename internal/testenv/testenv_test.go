@@ -1,0 +1,50 @@
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+func TestLong(t *testing.T) {
+	for _, tc := range []struct {
+		val  string
+		set  bool
+		want bool
+	}{
+		{"", false, false},
+		{"1", true, true},
+		{"0", true, false},
+		{"yes", true, false},
+	} {
+		if tc.set {
+			t.Setenv(LongVar, tc.val)
+		} else {
+			t.Setenv(LongVar, "")
+			os.Unsetenv(LongVar)
+		}
+		if got := Long(); got != tc.want {
+			t.Errorf("%s=%q: Long() = %v, want %v", LongVar, tc.val, got, tc.want)
+		}
+	}
+}
+
+func TestSkipUnlessLong(t *testing.T) {
+	t.Setenv(LongVar, "1")
+	ran := false
+	t.Run("on", func(t *testing.T) {
+		SkipUnlessLong(t, "nothing")
+		ran = true
+	})
+	if !ran {
+		t.Errorf("SkipUnlessLong skipped with %s=1", LongVar)
+	}
+	t.Setenv(LongVar, "")
+	ran = false
+	t.Run("off", func(t *testing.T) {
+		SkipUnlessLong(t, "nothing")
+		ran = true
+	})
+	if ran {
+		t.Errorf("SkipUnlessLong did not skip with %s unset", LongVar)
+	}
+}
