@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/trampoline"
@@ -31,28 +31,38 @@ type labelsJSON struct {
 	resolve.Stats
 }
 
-// runLabels is pctab-stats labels: trampoline labels onto CPU samples.
-func runLabels(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("labels", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	hist := fs.String("history", "", "trampoline history written by trampoline.WriteHistory (required)")
-	tracePath := fs.String("trace", "", "execution trace with CPU samples")
-	pprofPath := fs.String("pprof", "", "pprof CPU profile")
-	out := fs.String("o", "", "write the labelled pprof profile here (required)")
-	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: pctab-stats labels -history H (-trace T | -pprof P) -o OUT [-json] BINARY")
-		fmt.Fprintln(stderr, "Attaches trampoline labels to the CPU samples of a trace or profile of BINARY and writes a labelled pprof profile.")
-		fs.PrintDefaults()
+// labelsCommand is "pctab-stats labels": trampoline labels onto CPU samples.
+var labelsCommand = &cli.Command{
+	Name:  "labels",
+	Args:  "-history FILE (-trace FILE | -pprof FILE) -o FILE [-json] BINARY",
+	Short: "label CPU samples by trampoline",
+	Long: "Labels attaches trampoline labels to the CPU samples of a trace or profile of\n" +
+		"BINARY and writes a labelled pprof profile.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		lf := &labelsFlags{
+			hist:      fs.String("history", "", "trampoline history `file` written by trampoline.WriteHistory (required)"),
+			tracePath: fs.String("trace", "", "execution trace `file` with CPU samples"),
+			pprofPath: fs.String("pprof", "", "pprof CPU profile `file`"),
+			out:       fs.String("o", "", "write the labelled pprof profile to `file` (required)"),
+			asJSON:    fs.Bool("json", false, "print the counts as JSON"),
+		}
+		return func(env *cli.Env, args []string) error { return runLabels(lf, args, env.Stdout) }
+	},
+}
+
+// labelsFlags holds the flag values of pctab-stats labels.
+type labelsFlags struct {
+	hist, tracePath, pprofPath, out *string
+	asJSON                          *bool
+}
+
+// runLabels runs pctab-stats labels with flags lf on the arguments args.
+func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
+	hist, tracePath, pprofPath, out, asJSON := lf.hist, lf.tracePath, lf.pprofPath, lf.out, lf.asJSON
+	if len(args) != 1 || *hist == "" || *out == "" || (*tracePath == "") == (*pprofPath == "") {
+		return cli.Usagef("need -history, -o, exactly one of -trace and -pprof, and one binary")
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || *hist == "" || *out == "" || (*tracePath == "") == (*pprofPath == "") {
-		fs.Usage()
-		return errors.New("labels: need -history, -o, exactly one of -trace and -pprof, and one binary")
-	}
-	bin, err := objscan.Open(fs.Arg(0))
+	bin, err := objscan.Open(args[0])
 	if err != nil {
 		return err
 	}
@@ -113,9 +123,9 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, fs.Arg(0), tr.N, *out, st})
+		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *out, st})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
-		fs.Arg(0), tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *out)
+		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *out)
 	return nil
 }
