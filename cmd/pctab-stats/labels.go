@@ -58,8 +58,7 @@ type labelsFlags struct {
 
 // runLabels runs pctab-stats labels with flags lf on the arguments args.
 func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
-	hist, tracePath, pprofPath, out, asJSON := lf.hist, lf.tracePath, lf.pprofPath, lf.out, lf.asJSON
-	if len(args) != 1 || *hist == "" || *out == "" || (*tracePath == "") == (*pprofPath == "") {
+	if len(args) != 1 || *lf.hist == "" || *lf.out == "" || (*lf.tracePath == "") == (*lf.pprofPath == "") {
 		return cli.Usagef("need -history, -o, exactly one of -trace and -pprof, and one binary")
 	}
 	bin, err := objscan.Open(args[0])
@@ -71,7 +70,7 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hf, err := os.Open(*hist)
+	hf, err := os.Open(*lf.hist)
 	if err != nil {
 		return err
 	}
@@ -82,22 +81,22 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 	}
 	var p *profile.Profile
 	var st resolve.Stats
-	if *pprofPath != "" {
-		f, err := os.Open(*pprofPath)
+	if *lf.pprofPath != "" {
+		f, err := os.Open(*lf.pprofPath)
 		if err != nil {
 			return err
 		}
 		in, err := profile.Parse(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("labels: %s: %w", *pprofPath, err)
+			return fmt.Errorf("labels: %s: %w", *lf.pprofPath, err)
 		}
 		p, st, err = resolve.Profile(in, tr, h)
 		if err != nil {
 			return err
 		}
 	} else {
-		f, err := os.Open(*tracePath)
+		f, err := os.Open(*lf.tracePath)
 		if err != nil {
 			return err
 		}
@@ -111,21 +110,21 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	of, err := os.Create(*out)
+	of, err := os.Create(*lf.out)
 	if err != nil {
 		return err
 	}
 	if err := p.Write(of); err != nil {
 		of.Close()
-		return fmt.Errorf("labels: writing %s: %w", *out, err)
+		return fmt.Errorf("labels: writing %s: %w", *lf.out, err)
 	}
 	if err := of.Close(); err != nil {
 		return err
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *out, st})
+	if *lf.asJSON {
+		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
-		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *out)
+		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *lf.out)
 	return nil
 }
