@@ -98,7 +98,7 @@ func declareReplayFlags(fs *flag.FlagSet) *replayFlags {
 	fs.IntVar(&cfg.minDepth, "mindepth", 4, "smallest target depth of a synthetic stack")
 	fs.IntVar(&cfg.maxDepth, "maxdepth", 40, "largest target depth of a synthetic stack")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object instead of benchmark lines")
-	fs.IntVar(&cfg.count, "count", 10, "timed passes per input, workload and encoding")
+	fs.IntVar(&cfg.count, "count", 10, "`n` timed passes per input, workload and encoding")
 	fs.IntVar(&cfg.maxFrames, "frames", 300000, "replay at most about this many physical frames per input (0: all); the first stacks are kept")
 	fs.IntVar(&cfg.limit, "mismatches", 20, "print at most this many mismatching frames")
 	fs.StringVar(&cfg.name, "name", "", "name of the binary in benchmark names (default: its base name)")

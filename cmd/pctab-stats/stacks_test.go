@@ -169,7 +169,7 @@ func TestRunStacksErrors(t *testing.T) {
 // page-aligned slide, as a position-independent binary loaded elsewhere
 // records them, and checks the text base fromBinary sets: the binary's
 // text start plus the slide when none is given, and exactly the given one
-// (a run-time address already) when the user gives -text-base.
+// (a run-time address already) when the user gives -textbase.
 func TestFromBinaryTextBase(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, _ := stacksInputs(t, dir)

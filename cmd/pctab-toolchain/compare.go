@@ -21,7 +21,7 @@ var compareCommand = &cli.Command{
 		"traceback and stack-copy benchmarks and stackbench's in every runtime flavour,\n" +
 		"summarized against stock. Run it from the repository's root.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
-		count := fs.Int("count", 6, "rounds, each running every flavour once")
+		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
 		outDir := fs.String("outputdir", "", "keep the benchmark results (benchfmt) in `dir` (default: a temporary directory)")
 		return func(env *cli.Env, args []string) error {

@@ -157,7 +157,7 @@ var benchCommand = &cli.Command{
 		dir := fs.String("dir", "", "module `directory` of the package (default: a standard-library package)")
 		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench `regexp`)")
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
-		count := fs.Int("count", 6, "rounds, each running every flavour once")
+		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
 		return func(env *cli.Env, args []string) error {
 			pkg := "runtime"

@@ -144,8 +144,8 @@ var queryCommand = &cli.Command{
 		"pages that hold such events.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		var from, to timeFlag
-		fs.Var(&from, "from", "start of the time range (ns or a duration since the trace's start)")
-		fs.Var(&to, "to", "end of the time range (default: the trace's end)")
+		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
+		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
 		fn := fs.String("func", "", "function name, as in the trace's stacks")
 		line := fs.String("line", "", "FILE:LINE")
 		asJSON := fs.Bool("json", false, "print JSON")
@@ -244,8 +244,8 @@ var aggCommand = &cli.Command{
 		"time range, its span count, busy time and longest span, busiest first.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		var from, to timeFlag
-		fs.Var(&from, "from", "start of the time range")
-		fs.Var(&to, "to", "end of the time range (default: the trace's end)")
+		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
+		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
 		track := fs.String("track", "", "only lanes of this track kind: goroutine, proc, global")
 		top := fs.Int("top", 20, "print the `n` busiest lanes")
 		asJSON := fs.Bool("json", false, "print JSON (every lane)")
