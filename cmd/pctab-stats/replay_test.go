@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/google/pprof/profile"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +14,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/pctab/pctab/internal/cputime"
 
 	"golang.org/x/perf/benchfmt"
 )
@@ -88,11 +90,11 @@ func replaySelf(t *testing.T) (exe, tracePath, pprofPath string) {
 	wg.Wait()
 	// Spin on until the profile holds CPU samples: the tests check real
 	// samples, and fail rather than skip when a machine gives none.
-	for start := time.Now(); time.Since(start) < 20*time.Second; {
-		replaySpin(50 * time.Millisecond)
-		if time.Since(start) >= 300*time.Millisecond {
-			break
-		}
+	// 300 ms of the process's CPU time, not of wall time, so that a
+	// loaded machine gives the profiler as many samples.
+	c0, _ := cputime.Process()
+	for c := c0; c-c0 < 300*time.Millisecond; c, _ = cputime.Process() {
+		replaySpin(10 * time.Millisecond)
 	}
 	pprof.StopCPUProfile()
 	trace.Stop()
