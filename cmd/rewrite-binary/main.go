@@ -45,7 +45,7 @@ func program() *cli.Program {
 		Name: "rewrite-binary",
 		Doc: "Rewrite-binary rewrites a Go binary (ELF, Mach-O or PE) so that its PC-value\n" +
 			"tables are in the linear-index format of golang/go#61984, and reports what\n" +
-			"that really costs in file size.",
+			"that really costs in file size. Pctab-stats verify checks rewritten binaries.",
 		Commands: []*cli.Command{
 			rewriteCommand,
 			{Name: "verify", MovedTo: "pctab-stats verify [-orig ORIG] REWRITTEN..."},
@@ -80,7 +80,7 @@ type rewriteJSON struct {
 // rewriteCommand is "rewrite-binary rewrite", also "rewrite-binary [flags] -o OUT BINARY".
 var rewriteCommand = &cli.Command{
 	Name:  "rewrite",
-	Args:  "[-mode replace|append] [-variant NAME] [-derived] [-json] -o OUT BINARY",
+	Args:  "[flags] -o OUT BINARY",
 	Short: "rewrite a binary's tables in the linear format and report the size",
 	Long: "Rewrite writes to OUT a copy of BINARY whose PC-value tables are in the\n" +
 		"linear-index format. Replace mode rebuilds the pclntab with every table in the\n" +

@@ -110,7 +110,7 @@ func TestCommandLine(t *testing.T) {
 	clitest.FlagNames(t, p)
 	missing := filepath.Join(t.TempDir(), "missing")
 	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
-		{Name: "help lists the commands", Args: []string{"help"}, Stdout: []string{"rewrite", "rewrite-binary [-mode replace|append]"}, NoStderr: true},
+		{Name: "help lists the commands", Args: []string{"help"}, Stdout: []string{"rewrite", "rewrite-binary [flags] -o OUT BINARY", "verify   use pctab-stats verify"}, NoStderr: true},
 		{Name: "help rewrite", Args: []string{"help", "rewrite"}, Stdout: []string{"-mode", "-variant", "-o file", "short for"}, NoStderr: true},
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"need exactly one BINARY and -o OUT", "usage: rewrite-binary rewrite"}, NoStdout: true},
 		{Name: "two binaries", Args: []string{"-o", missing + ".out", missing, missing}, Code: cli.ExitUsage, Stderr: []string{"need exactly one BINARY"}, NoStdout: true},

@@ -57,7 +57,7 @@ type Command struct {
 
 	// MovedTo, when not empty, is the command line that now does what this
 	// command did. Running the command is a usage error that says so, and
-	// the command list leaves it out.
+	// help lists it apart, with where it went.
 	MovedTo string
 }
 
@@ -195,15 +195,24 @@ func (p *Program) WriteUsage(w io.Writer) {
 	fmt.Fprintf(w, "\nThe commands are:\n\n")
 	width := 0
 	for _, c := range p.Commands {
-		if c.MovedTo == "" {
-			width = max(width, len(c.Name))
-		}
+		width = max(width, len(c.Name))
 	}
 	for _, c := range p.Commands {
 		if c.MovedTo != "" {
 			continue
 		}
 		fmt.Fprintf(w, "\t%-*s  %s\n", width, c.Name, c.Short)
+	}
+	moved := false
+	for _, c := range p.Commands {
+		if c.MovedTo == "" {
+			continue
+		}
+		if !moved {
+			fmt.Fprintf(w, "\nThese commands have moved:\n\n")
+			moved = true
+		}
+		fmt.Fprintf(w, "\t%-*s  use %s\n", width, c.Name, c.MovedTo)
 	}
 	fmt.Fprintf(w, "\nUse \"%s help <command>\" for more information about a command.\n", p.Name)
 }

@@ -70,7 +70,7 @@ func TestProgram(t *testing.T) {
 	}
 	t.Chdir(dir)
 	cases := append(clitest.Convention(p), []clitest.Case{
-		{Name: "help lists", Args: []string{"help"}, Stdout: []string{"Prog is a test program.", "\tshow  show files", "\techo  print the arguments", "prog [-n N] FILE...    (prog show)"}, NoStderr: true},
+		{Name: "help lists", Args: []string{"help"}, Stdout: []string{"Prog is a test program.", "\tshow  show files", "\techo  print the arguments", "prog [-n N] FILE...    (prog show)", "These commands have moved:\n\n\told   use prog show FILE\n"}, NoStderr: true},
 		{Name: "help show", Args: []string{"help", "show"}, Stdout: []string{"usage: prog show [-n N] FILE...", "Show shows files.", `"prog [-n N] FILE..." is short for`, "-n N"}, NoStderr: true},
 		{Name: "help exit", Args: []string{"help", "exit"}, Stdout: []string{"prog exit: exit with CODE."}, NoStderr: true},
 		{Name: "named", Args: []string{"show", "-n", "2", file}, Stdout: []string{"shown " + file + " 2"}, NoStderr: true},
