@@ -145,7 +145,7 @@ func verifyOne(f *objscan.File, path, origPath, twinPath string, workers int) (*
 		defer o.Close()
 		orig = o
 	} else if f.Linear.Mode == "replace" {
-		return nil, fmt.Errorf("rewritten in replace mode: its varint tables are gone; give the original binary with -orig")
+		return nil, fmt.Errorf("its tables are linear only (rewrite-binary replace mode, or pctab-toolchain): give the original binary with -orig, or the twin with -twin")
 	}
 	res, err := rewrite.Check(f, orig, workers)
 	if err != nil || f.Linear.Mode == "replace" {
