@@ -101,6 +101,7 @@ func IsUsage(err error) bool {
 // failure.
 type ExitError struct{ Code int }
 
+// Error returns "exit status N".
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 // IsFile is a Program.Operand: arg names an existing file or is a path
