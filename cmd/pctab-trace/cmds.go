@@ -154,6 +154,16 @@ var queryCommand = &cli.Command{
 			if len(args) != 1 || (*fn == "") == (*line == "") {
 				return cli.Usagef("want one of -func and -line, and STORE")
 			}
+			var file string
+			var lineNo uint32
+			if *line != "" {
+				i := strings.LastIndexByte(*line, ':')
+				n, err := strconv.ParseUint((*line)[i+1:], 10, 32)
+				if i < 0 || err != nil {
+					return cli.Usagef("-line %q is not FILE:LINE", *line)
+				}
+				file, lineNo = (*line)[:i], uint32(n)
+			}
 			s, err := tracestore.Open(args[0])
 			if err != nil {
 				return err
@@ -175,12 +185,7 @@ var queryCommand = &cli.Command{
 			if *fn != "" {
 				res.Stats, err = s.EventsThrough(*fn, from.ns, to.ns, visit)
 			} else {
-				i := strings.LastIndexByte(*line, ':')
-				n, perr := strconv.ParseUint((*line)[i+1:], 10, 32)
-				if i < 0 || perr != nil {
-					return cli.Usagef("-line %q is not FILE:LINE", *line)
-				}
-				res.Stats, err = s.EventsAtLine((*line)[:i], uint32(n), from.ns, to.ns, visit)
+				res.Stats, err = s.EventsAtLine(file, lineNo, from.ns, to.ns, visit)
 			}
 			res.Seconds = time.Since(start).Seconds()
 			if err != nil {

@@ -186,5 +186,6 @@ func TestCommandLine(t *testing.T) {
 		{Name: "help lists the commands", Args: []string{"help"}, Stdout: []string{"build", "query", "agg", "serve"}, NoStderr: true},
 		{Name: "help query", Args: []string{"help", "query"}, Stdout: []string{"-func", "-line", "-from"}, NoStderr: true},
 		{Name: "serve without STORE", Args: []string{"serve"}, Code: cli.ExitUsage, Stderr: []string{"want STORE"}, NoStdout: true},
+		{Name: "query bad -line, no store", Args: []string{"query", "-line", "x.go:y", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"not FILE:LINE"}, NoStdout: true},
 	}...))
 }
