@@ -35,8 +35,8 @@ func TestSkipUnlessLong(t *testing.T) {
 		SkipUnlessLong(t, "nothing")
 		ran = true
 	})
-	if !ran {
-		t.Errorf("SkipUnlessLong skipped with %s=1", LongVar)
+	if want := !testing.Short(); ran != want || Full() != want {
+		t.Errorf("%s=1, -short=%v: SkipUnlessLong ran the test: %v, Full() = %v; want %v", LongVar, testing.Short(), ran, Full(), want)
 	}
 	t.Setenv(LongVar, "")
 	ran = false
