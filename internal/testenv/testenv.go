@@ -38,6 +38,13 @@ func Full() bool { return Long() && !testing.Short() }
 // go1.15.15", and ends up in the skip message.
 func SkipUnlessLong(t testing.TB, what string) {
 	t.Helper()
+	skipUnlessLong(t, what, notice)
+}
+
+// skipUnlessLong is SkipUnlessLong with the notice as a parameter, so that
+// this package's own tests say nothing on the go command's stderr.
+func skipUnlessLong(t testing.TB, what string, notice func()) {
+	t.Helper()
 	if Full() {
 		return
 	}
