@@ -77,7 +77,7 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		in, err := profile.Parse(f)
+		in, err := stackinput.ParsePprof(f) // bounded decompression and decoding
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("labels: %s: %w", *pprofPath, err)
