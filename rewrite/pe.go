@@ -124,7 +124,7 @@ func appendPE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]by
 	off := alignUp(uint64(len(data)), l.fileAlign)
 	raw := alignUp(uint64(len(sec)), l.fileAlign)
 	va := alignUp(vaEnd, l.sectAlign)
-	if off+raw > 1<<32-1 || va+uint64(len(sec)) > 1<<32-1 {
+	if off+raw > 1<<32-1 || alignUp(va+uint64(len(sec)), l.sectAlign) > 1<<32-1 {
 		return nil, errors.New("the new section would lie past 4 GiB, beyond PE's 32-bit offsets")
 	}
 	out := append([]byte(nil), data...)
