@@ -149,7 +149,7 @@ func (im *image) readAddrInto(buf []byte, addr uint64, n uint64) ([]byte, error)
 	// A hostile section header can claim more bytes than the file has:
 	// check before allocating.
 	if off := s.off + int64(addr-s.addr); off < 0 || n > uint64(im.fileSize) || off > im.fileSize-int64(n) {
-		return nil, fmt.Errorf("%d bytes at address %#x (section %s) lie outside the %d-byte file", n, addr, s.name, im.fileSize)
+		return nil, fmt.Errorf("%w: %d bytes at address %#x (section %s) lie outside the %d-byte file", ErrTruncated, n, addr, s.name, im.fileSize)
 	}
 	if uint64(cap(buf)) < n {
 		buf = make([]byte, n)
@@ -196,7 +196,7 @@ func (im *image) view(w *window, addr, n uint64) ([]byte, error) {
 // size exceeds the file, so a hostile header cannot force a huge allocation.
 func (s *segment) data(fileSize int64) ([]byte, error) {
 	if s.off < 0 || s.filesize > uint64(fileSize) || s.off > fileSize-int64(s.filesize) {
-		return nil, fmt.Errorf("section %s: %d bytes at file offset %#x lie outside the %d-byte file", s.name, s.filesize, s.off, fileSize)
+		return nil, fmt.Errorf("%w: section %s: %d bytes at file offset %#x lie outside the %d-byte file", ErrTruncated, s.name, s.filesize, s.off, fileSize)
 	}
 	buf := make([]byte, s.filesize)
 	if _, err := s.r.ReadAt(buf, s.off); err != nil {
@@ -206,7 +206,7 @@ func (s *segment) data(fileSize int64) ([]byte, error) {
 }
 
 func openImage(r io.ReaderAt, size int64) (*image, error) {
-	im, err := openFormat(r)
+	im, err := openFormat(&edgeReader{r: r, size: size}, size)
 	if err != nil {
 		return nil, err
 	}
@@ -214,11 +214,57 @@ func openImage(r io.ReaderAt, size int64) (*image, error) {
 	return im, nil
 }
 
-// openFormat reads the container format of the file in r.
-func openFormat(r io.ReaderAt) (*image, error) {
+// ErrTruncated is wrapped by the errors for a file that ends before what
+// its headers describe: a read of the container's headers that runs past
+// the end of the file, or a section or segment that lies outside it.
+var ErrTruncated = errors.New("file is truncated")
+
+// edgeReader records the first read that fails, so that an io.EOF from a
+// debug/* parser can say where the file ended.
+type edgeReader struct {
+	r      io.ReaderAt
+	size   int64 // the file's size, or the largest int64 if unknown
+	failed bool
+	off    int64 // offset and length of the first failed read
+	n      int
+}
+
+func (e *edgeReader) ReadAt(p []byte, off int64) (int, error) {
+	n, err := e.r.ReadAt(p, off)
+	if err != nil && !e.failed {
+		e.failed, e.off, e.n = true, off, len(p)
+	}
+	return n, err
+}
+
+// truncated rewrites err, an error from a debug/* parser reading r, into
+// one that says what was read where, and wraps ErrTruncated, when it comes
+// from a read past the end of the file (io.EOF or io.ErrUnexpectedEOF).
+//
+// debug/pe formats some of its read errors with %v, which loses io.EOF: a
+// failed read that reached past the end of a file of known size counts as
+// the cause too.
+func truncated(err error, r io.ReaderAt) error {
+	er, ok := r.(*edgeReader)
+	if !ok || !er.failed {
+		return err
+	}
+	past := er.size != 1<<63-1 && (er.off < 0 || er.off > er.size || int64(er.n) > er.size-er.off)
+	if !past && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	what := "file"
+	if er.size != 1<<63-1 {
+		what = fmt.Sprintf("%d-byte file", er.size)
+	}
+	return fmt.Errorf("%w: a %d-byte read at offset %#x runs past the end of the %s (%w)", ErrTruncated, er.n, er.off, what, err)
+}
+
+// openFormat reads the container format of the file in r, of size bytes.
+func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
-		return nil, fmt.Errorf("reading file magic: %w", err)
+		return nil, fmt.Errorf("reading file magic: %w", truncated(err, r))
 	}
 	switch {
 	case bytes.Equal(magic[:], []byte(elf.ELFMAG)):
@@ -258,7 +304,7 @@ var elfArch = map[elf.Machine]string{
 func openELF(r io.ReaderAt) (*image, error) {
 	f, err := safely("ELF", func() (*elf.File, error) { return elf.NewFile(r) })
 	if err != nil {
-		return nil, fmt.Errorf("ELF: %w", err)
+		return nil, fmt.Errorf("ELF: %w", truncated(err, r))
 	}
 	im := &image{format: "elf", order: f.ByteOrder, goos: "linux"}
 	im.goarch = elfArch[f.Machine]
@@ -339,7 +385,7 @@ var machoArch = map[macho.Cpu]string{
 func openMachO(r io.ReaderAt) (*image, error) {
 	f, err := safely("Mach-O", func() (*macho.File, error) { return macho.NewFile(r) })
 	if err != nil {
-		return nil, fmt.Errorf("Mach-O: %w", err)
+		return nil, fmt.Errorf("Mach-O: %w", truncated(err, r))
 	}
 	im := &image{format: "macho", order: f.ByteOrder, goos: "darwin", goarch: machoArch[f.Cpu]}
 	if im.goarch == "" {
@@ -382,7 +428,7 @@ var peArch = map[uint16]string{
 func openPE(r io.ReaderAt) (*image, error) {
 	f, err := safely("PE", func() (*pe.File, error) { return pe.NewFile(r) })
 	if err != nil {
-		return nil, fmt.Errorf("PE: %w", err)
+		return nil, fmt.Errorf("PE: %w", truncated(err, r))
 	}
 	im := &image{format: "pe", order: binary.LittleEndian, goos: "windows", goarch: peArch[f.Machine]}
 	if im.goarch == "" {

@@ -3,6 +3,8 @@ package objscan
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"runtime"
 	"strings"
 	"testing"
@@ -75,6 +77,10 @@ func TestHostileInput(t *testing.T) {
 	}{
 		{"shared inline tree", sharedInlTreeELF(2000, 8000), ""},
 		{"table past its function", synthELF(buildSynth(l, huge), false), "past the function's extent"},
+		// Issue 26, item 12: nfunc 0 gave a negative functab size.
+		{"nfunc 0", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 8, 0), "nfunc is 0"},
+		{"nfunc 0, Go 1.2 layout", setHeaderWord(synthELF(buildSynth(synthLayout{Go12Magic, binary.LittleEndian, 8, 1}, synthFuncs(Go12Magic)), false), Go12Magic, 8, 0), "nfunc is 0"},
+		{"nfiles past the file table", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 16, 1<<40), "files cannot fit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -113,4 +119,46 @@ func TestInlTreeShared(t *testing.T) {
 			t.Fatalf("function %d has its own copy of the shared tree", i)
 		}
 	}
+}
+
+// setHeaderWord sets the 8-byte little-endian word at offset off of the
+// pcHeader (found by its magic) in an ELF file.
+func setHeaderWord(elfData []byte, magic uint32, off int, v uint64) []byte {
+	var pat [8]byte
+	binary.LittleEndian.PutUint32(pat[:], magic)
+	pat[6], pat[7] = 1, 8 // PC quantum 1, pointer size 8, as the synthetic layouts have
+	at := bytes.Index(elfData, pat[:])
+	if at < 0 {
+		panic("no pcHeader")
+	}
+	binary.LittleEndian.PutUint64(elfData[at+off:], v)
+	return elfData
+}
+
+// TestTruncatedInput opens a synthetic ELF file cut short at every byte:
+// each must fail, and a failure from reading past the end must wrap
+// ErrTruncated and say where (issue 26, item 14).
+func TestTruncatedInput(t *testing.T) {
+	l := synthLayout{Go120Magic, binary.LittleEndian, 8, 1}
+	data := synthELF(buildSynth(l, synthFuncs(l.magic)), false)
+	truncatedErrs := 0
+	for cut := range len(data) {
+		_, err := NewFile(bytes.NewReader(data[:cut]))
+		if err == nil {
+			t.Fatalf("cut at %d of %d: opened", cut, len(data))
+		}
+		if (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && !errors.Is(err, ErrTruncated) {
+			t.Fatalf("cut at %d of %d: %v: an end-of-file error that does not wrap ErrTruncated", cut, len(data), err)
+		}
+		if strings.HasSuffix(err.Error(), ": EOF") {
+			t.Fatalf("cut at %d of %d: %v: EOF without where", cut, len(data), err)
+		}
+		if errors.Is(err, ErrTruncated) {
+			truncatedErrs++
+		}
+	}
+	if truncatedErrs == 0 {
+		t.Error("no cut gave ErrTruncated")
+	}
+	t.Logf("%d of %d cuts: ErrTruncated", truncatedErrs, len(data))
 }

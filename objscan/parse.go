@@ -122,6 +122,9 @@ func (f *File) parse() error {
 		if nfunc > uint64(len(f.pcln))/(2*ps) {
 			return formatErr("pcHeader", 8, "%d functions cannot fit in a %d-byte pclntab", nfunc, len(f.pcln))
 		}
+		if nfunc == 0 {
+			return formatErr("pcHeader", 8, "nfunc is 0: a Go binary's pclntab lists at least one function")
+		}
 		if fileOff >= uint64(len(f.pcln)) {
 			return formatErr("pcHeader", int64(ftabEnd), "file table offset %#x is past the end of the pclntab", fileOff)
 		}
@@ -165,13 +168,20 @@ func (f *File) parse() error {
 		if nfunc > n/8 {
 			return formatErr("pcHeader", 8, "%d functions cannot fit in a %d-byte pclntab", nfunc, n)
 		}
+		if nfunc == 0 {
+			return formatErr("pcHeader", 8, "nfunc is 0: a Go binary's pclntab lists at least one function")
+		}
 		f.names = f.pcln[funcnameOff:cuOff]
 		f.namesOff = funcnameOff
 		f.cutab = f.pcln[cuOff:filetabOff]
 		f.filetab = f.pcln[filetabOff:pctabOff]
 		f.pctab = f.pcln[pctabOff:pclnOff]
 		funcTabOff = pclnOff
-		f.Files = int(min(nfiles, n))
+		// Every file name takes at least its NUL in the filetab.
+		if nfiles > pctabOff-filetabOff {
+			return formatErr("pcHeader", int64(8+ps), "%d files cannot fit in a %d-byte file table", nfiles, pctabOff-filetabOff)
+		}
+		f.Files = int(nfiles)
 		f.Sizes.Header = int64(hdrEnd)
 		f.Sizes.FuncNameTab = int64(cuOff - funcnameOff)
 		f.Sizes.CUTab = int64(filetabOff - cuOff)
@@ -258,9 +268,11 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 		}
 		funcsEnd = max(funcsEnd, end)
 	}
+	// The functab covers at least its ftab, whatever the records hold.
+	funcsEnd = max(funcsEnd, tabOff+(2*nfunc+1)*fieldSize)
 	f.Sizes.FuncTab = int64(funcsEnd - tabOff)
 	if f.Magic == Go12Magic {
-		f.Sizes.FuncTab = int64(funcsEnd) - f.Sizes.Header
+		f.Sizes.FuncTab = max(int64(funcsEnd)-f.Sizes.Header, 0)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/pctab/pctab/objscan"
 )
 
 // elfFile is the raw view of an ELF file that the rewriter edits: the header
@@ -116,12 +118,24 @@ func parseELF(data []byte) (*elfFile, error) {
 		return nil, fmt.Errorf("ELF: section name table index %d out of range", e.shstrndx)
 	}
 	for i := uint64(0); i < phnum; i++ {
-		e.progs = append(e.progs, e.readProg(data[e.phoff+i*wantPh:]))
+		at := e.phoff + i*wantPh
+		p := e.readProg(data[at:])
+		if err := checkAlign(fmt.Sprintf("ELF: program header %d (at %#x): alignment", i, at), p.Align, n); err != nil {
+			return nil, err
+		}
+		if p.Filesz > 0 && !inFile(p.Off, p.Filesz, n) {
+			return nil, fmt.Errorf("ELF: %w: program header %d (at %#x): %d bytes at file offset %#x lie outside the %d-byte file", objscan.ErrTruncated, i, at, p.Filesz, p.Off, n)
+		}
+		e.progs = append(e.progs, p)
 	}
 	for i := uint64(0); i < shnum; i++ {
-		s := e.readSect(data[e.shoff+i*wantSh:])
-		if !s.nobits() && (s.Off > n || s.Size > n-s.Off) {
-			return nil, fmt.Errorf("ELF: section %d: %d bytes at file offset %#x lie outside the %d-byte file", i, s.Size, s.Off, n)
+		at := e.shoff + i*wantSh
+		s := e.readSect(data[at:])
+		if !s.nobits() && !inFile(s.Off, s.Size, n) {
+			return nil, fmt.Errorf("ELF: %w: section %d (header at %#x): %d bytes at file offset %#x lie outside the %d-byte file", objscan.ErrTruncated, i, at, s.Size, s.Off, n)
+		}
+		if err := checkAlign(fmt.Sprintf("ELF: section %d (header at %#x): alignment", i, at), s.Addralign, n); err != nil {
+			return nil, err
 		}
 		e.sects = append(e.sects, s)
 	}

@@ -39,6 +39,33 @@ func safeMachO(data []byte) (f *macho.File, err error) {
 	return f, nil
 }
 
+// checkMachO checks the counts, file ranges and alignments of a Mach-O
+// file's segments and sections against its size, before anything is laid
+// out from them: a segment or section whose bytes lie outside the file is
+// truncated (objscan.ErrTruncated), and an alignment larger than the file
+// is refused.
+func checkMachO(mf *macho.File, size uint64) error {
+	for _, l := range mf.Loads {
+		s, ok := l.(*macho.Segment)
+		if !ok {
+			continue
+		}
+		if s.Filesz > 0 && !inFile(s.Offset, s.Filesz, size) {
+			return fmt.Errorf("Mach-O: %w: segment %s: %d bytes at file offset %#x lie outside the %d-byte file", objscan.ErrTruncated, s.Name, s.Filesz, s.Offset, size)
+		}
+	}
+	for _, s := range mf.Sections {
+		if err := checkAlignLog(fmt.Sprintf("Mach-O: section %s,%s: alignment", s.Seg, s.Name), s.Align, size); err != nil {
+			return err
+		}
+		zerofill := s.Flags&0xff == 1 || s.Flags&0xff == 0x12 // S_ZEROFILL, S_THREAD_LOCAL_ZEROFILL
+		if !zerofill && s.Offset != 0 && s.Size > 0 && !inFile(uint64(s.Offset), s.Size, size) {
+			return fmt.Errorf("Mach-O: %w: section %s,%s: %d bytes at file offset %#x lie outside the %d-byte file", objscan.ErrTruncated, s.Seg, s.Name, s.Size, s.Offset, size)
+		}
+	}
+	return nil
+}
+
 // appendMachO adds the linear tables to a 64-bit Mach-O file in a new
 // segment (objscan.LinearSegmentMachO) with one section, which is not
 // mapped: like the __DWARF segment Go's linker writes, its vmsize is 0.
@@ -53,6 +80,9 @@ func appendMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) ([
 	}
 	if mf.Magic != macho.Magic64 || mf.ByteOrder != binary.LittleEndian {
 		return nil, errors.New("only little-endian 64-bit Mach-O files (darwin/amd64, darwin/arm64) are supported")
+	}
+	if err := checkMachO(mf, uint64(len(data))); err != nil {
+		return nil, err
 	}
 	if mf.Segment(objscan.LinearSegmentMachO) != nil {
 		return nil, fmt.Errorf("the binary already has a %s segment", objscan.LinearSegmentMachO)

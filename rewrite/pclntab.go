@@ -146,8 +146,11 @@ func buildPclntab(f *objscan.File, lt *linearTables, tailAlign uint64) (*newPcln
 	if h.funcnameOff%ps != 0 || h.pctabOff%ps != 0 || h.pclnOff%ps != 0 {
 		return nil, fmt.Errorf("pclntab parts are not %d-byte aligned", ps)
 	}
+	if f.Sizes.FuncTab < 0 {
+		return nil, fmt.Errorf("functab size %d is negative", f.Sizes.FuncTab)
+	}
 	oldTail := h.pclnOff + uint64(f.Sizes.FuncTab)
-	if oldTail > n {
+	if oldTail < h.pclnOff || oldTail > n {
 		return nil, fmt.Errorf("functab ends at %#x, past the %d-byte pclntab", oldTail, n)
 	}
 

@@ -66,6 +66,20 @@ func parsePELayout(data []byte) (*peLayout, error) {
 	if l.fileAlign == 0 || l.fileAlign&(l.fileAlign-1) != 0 || l.sectAlign == 0 || l.sectAlign&(l.sectAlign-1) != 0 {
 		return nil, fmt.Errorf("PE: file alignment %#x or section alignment %#x is not a power of two", l.fileAlign, l.sectAlign)
 	}
+	n := uint64(len(data))
+	if err := checkAlign(fmt.Sprintf("PE: FileAlignment (at %#x)", l.optAt+36), l.fileAlign, n); err != nil {
+		return nil, err
+	}
+	if err := checkAlign(fmt.Sprintf("PE: SectionAlignment (at %#x)", l.optAt+32), l.sectAlign, n); err != nil {
+		return nil, err
+	}
+	for i := range l.nsect {
+		at := l.sectAt + 40*i
+		size, off := uint64(le.Uint32(data[at+16:])), uint64(le.Uint32(data[at+20:]))
+		if size > 0 && off > 0 && !inFile(off, size, n) {
+			return nil, fmt.Errorf("PE: %w: section %d (header at %#x): %d bytes at file offset %#x lie outside the %d-byte file", objscan.ErrTruncated, i, at, size, off, n)
+		}
+	}
 	return l, nil
 }
 
@@ -110,7 +124,7 @@ func appendPE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]by
 	off := alignUp(uint64(len(data)), l.fileAlign)
 	raw := alignUp(uint64(len(sec)), l.fileAlign)
 	va := alignUp(vaEnd, l.sectAlign)
-	if off+raw > 1<<32-1 || va+uint64(len(sec)) > 1<<32-1 {
+	if off+raw > 1<<32-1 || alignUp(va+uint64(len(sec)), l.sectAlign) > 1<<32-1 {
 		return nil, errors.New("the new section would lie past 4 GiB, beyond PE's 32-bit offsets")
 	}
 	out := append([]byte(nil), data...)

@@ -80,6 +80,9 @@ func replaceMachO(data []byte, f *objscan.File, lt *linearTables, res *Result) (
 	if mf.Magic != macho.Magic64 || mf.ByteOrder != binary.LittleEndian {
 		return nil, errors.New("only little-endian 64-bit Mach-O files (darwin/amd64, darwin/arm64) are supported")
 	}
+	if err := checkMachO(mf, uint64(len(data))); err != nil {
+		return nil, err
+	}
 	le := binary.LittleEndian
 	page := uint64(0x1000)
 	if mf.Cpu == macho.CpuArm64 {

@@ -101,6 +101,9 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	for i := range sects {
 		sects[i] = readPESect(data[l.sectAt+40*uint64(i):], i+1)
 		s := &sects[i]
+		if uint64(s.va)+uint64(max(s.vsize, s.rawSize)) > 1<<32-1 {
+			return nil, fmt.Errorf("PE: section %d (header at %#x): %#x bytes at RVA %#x run past the 4 GiB image", i+1, l.sectAt+40*uint64(i), max(s.vsize, s.rawSize), s.va)
+		}
 		if pR >= s.va && uint64(pR)+uint64(pS) <= uint64(s.va)+uint64(min(s.vsize, s.rawSize)) {
 			si = i
 		}
@@ -206,7 +209,7 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	for i := range sects {
 		vaEnd = max(vaEnd, sects[i].va+max(sects[i].vsize, sects[i].rawSize))
 	}
-	if uint64(len(out))+uint64(newSize)+uint64(fa) > 1<<32-1 {
+	if uint64(len(out))+uint64(newSize)+uint64(fa) > 1<<32-1 || uint64(vaEnd)+uint64(newSize)+2*uint64(sa) > 1<<32-1 {
 		return nil, errors.New("the new section would lie past 4 GiB, beyond PE's 32-bit offsets")
 	}
 	padBefore := alignUp(uint64(len(out)), uint64(fa)) - uint64(len(out))

@@ -116,6 +116,11 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if f.Linear != nil {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
 	}
+	if len(f.Funcs) == 0 || f.Sizes.FuncTab < 0 {
+		// objscan refuses such tables; a rewrite of one would verify
+		// nothing ("0 tables").
+		return nil, nil, fmt.Errorf("rewrite: the pclntab has %d functions (functab of %d bytes): nothing to rewrite", len(f.Funcs), f.Sizes.FuncTab)
+	}
 	var e *elfFile
 	if f.Format == "elf" {
 		if e, err = parseELF(data); err != nil {

@@ -361,7 +361,7 @@ func TestMalformed(t *testing.T) {
 		{"empty", nil, Options{}, "reading file magic"},
 		{"not a binary", []byte("#!/bin/sh\necho hello\n"), Options{}, "unrecognized file format"},
 		{"truncated ELF", good[:100], Options{}, "ELF"},
-		{"truncated file", good[:len(good)/2], Options{}, "ELF: EOF"},
+		{"truncated file", good[:len(good)/2], Options{}, "ELF: file is truncated: a 24-byte read at offset"},
 		{"bad pclntab magic", badMagic, Options{}, "unknown pcHeader magic"},
 		{"unknown mode", good, Options{Mode: "sideways"}, `unknown mode "sideways"`},
 		{"unknown variant", good, Options{Variant: "fast"}, `unknown variant "fast"`},

@@ -1,6 +1,9 @@
 package stackinput_test
 
 import (
+	"bytes"
+	"compress/gzip"
+	"errors"
 	"fmt"
 
 	"github.com/pctab/pctab/stackinput"
@@ -36,4 +39,17 @@ func ExampleCorpus() {
 	// text [0x234 0x100]
 	// line [0x0 0x1 0x2]
 	// line frame 1 is main.helper 30
+}
+
+// ParsePprof refuses a compressed profile that would cost more than
+// MaxCost of its size: here 64 MiB of zeros, gzipped to about 64 KB.
+func ExampleParsePprof() {
+	var bomb bytes.Buffer
+	w := gzip.NewWriter(&bomb)
+	w.Write(make([]byte, 64<<20))
+	w.Close()
+	_, err := stackinput.ParsePprof(&bomb)
+	fmt.Println(errors.Is(err, stackinput.ErrTooLarge))
+	// Output:
+	// true
 }

@@ -81,6 +81,16 @@ type Binding struct {
 // HistorySchemaVersion is the schema_version of WriteHistory's JSON.
 const HistorySchemaVersion = 1
 
+// MaxTrampolines is the most trampolines a history can name: trampoline
+// functions are named by four decimal digits (t0000 to t9999), so no binary
+// holds more. ReadHistory refuses a larger count, which would otherwise
+// size the resolver's index.
+const MaxTrampolines = 10000
+
+// ErrBadHistory is wrapped by the errors ReadHistory returns for a history
+// that decodes but whose counts or trampoline numbers are out of range.
+var ErrBadHistory = errors.New("trampoline: malformed history")
+
 // History is what WriteHistory writes.
 type History struct {
 	SchemaVersion int       `json:"schema_version"`
@@ -174,7 +184,9 @@ func WriteHistory(w io.Writer) error {
 	return enc.Encode(h)
 }
 
-// ReadHistory reads what WriteHistory wrote.
+// ReadHistory reads what WriteHistory wrote. It checks the trampoline count
+// (at most MaxTrampolines) and that every binding names one of them; the
+// errors for a history that breaks these rules wrap ErrBadHistory.
 func ReadHistory(r io.Reader) (History, error) {
 	var h History
 	dec := json.NewDecoder(r)
@@ -184,9 +196,12 @@ func ReadHistory(r io.Reader) (History, error) {
 	if h.SchemaVersion != HistorySchemaVersion {
 		return History{}, fmt.Errorf("trampoline: history schema_version %d, want %d", h.SchemaVersion, HistorySchemaVersion)
 	}
+	if h.Trampolines < 0 || h.Trampolines > MaxTrampolines {
+		return History{}, fmt.Errorf("%w: trampolines %d is out of range [0, %d]", ErrBadHistory, h.Trampolines, MaxTrampolines)
+	}
 	for i, b := range h.Bindings {
-		if b.Trampoline < 0 || b.Trampoline >= max(h.Trampolines, 0) {
-			return History{}, fmt.Errorf("trampoline: binding %d names trampoline %d of %d", i, b.Trampoline, h.Trampolines)
+		if b.Trampoline < 0 || b.Trampoline >= h.Trampolines {
+			return History{}, fmt.Errorf("%w: binding %d names trampoline %d of %d", ErrBadHistory, i, b.Trampoline, h.Trampolines)
 		}
 	}
 	return h, nil

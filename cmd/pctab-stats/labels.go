@@ -86,7 +86,7 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		in, err := profile.Parse(f)
+		in, err := stackinput.ParsePprof(f) // bounded decompression and decoding
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("labels: %s: %w", *lf.pprofPath, err)

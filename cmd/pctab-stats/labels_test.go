@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -111,5 +112,63 @@ func TestLabels(t *testing.T) {
 	}
 	if !strings.Contains(string(o), "labelsSpin") {
 		t.Errorf("-tagfocus=query=beta shows no labelsSpin:\n%s", o)
+	}
+}
+
+// TestLabelsHostile runs pctab-stats labels on this test binary with a
+// hostile history (issue 26, item 10: a 60-byte history whose trampoline
+// count panicked in makeslice) and with a gzip bomb as the profile (item
+// 11): each must fail with an error that says what is wrong.
+func TestLabelsHostile(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var pb bytes.Buffer
+	fn := &profile.Function{ID: 1, Name: "github.com/pctab/pctab/trampoline.t0000"}
+	loc := &profile.Location{ID: 1, Address: 0x1000, Line: []profile.Line{{Function: fn}}}
+	good := &profile.Profile{SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+		Sample:   []*profile.Sample{{Location: []*profile.Location{loc}, Value: []int64{1}}},
+		Location: []*profile.Location{loc}, Function: []*profile.Function{fn}}
+	if err := good.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	goodProfile := write("good.pprof", pb.Bytes())
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zw.Write(make([]byte, 64<<20))
+	zw.Close()
+	bombProfile := write("bomb.pprof", bomb.Bytes())
+	goodHistory := write("good.json", []byte(`{"schema_version":1,"trampolines":1024,"bindings":[]}`))
+	for _, tc := range []struct {
+		name, history, profile, want string
+	}{
+		{"trampolines 9e18", write("h1.json", []byte(`{"schema_version":1,"trampolines":9000000000000000000}`)), goodProfile, "trampolines 9000000000000000000 is out of range"},
+		{"trampolines 4e9", write("h2.json", []byte(`{"schema_version":1,"trampolines":4000000000}`)), goodProfile, "trampolines 4000000000 is out of range"},
+		{"trampolines 3e8", write("h3.json", []byte(`{"schema_version":1,"trampolines":300000000}`)), goodProfile, "trampolines 300000000 is out of range"},
+		{"gzip bomb", goodHistory, bombProfile, "decompress to more than"},
+		{"good", goodHistory, goodProfile, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run([]string{"labels", "-history", tc.history, "-pprof", tc.profile, "-o", filepath.Join(dir, "out.pprof"), exe}, &stdout, &stderr)
+			if tc.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, stderr.String())
+				}
+				return
+			}
+			if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want a failure saying %q", code, stderr.String(), tc.want)
+			}
+		})
 	}
 }

@@ -89,8 +89,20 @@ type Stats struct {
 // history indexes the bindings of each trampoline in start order.
 type history [][]trampoline.Binding
 
+// index builds the history's index. Its size is bounded by the bindings
+// the history holds and by trampoline.MaxTrampolines, not by its
+// trampoline count, which a caller may have set to anything: trampolines
+// that no binding names need no entry, and no binary has a trampoline
+// numbered MaxTrampolines or more.
 func index(h trampoline.History) history {
-	x := make(history, max(h.Trampolines, 0))
+	n := 0
+	limit := min(h.Trampolines, trampoline.MaxTrampolines)
+	for _, b := range h.Bindings {
+		if b.Trampoline >= 0 && b.Trampoline < limit {
+			n = max(n, b.Trampoline+1)
+		}
+	}
+	x := make(history, n)
 	for _, b := range h.Bindings {
 		if b.Trampoline >= 0 && b.Trampoline < len(x) {
 			x[b.Trampoline] = append(x[b.Trampoline], b)
@@ -144,9 +156,23 @@ func Profile(p *profile.Profile, t *Trampolines, h trampoline.History) (*profile
 	if out.DurationNanos <= 0 {
 		hi = 1<<63 - 1
 	}
+	// The answer depends only on the trampoline: compute it once for each,
+	// so the cost is samples plus bindings, not their product.
+	type answer struct {
+		b  trampoline.Binding
+		ok bool
+	}
+	memo := make(map[int]answer)
 	var st Stats
 	for _, s := range out.Sample {
-		st.label(s, t, func(n int) (trampoline.Binding, bool) { return x.only(n, lo, hi) })
+		st.label(s, t, func(n int) (trampoline.Binding, bool) {
+			a, seen := memo[n]
+			if !seen {
+				a.b, a.ok = x.only(n, lo, hi)
+				memo[n] = a
+			}
+			return a.b, a.ok
+		})
 	}
 	fold(out)
 	return out, st, out.CheckValid()
