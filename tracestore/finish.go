@@ -3,7 +3,6 @@ package tracestore
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -130,8 +129,7 @@ func (b *builder) writeLanes() error {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(x, y int) int {
-		a, c := b.laneList[x], b.laneList[y]
-		return cmp.Or(cmp.Compare(a.Track, c.Track), cmp.Compare(a.ID, c.ID), cmp.Compare(a.Layer, c.Layer), cmp.Compare(a.Depth, c.Depth))
+		return laneCompare(b.laneList[x], b.laneList[y])
 	})
 	newID := make([]uint32, len(order))
 	lanes := make([]Lane, len(order))

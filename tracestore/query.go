@@ -41,7 +41,7 @@ func (r *pageReader) read(s *Store, i int) ([]Event, error) {
 
 // pageTimes returns the first and last event time of page i.
 func (s *Store) pageTimes(i int) (first, last int64) {
-	b := s.pageIdx[24*i:]
+	b := s.pageIdx[pageIndexBytes*i:]
 	return int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
 }
 
