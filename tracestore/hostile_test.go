@@ -300,3 +300,36 @@ func TestFileCountsThatWrap(t *testing.T) {
 		}
 	}
 }
+
+// FuzzManifest opens a real store under an arbitrary manifest.json: Open
+// must reject it or give a store whose every query runs, within a small
+// multiple of the store's size in allocations.
+func FuzzManifest(f *testing.F) {
+	base := filepath.Join(f.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(f)), base, Options{PageSize: MinPageSize}); err != nil {
+		f.Fatal(err)
+	}
+	man, err := os.ReadFile(filepath.Join(base, fileManifest))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(man)
+	f.Add(bytes.Replace(man, []byte(`"pages": `), []byte(`"pages": 230584300921369`), 1))
+	f.Add(bytes.Replace(man, []byte(`"lanes": `), []byte(`"lanes": 230584300921369`), 1))
+	f.Add([]byte(`{"schema_version":1,"page_size":1024,"pages":-1}`))
+	size := storeBytes(f, base)
+	f.Fuzz(func(t *testing.T, m []byte) {
+		if err := os.WriteFile(filepath.Join(base, fileManifest), m, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		var s *Store
+		if got := allocatedBy(func() {
+			if s, err = Open(base); err == nil {
+				exercise(s)
+				s.Close()
+			}
+		}); got > uint64(8*size)+uint64(4*len(m))+1<<20 {
+			t.Fatalf("Open allocated %d bytes for a %d-byte store", got, size)
+		}
+	})
+}

@@ -434,17 +434,16 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		return
 	}
 	r := newRowCursor(s, l)
-	w := t1 - t0
-	at := func(p int64) int64 { return t0 + w*p/px } // fits: w*px < 2^63 for any real trace and screen
-	if w > (1<<62)/px {
-		at = func(p int64) int64 { return t0 + int64(float64(w)*float64(p)/float64(px)) }
-	}
+	at := func(p int64) int64 { return PixelStart(t0, t1, px, p) }
 	// Pixels before the first span and after the last are empty.
 	first := r.span(0).Start
 	last := r.span(ln.Spans - 1).End()
 	j := r.locate(at(0))
 	for p := int64(0); p < px; p++ {
 		a, b := at(p), at(p+1)
+		if b == a {
+			continue // an empty pixel: the range is narrower than px
+		}
 		if b <= first || a >= last {
 			if a >= last {
 				break
@@ -471,7 +470,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		}
 		c := &cells[p]
 		c.Count = uint16(min(i1-i0, 65535))
-		c.Busy = uint8(min(255, max(0, busy)*255/max(1, b-a)))
+		c.Busy = share(busy, uint64(b)-uint64(a))
 		if agg.Index >= i0 && agg.Index < i1 {
 			kn := s.kindName[s.laneSpan[l]+agg.Index]
 			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
