@@ -319,6 +319,9 @@ func (s *Store) Close() error {
 	return first
 }
 
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
 // Manifest returns the store's manifest.
 func (s *Store) Manifest() Manifest { return s.m }
 
