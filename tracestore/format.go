@@ -9,8 +9,12 @@ import (
 )
 
 // SchemaVersion is the version of the store's format and of its
-// manifest.json.
-const SchemaVersion = 1
+// manifest.json. Version 2 added the manifest's truncated field; Open
+// reads stores of versions 1 and 2, whose files are the same.
+const SchemaVersion = 2
+
+// oldestSchemaVersion is the oldest version Open reads.
+const oldestSchemaVersion = 1
 
 // PageSize is the default size of a page of the event log.
 const PageSize = 64 << 10

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -65,12 +64,18 @@ func runBuild(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	wall := time.Since(start)
+	if m.Truncated != nil {
+		fmt.Fprintf(stderr, "pctab-trace: warning: %s: %s\n", fs.Arg(0), m.Truncated)
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	ts, err := tracestore.MeasureTrace(f)
 	if err != nil {
-		return err
+		if m.Truncated == nil {
+			return err
+		}
+		ts.Total = m.TraceBytes // the parts measured are those before the cut
 	}
 	bytesOf := map[string]int64{}
 	var total int64
@@ -147,6 +152,9 @@ func runQuery(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() != 1 || (*fn == "") == (*line == "") {
 		return fmt.Errorf("query wants one of -func or -line, and STORE")
+	}
+	if *show < 0 {
+		return fmt.Errorf("-show %d: want 0 or more events", *show)
 	}
 	s, err := tracestore.Open(fs.Arg(0))
 	if err != nil {
@@ -241,6 +249,9 @@ func runAgg(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("agg wants STORE")
 	}
+	if *top < 0 {
+		return fmt.Errorf("-top %d: want 0 or more lanes", *top)
+	}
 	s, err := tracestore.Open(fs.Arg(0))
 	if err != nil {
 		return err
@@ -288,6 +299,7 @@ func runAgg(args []string, stdout, stderr io.Writer) error {
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	addr := fs.String("addr", "localhost:8080", "address to listen on (port 0 picks a free one)")
+	allow := fs.String("allowhost", "", "comma-separated host names the Host header may name besides loopback ones and -addr's host (\"*\": any)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -303,6 +315,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The listen address's host and IP, and -allowhost's names.
+	hosts := []string{ln.Addr().String()}
+	if h, _, err := net.SplitHostPort(*addr); err == nil && h != "" {
+		hosts = append(hosts, h)
+	}
+	for _, h := range strings.Split(*allow, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
 	fmt.Fprintf(stdout, "serving %s at http://%s/\n", fs.Arg(0), ln.Addr())
-	return http.Serve(ln, view.Handler(s))
+	return view.NewServer(view.NewHandler(s, view.Options{Hosts: hosts})).Serve(ln)
 }

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAggTopNegative is issue 26's item 9: agg -top -1 panicked. It is an
+// error now, and -top 0 prints no lane.
+func TestAggTopNegative(t *testing.T) {
+	tr := traceFile(t)
+	store := filepath.Join(t.TempDir(), "store")
+	runCmd(t, "build", tr, store)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"agg", "-top", "-1", store}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "-top") {
+		t.Errorf("agg -top -1: %v", err)
+	}
+	if out := runCmd(t, "agg", "-top", "0", store); !strings.Contains(out, "the 0 busiest") {
+		t.Errorf("agg -top 0 printed:\n%s", out)
+	}
+	err = run(context.Background(), []string{"query", "-show", "-1", "-func", "main.main", store}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "-show") {
+		t.Errorf("query -show -1: %v", err)
+	}
+}
+
+// TestBuildFailsCleanly checks that a build that fails leaves no STORE.
+func TestBuildFailsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.trace")
+	os.WriteFile(bad, []byte("go 1.26 trace\x00\x00\x00\x01\x02\x03"), 0o666)
+	store := filepath.Join(dir, "store")
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"build", bad, store}, &stdout, &stderr); err == nil {
+		t.Fatal("build of a bad trace succeeded")
+	} else {
+		t.Log(err)
+	}
+	if _, err := os.Stat(store); !os.IsNotExist(err) {
+		t.Errorf("a failed build left %s: %v", store, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("a failed build left %v", ents)
+	}
+}
