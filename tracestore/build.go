@@ -293,14 +293,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// laneKey identifies a lane while building.
-type laneKey struct {
-	track TrackKind
-	id    int64
-	layer Layer
-	depth int
-}
-
 // rowKey identifies a set of rows of one layer of one track.
 type rowKey struct {
 	track TrackKind
@@ -360,7 +352,6 @@ type builder struct {
 	funcIdx, lineIdx *diskmap.Builder
 
 	// timeline
-	lanes    map[laneKey]uint32
 	laneList []Lane
 	laneEnd  []int64                         // per lane, the end of its last span
 	rows     map[rowKey]*rowSet              // each layer's rows
@@ -390,7 +381,6 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		stacks:  map[trace.Stack]*stackInfo{},
 		funcIdx: diskmap.NewBuilder(),
 		lineIdx: diskmap.NewBuilder(),
-		lanes:   map[laneKey]uint32{},
 		rows:    map[rowKey]*rowSet{},
 		gState:  map[int64]*openSpan{},
 		pState:  map[int64]*openSpan{},
@@ -401,11 +391,11 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
-	b.evW = bufio.NewWriterSize(b.evFile, 1<<20)
+	b.evW = bufio.NewWriterSize(b.evFile, ioBuffer)
 	if b.spanTmp, err = os.CreateTemp(dir, "spans-*.tmp"); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
-	b.spanW = bufio.NewWriterSize(b.spanTmp, 1<<20)
+	b.spanW = bufio.NewWriterSize(b.spanTmp, ioBuffer)
 	return b, nil
 }
 
@@ -577,3 +567,6 @@ func (b *builder) flushPage() error {
 	b.page = b.page[:pageHeader]
 	return nil
 }
+
+// ioBuffer is the size of the builder's file buffers.
+const ioBuffer = 64 << 10

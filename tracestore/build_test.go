@@ -166,8 +166,8 @@ func TestLeakedRegionsLinear(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Lanes < n {
-				t.Fatalf("%d lanes for %d nested regions", m.Lanes, n)
+			if m.Lanes < maxRows || m.Events < n {
+				t.Fatalf("%d lanes and %d events for %d nested regions", m.Lanes, m.Events, n)
 			}
 			best = min(best, c1-c0)
 		}
@@ -177,6 +177,17 @@ func TestLeakedRegionsLinear(t *testing.T) {
 	t.Logf("%d regions: %v CPU; %d: %v (%.1fx)", n, cs, 4*n, cl, float64(cl)/float64(cs))
 	if cl > 8*cs {
 		t.Errorf("4x the regions cost %.1fx the CPU time", float64(cl)/float64(cs))
+	}
+	// And memory: a small multiple of the trace's size, beyond the
+	// builder's fixed buffers.
+	got := allocatedBy(func() {
+		if _, err := Build(bytes.NewReader(large), filepath.Join(t.TempDir(), "store"), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%d-byte trace: Build allocated %d bytes", len(large), got)
+	if limit := 64*uint64(len(large)) + 16<<20; got > limit {
+		t.Errorf("Build allocated %d bytes for a %d-byte trace, more than %d", got, len(large), limit)
 	}
 }
 

@@ -36,7 +36,7 @@ func (b *builder) finish() (*Manifest, error) {
 		if err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
-		w := bufio.NewWriterSize(f, 1<<20)
+		w := bufio.NewWriterSize(f, ioBuffer)
 		if _, err := wt.WriteTo(w); err != nil {
 			f.Close()
 			return fmt.Errorf("tracestore: writing %s: %w", name, err)
@@ -151,7 +151,7 @@ func (b *builder) writeLanes() error {
 		if err != nil {
 			return nil, nil, fmt.Errorf("tracestore: %w", err)
 		}
-		return f, bufio.NewWriterSize(f, 1<<20), nil
+		return f, bufio.NewWriterSize(f, ioBuffer), nil
 	}
 	sf, sw, err := create(fileSpans)
 	if err != nil {
@@ -187,7 +187,7 @@ func (b *builder) writeLanes() error {
 		if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
-		r := bufio.NewReaderSize(b.spanTmp, 1<<20)
+		r := bufio.NewReaderSize(b.spanTmp, ioBuffer)
 		var rec [4 + spanBytes]byte
 		for range b.numSpans {
 			if _, err := io.ReadFull(r, rec[:]); err != nil {

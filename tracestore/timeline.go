@@ -265,14 +265,18 @@ func (r *regionStack) innermost(name string) int {
 // of their depths, lowest first) and where each one's last span ends.
 type rowSet struct {
 	free   depthHeap
-	inFree []bool // depth -> in free
-	end    []int64
+	inFree []bool  // depth -> in free
+	end    []int64 // depth -> end of its last span
+	lane   []int32 // depth -> lane, -1 until its first span
 }
 
-// maxRows is the number of rows a layer of a track may have: a lane's
-// depth is 16 bits in lanes.tab. Spans deeper than that share the last
-// row, where each starts no earlier than the previous ends.
-const maxRows = 1 << 16
+// maxRows is the number of rows a layer of a track may have (a lane's
+// depth is 16 bits in lanes.tab, and a viewer shows no more): regions
+// nested deeper than that, leaked ones as a rule, share the last row,
+// where each starts no earlier than the previous ends. Each row is a lane,
+// which costs some 100 bytes to build where a leaked region costs the
+// trace some 5.
+const maxRows = 1 << 12
 
 type depthHeap []int
 
@@ -319,11 +323,18 @@ func (b *builder) open(key rowKey, s Span, name string) *openSpan {
 // span starts no earlier than the lane's last span ends, so that a lane's
 // spans never overlap whatever order a malformed trace gives.
 func (b *builder) close(key rowKey, o *openSpan, t int64) error {
-	lk := laneKey{key.track, key.id, key.layer, o.depth}
-	lane, ok := b.lanes[lk]
-	if !ok {
-		lane = uint32(len(b.laneList))
-		b.lanes[lk] = lane
+	rs := b.rows[key]
+	if rs == nil { // a span opened elsewhere: not from open
+		rs = &rowSet{}
+		b.rows[key] = rs
+	}
+	for len(rs.lane) <= o.depth {
+		rs.lane = append(rs.lane, -1)
+	}
+	lane := rs.lane[o.depth]
+	if lane < 0 {
+		lane = int32(len(b.laneList))
+		rs.lane[o.depth] = lane
 		b.laneList = append(b.laneList, Lane{Track: key.track, ID: key.id, Layer: key.layer, Depth: o.depth})
 		b.laneEnd = append(b.laneEnd, 0)
 	}
@@ -331,7 +342,7 @@ func (b *builder) close(key rowKey, o *openSpan, t int64) error {
 	s.Start = max(s.Start, b.laneEnd[lane])
 	s.Dur = max(0, t-s.Start)
 	b.laneEnd[lane] = s.End()
-	if rs := b.rows[key]; rs != nil && o.depth < len(rs.end) {
+	if o.depth < len(rs.end) {
 		rs.end[o.depth] = max(rs.end[o.depth], s.End())
 		if !rs.inFree[o.depth] {
 			heap.Push(&rs.free, o.depth)
@@ -340,7 +351,7 @@ func (b *builder) close(key rowKey, o *openSpan, t int64) error {
 	}
 	b.laneList[lane].Spans++
 	b.numSpans++
-	binary.LittleEndian.PutUint32(b.spanRec[:4], lane)
+	binary.LittleEndian.PutUint32(b.spanRec[:4], uint32(lane))
 	putSpan(b.spanRec[4:], s)
 	if _, err := b.spanW.Write(b.spanRec[:]); err != nil {
 		return fmt.Errorf("%w: spans: %w", errWrite, err)
