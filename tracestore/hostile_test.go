@@ -333,3 +333,60 @@ func FuzzManifest(f *testing.F) {
 		}
 	})
 }
+
+// TestPageHeaderCounts gives the counts of an event-log page's header
+// hostile values, with the page's checksum fixed to match: reading the
+// page fails, allocating no more than the page's size.
+func TestPageHeaderCounts(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(base, fileEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		off  int
+		size int
+	}{{"count", 8, 4}, {"used", 12, 4}, {"first event", 16, 8}, {"base time", 24, 8}} {
+		for _, v := range []uint64{1<<32 - 1, 1 << 31, 1<<32 - 15, 1 << 63, 1<<64 - 1, 1 << 62} {
+			p := bytes.Clone(good[:MinPageSize])
+			if f.size == 4 {
+				binary.LittleEndian.PutUint32(p[f.off:], uint32(v))
+			} else {
+				binary.LittleEndian.PutUint64(p[f.off:], v)
+			}
+			used := min(int(binary.LittleEndian.Uint32(p[12:])), len(p))
+			if used >= 8 {
+				binary.LittleEndian.PutUint32(p[4:], crc(p[8:used]))
+			}
+			var evs []Event
+			var err error
+			got := allocatedBy(func() { evs, err = decodePage(nil, p, 0, MinPageSize) })
+			if got > 64*MinPageSize {
+				t.Errorf("%s = %#x: allocated %d bytes for a %d-byte page", f.name, v, got, MinPageSize)
+			}
+			switch {
+			case err == nil && (f.name == "count" || f.name == "used"):
+				t.Errorf("%s = %#x: %d events, no error", f.name, v, len(evs))
+			case err == nil && len(evs) > 0 && f.name == "first event" && evs[0].Index != v:
+				t.Errorf("%s = %#x: first event %d", f.name, v, evs[0].Index)
+			}
+			// Through a store, every such page is an error.
+			dir := copyStore(t, base)
+			all := bytes.Clone(good)
+			copy(all, p)
+			replaceFile(t, dir, fileEvents, all)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Events(0, s.Manifest().Duration+1, func(*Event) bool { return true }); err == nil {
+				t.Errorf("%s = %#x: read the log without error", f.name, v)
+			}
+			s.Close()
+		}
+	}
+}
