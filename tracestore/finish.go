@@ -117,6 +117,10 @@ func sumFile(path string) (FileSum, error) {
 	if err != nil {
 		return FileSum{}, fmt.Errorf("tracestore: reading %s: %w", path, err)
 	}
+	// On disk before the store is renamed into place.
+	if err := f.Sync(); err != nil {
+		return FileSum{}, fmt.Errorf("tracestore: syncing %s: %w", path, err)
+	}
 	return FileSum{Bytes: n, CRC32: h.Sum32()}, nil
 }
 
@@ -249,8 +253,17 @@ func writeManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, fileManifest), append(data, '\n'), 0o666); err != nil {
+	f, err := os.Create(filepath.Join(dir, fileManifest))
+	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	return nil
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("tracestore: writing %s: %w", fileManifest, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("tracestore: syncing %s: %w", fileManifest, err)
+	}
+	return f.Close()
 }
