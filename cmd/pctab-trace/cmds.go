@@ -315,16 +315,28 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The listen address's host and IP, and -allowhost's names.
-	hosts := []string{ln.Addr().String()}
-	if h, _, err := net.SplitHostPort(*addr); err == nil && h != "" {
-		hosts = append(hosts, h)
+	fmt.Fprintf(stdout, "serving %s at http://%s/\n", fs.Arg(0), ln.Addr())
+	opts := view.Options{Hosts: allowedHosts(*addr, ln.Addr().String(), *allow)}
+	return view.NewServer(view.NewHandler(s, opts)).Serve(ln)
+}
+
+// allowedHosts returns the Host names serve allows besides loopback ones:
+// the listen address's host as given (-addr) and as bound, and -allowhost's.
+func allowedHosts(addr, bound, allow string) []string {
+	var hosts []string
+	for _, a := range []string{bound, addr} {
+		// Not an unspecified address (every interface): no client
+		// names it.
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+				hosts = append(hosts, h)
+			}
+		}
 	}
-	for _, h := range strings.Split(*allow, ",") {
+	for _, h := range strings.Split(allow, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			hosts = append(hosts, h)
 		}
 	}
-	fmt.Fprintf(stdout, "serving %s at http://%s/\n", fs.Arg(0), ln.Addr())
-	return view.NewServer(view.NewHandler(s, view.Options{Hosts: hosts})).Serve(ln)
+	return hosts
 }

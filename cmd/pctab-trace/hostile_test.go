@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,5 +47,21 @@ func TestBuildFailsCleanly(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("a failed build left %v", ents)
+	}
+}
+
+// TestServeHosts checks the Host names serve allows: -addr's host, the
+// address bound, and -allowhost's list; loopback names are the handler's.
+func TestServeHosts(t *testing.T) {
+	got := allowedHosts("mybox:8080", "10.1.2.3:8080", " a.example, b.example:9 ,")
+	want := []string{"10.1.2.3", "mybox", "a.example", "b.example:9"}
+	if !slices.Equal(got, want) {
+		t.Errorf("allowedHosts = %q, want %q", got, want)
+	}
+	if got := allowedHosts(":8080", "[::]:8080", ""); len(got) != 0 {
+		t.Errorf("allowedHosts for every interface = %q", got)
+	}
+	if got := allowedHosts("0.0.0.0:8080", "0.0.0.0:8080", "mybox"); !slices.Equal(got, []string{"mybox"}) {
+		t.Errorf("allowedHosts for 0.0.0.0 = %q", got)
 	}
 }
