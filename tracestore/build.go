@@ -82,6 +82,9 @@ func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
 		return nil, err
 	}
 	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o777); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)

@@ -349,6 +349,11 @@ func TestFailedBuildLeavesNoStore(t *testing.T) {
 	if ents, _ := os.ReadDir(parent); len(ents) != 1 {
 		t.Errorf("the parent holds %v", ents)
 	}
+	// Missing parents are made.
+	deep := filepath.Join(parent, "a", "b", "store")
+	if _, err := Build(bytes.NewReader(data), deep, Options{}); err != nil {
+		t.Fatal(err)
+	}
 	// An empty one is replaced.
 	os.RemoveAll(dir)
 	os.Mkdir(dir, 0o777)
