@@ -13,6 +13,7 @@ import (
 	"runtime/trace"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -152,6 +153,9 @@ func TestLeakedRegionsLinear(t *testing.T) {
 	if !cputime.Available() {
 		t.Skip("no per-thread CPU time")
 	}
+	if testing.Short() {
+		t.Skip("a cost test: builds 300,000 regions")
+	}
 	const n = 20000
 	small, large := leakedRegions(t, n), leakedRegions(t, 4*n)
 	cost := func(data []byte) time.Duration {
@@ -250,11 +254,16 @@ func multiGenTrace(t testing.TB) []byte {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestMultiGenHelper$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "TRACESTORE_MULTIGEN_OUT="+out, "GODEBUG=traceadvanceperiod=2000000")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			multiGenErr = fmt.Errorf("%v\n%s", err, b)
+			multiGenErr = fmt.Errorf("%w\n%s", err, b)
 			return
 		}
 		multiGenData, multiGenErr = os.ReadFile(out)
 	})
+	if errors.Is(multiGenErr, syscall.ENOEXEC) {
+		// A test binary for another architecture, run under an emulator
+		// (go test -exec) that the kernel does not know of.
+		t.Skipf("cannot run the test binary itself: %v", multiGenErr)
+	}
 	if multiGenErr != nil {
 		t.Fatal(multiGenErr)
 	}

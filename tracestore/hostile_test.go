@@ -270,8 +270,12 @@ func TestFileCountsThatWrap(t *testing.T) {
 		if f.file == fileStrings && f.stride > 0 {
 			recs = int(binary.LittleEndian.Uint32(good)) + 1
 		}
-		for _, rec := range []int{0, recs / 2, recs - 1} {
-			for _, v := range values[f.size] {
+		at, vals := []int{0, recs / 2, recs - 1}, values[f.size]
+		if testing.Short() { // under emulation, say
+			at, vals = at[2:], vals[:2]
+		}
+		for _, rec := range at {
+			for _, v := range vals {
 				t.Run(fmt.Sprintf("%s@%d+%d*%d=%#x", f.file, f.off, rec, f.stride, v), func(t *testing.T) {
 					b := bytes.Clone(good)
 					o := f.off + rec*f.stride
