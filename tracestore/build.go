@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,9 @@ type Manifest struct {
 	Lanes    int       `json:"lanes"`
 	Spans    int64     `json:"spans"`
 	Files    []FileSum `json:"files"`
+	// Truncated, if set, says that the trace ended early or turned
+	// unreadable, and what the store lacks.
+	Truncated *Truncation `json:"truncated,omitempty"`
 }
 
 // A FileSum is the size and CRC-32C of one file of a store.
@@ -52,16 +56,21 @@ type Options struct {
 }
 
 // Build reads an execution trace from r and writes its store into dir,
-// which must not exist or be empty. It returns the store's manifest.
+// which must not exist or be an empty directory. It returns the store's
+// manifest.
+//
+// Build writes the store into a temporary directory next to dir and
+// renames it to dir only once it is complete and opens: a failed Build
+// leaves no store at dir, and its error says why.
+//
+// A trace that ends early or turns unreadable part way (cut off, as a
+// trace copied while it was written is, or corrupt) still gives a store:
+// of every event the trace reader produced before it failed (the reader
+// produces a generation's events only once it has read the whole
+// generation). The manifest's Truncated field then says where the reader
+// stopped and what was dropped. A trace with no readable event is an
+// error.
 func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return nil, fmt.Errorf("tracestore: %w", err)
-	}
-	if ents, err := os.ReadDir(dir); err != nil {
-		return nil, fmt.Errorf("tracestore: %w", err)
-	} else if len(ents) > 0 {
-		return nil, fmt.Errorf("tracestore: %s is not empty", dir)
-	}
 	ps := opts.PageSize
 	if ps == 0 {
 		ps = PageSize
@@ -69,43 +78,211 @@ func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
 	if ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {
 		return nil, fmt.Errorf("tracestore: page size %d is not a power of two in [%d, %d]", ps, MinPageSize, MaxPageSize)
 	}
-	cr := &countingReader{r: r}
+	if err := checkTarget(dir); err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(filepath.Dir(dir), 0o777); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if m, err = buildInto(r, tmp, ps, opts); err != nil {
+		return nil, err
+	}
+	// The store must open before it takes dir's place.
+	s, err := Open(tmp)
+	if err != nil {
+		return nil, fmt.Errorf("tracestore: the store built does not open: %w", err)
+	}
+	s.Close()
+	if err := syncDir(tmp); err != nil {
+		return nil, err
+	}
+	// os.Rename does not replace a directory: remove dir if it is there,
+	// which fails unless it is still empty.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkTarget checks that dir does not exist or is an empty directory.
+func checkTarget(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("tracestore: %s is not a directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("tracestore: %s is not empty", dir)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("tracestore: syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// A Truncation says what Build dropped of a trace that ended early or
+// turned unreadable.
+type Truncation struct {
+	// Error is the trace reader's error.
+	Error string `json:"error"`
+	// AtByte is how many bytes the reader had consumed when it failed
+	// (it reads ahead, so the fault may lie before).
+	AtByte int64 `json:"at_byte"`
+	// EventsKept is the number of events the reader produced and the
+	// store holds; Generations, how many generations they span.
+	EventsKept  uint64 `json:"events_kept"`
+	Generations int    `json:"generations"`
+	// BytesKept is where the last generation kept ends in the trace
+	// (from its batch framing); BytesDropped the trace's bytes after it.
+	BytesKept    int64 `json:"bytes_kept"`
+	BytesDropped int64 `json:"bytes_dropped"`
+}
+
+func (t *Truncation) String() string {
+	return fmt.Sprintf("the trace is cut or unreadable after byte %d: %s; kept its first %d events (%d generations, %d bytes), dropped its last %d bytes", t.AtByte, t.Error, t.EventsKept, t.Generations, t.BytesKept, t.BytesDropped)
+}
+
+// buildInto writes the store into the empty directory dir.
+func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err error) {
+	// The trace's batch framing is read alongside, to say where its
+	// generations end.
+	pr, pw := io.Pipe()
+	framing := make(chan generations, 1)
+	go func() {
+		g := scanGenerations(pr)
+		io.Copy(io.Discard, pr) // what the scan did not read
+		framing <- g
+	}()
+	cr := &countingReader{r: io.TeeReader(r, pw)}
+	defer func() {
+		if pw != nil {
+			pw.CloseWithError(errors.New("build stopped"))
+			<-framing
+		}
+	}()
 	b, err := newBuilder(dir, ps)
 	if err != nil {
 		return nil, err
 	}
 	defer b.cleanup()
-	defer func() {
-		if p := recover(); p != nil {
-			// x/exp/trace can panic on malformed input.
-			m, err = nil, fmt.Errorf("tracestore: reading the trace after %d events (byte %d): %v", b.events, cr.n, p)
-		}
-	}()
-	tr, err := trace.NewReader(cr)
+	tr, err := newTraceReader(cr)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
 	}
+	var readErr error
 	for {
-		ev, err := tr.ReadEvent()
+		ev, err := readEvent(tr)
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("tracestore: reading trace event %d (byte %d): %w", b.events, cr.n, err)
+		if err == nil {
+			err = b.addChecked(&ev)
 		}
-		if err := b.add(&ev); err != nil {
+		if errors.Is(err, errWrite) {
 			return nil, err
 		}
+		if err != nil {
+			readErr = err
+			break
+		}
 	}
+	if readErr != nil && b.gens == 0 {
+		return nil, fmt.Errorf("tracestore: reading trace event %d (byte %d): the trace's first generation is cut or unreadable: %w", b.events, cr.n, readErr)
+	}
+	if b.gens == 0 {
+		return nil, fmt.Errorf("tracestore: the trace has no events (%d bytes)", cr.n)
+	}
+	atByte := cr.n
+	// Read the rest, for its size.
+	if _, err := io.Copy(io.Discard, cr); err != nil {
+		return nil, fmt.Errorf("tracestore: reading the trace: %w", err)
+	}
+	pw.Close()
+	fr := <-framing
+	pw = nil
 	m, err = b.finish()
 	if err != nil {
 		return nil, err
 	}
 	m.Source, m.TraceBytes = opts.Source, cr.n
+	if readErr != nil {
+		t := &Truncation{Error: readErr.Error(), AtByte: atByte, EventsKept: b.events, Generations: b.gens}
+		t.BytesKept = fr.end(b.gens, atByte)
+		t.BytesDropped = cr.n - t.BytesKept
+		m.Truncated = t
+	}
 	if err := writeManifest(dir, m); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// errWrite marks errors writing the store, which end a build, unlike
+// errors reading the trace.
+var errWrite = errors.New("tracestore: writing the store")
+
+func newTraceReader(r io.Reader) (tr *trace.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("trace reader panicked: %v", p)
+		}
+	}()
+	return trace.NewReader(r)
+}
+
+// readEvent reads an event; x/exp/trace can panic on malformed input.
+func readEvent(tr *trace.Reader) (ev trace.Event, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("trace reader panicked: %v", p)
+		}
+	}()
+	return tr.ReadEvent()
+}
+
+// addChecked adds ev, turning a panic of x/exp/trace's accessors on a
+// malformed event into an error.
+func (b *builder) addChecked(ev *trace.Event) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("trace event %d: the trace reader panicked: %v", b.events, p)
+		}
+	}()
+	return b.add(ev)
 }
 
 type countingReader struct {
@@ -117,14 +294,6 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
-}
-
-// laneKey identifies a lane while building.
-type laneKey struct {
-	track TrackKind
-	id    int64
-	layer Layer
-	depth int
 }
 
 // rowKey identifies a set of rows of one layer of one track.
@@ -157,6 +326,10 @@ type builder struct {
 	// goroutine's or proc's first event in a generation, a transition from
 	// an undetermined state, says what state it has been in since then.
 	genStart int64
+	// gens counts the generations with events; syncPending is set from a
+	// Sync event to the next event.
+	gens        int
+	syncPending bool
 
 	// event log
 	evFile   *os.File
@@ -182,13 +355,13 @@ type builder struct {
 	funcIdx, lineIdx *diskmap.Builder
 
 	// timeline
-	lanes    map[laneKey]uint32
 	laneList []Lane
-	rows     map[rowKey][]bool      // busy depths
-	gState   map[int64]*openSpan    // goroutine -> current state span
-	pState   map[int64]*openSpan    // proc -> running span
-	ranges   map[rowKey][]*openSpan // track -> open ranges
-	regions  map[int64][]*openSpan  // goroutine -> open regions, innermost last
+	laneEnd  []int64                         // per lane, the end of its last span
+	rows     map[rowKey]*rowSet              // each layer's rows
+	gState   map[int64]*openSpan             // goroutine -> current state span
+	pState   map[int64]*openSpan             // proc -> running span
+	ranges   map[rowKey]map[string]*openSpan // track -> open ranges by name
+	regions  map[int64]*regionStack          // goroutine -> open regions
 	tasks    map[trace.TaskID]*openSpan
 	spanTmp  *os.File
 	spanW    *bufio.Writer
@@ -211,22 +384,21 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		stacks:  map[trace.Stack]*stackInfo{},
 		funcIdx: diskmap.NewBuilder(),
 		lineIdx: diskmap.NewBuilder(),
-		lanes:   map[laneKey]uint32{},
-		rows:    map[rowKey][]bool{},
+		rows:    map[rowKey]*rowSet{},
 		gState:  map[int64]*openSpan{},
 		pState:  map[int64]*openSpan{},
-		ranges:  map[rowKey][]*openSpan{},
-		regions: map[int64][]*openSpan{},
+		ranges:  map[rowKey]map[string]*openSpan{},
+		regions: map[int64]*regionStack{},
 		tasks:   map[trace.TaskID]*openSpan{},
 	}
 	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
-	b.evW = bufio.NewWriterSize(b.evFile, 1<<20)
+	b.evW = bufio.NewWriterSize(b.evFile, ioBuffer)
 	if b.spanTmp, err = os.CreateTemp(dir, "spans-*.tmp"); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
-	b.spanW = bufio.NewWriterSize(b.spanTmp, 1<<20)
+	b.spanW = bufio.NewWriterSize(b.spanTmp, ioBuffer)
 	return b, nil
 }
 
@@ -299,7 +471,13 @@ func (b *builder) add(ev *trace.Event) error {
 	if !b.haveT {
 		b.base, b.haveT = t, true
 	}
-	t -= b.base
+	// Times are kept in [0, maxTime] from the first event, so no span's
+	// arithmetic can overflow.
+	if d := t - b.base; (t < b.base) != (d < 0) || d > maxTime {
+		return fmt.Errorf("trace event %d: time %d is more than %d ns after the first event's, %d", b.events, t, int64(maxTime), b.base)
+	} else {
+		t = d
+	}
 	if t < b.last {
 		t = b.last // the reader orders events; keep the log monotone regardless
 	}
@@ -307,6 +485,10 @@ func (b *builder) add(ev *trace.Event) error {
 	if ev.Kind() == trace.EventSync {
 		clear(b.stacks) // stack handles are per generation
 		b.genStart = t
+		b.syncPending = true
+	} else if b.syncPending {
+		b.gens++
+		b.syncPending = false
 	}
 	e := Event{Index: b.events, Time: t, Kind: ev.Kind(), G: int64(ev.Goroutine()), P: int64(ev.Proc()), M: int64(ev.Thread())}
 	st := ev.Stack()
@@ -378,7 +560,7 @@ func (b *builder) flushPage() error {
 	binary.LittleEndian.PutUint64(p[24:], uint64(b.pageT))
 	binary.LittleEndian.PutUint32(p[4:], crc(p[8:len(b.page)]))
 	if _, err := b.evW.Write(p); err != nil {
-		return fmt.Errorf("tracestore: writing %s: %w", fileEvents, err)
+		return fmt.Errorf("%w: %s: %w", errWrite, fileEvents, err)
 	}
 	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageT))
 	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageLast))
@@ -388,3 +570,6 @@ func (b *builder) flushPage() error {
 	b.page = b.page[:pageHeader]
 	return nil
 }
+
+// ioBuffer is the size of the builder's file buffers.
+const ioBuffer = 64 << 10

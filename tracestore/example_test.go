@@ -3,6 +3,7 @@ package tracestore_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/trace"
@@ -59,4 +60,21 @@ func Example() {
 		}
 	}
 	// Output: true true
+}
+
+// Pixel boundaries of the widest range there is: its width, 2^64-1 ns,
+// does not fit in an int64, and the boundaries are exact regardless.
+func ExamplePixelStart() {
+	t0, t1 := int64(math.MinInt64), int64(math.MaxInt64)
+	for p := int64(0); p <= 4; p++ {
+		fmt.Println(tracestore.PixelStart(t0, t1, 4, p))
+	}
+	fmt.Println(tracestore.PixelOf(t0, t1, 4, 0))
+	// Output:
+	// -9223372036854775808
+	// -4611686018427387905
+	// -1
+	// 4611686018427387903
+	// 9223372036854775807
+	// 2
 }

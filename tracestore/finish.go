@@ -3,7 +3,6 @@ package tracestore
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -37,7 +36,7 @@ func (b *builder) finish() (*Manifest, error) {
 		if err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
-		w := bufio.NewWriterSize(f, 1<<20)
+		w := bufio.NewWriterSize(f, ioBuffer)
 		if _, err := wt.WriteTo(w); err != nil {
 			f.Close()
 			return fmt.Errorf("tracestore: writing %s: %w", name, err)
@@ -118,6 +117,10 @@ func sumFile(path string) (FileSum, error) {
 	if err != nil {
 		return FileSum{}, fmt.Errorf("tracestore: reading %s: %w", path, err)
 	}
+	// On disk before the store is renamed into place.
+	if err := f.Sync(); err != nil {
+		return FileSum{}, fmt.Errorf("tracestore: syncing %s: %w", path, err)
+	}
 	return FileSum{Bytes: n, CRC32: h.Sum32()}, nil
 }
 
@@ -130,8 +133,7 @@ func (b *builder) writeLanes() error {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(x, y int) int {
-		a, c := b.laneList[x], b.laneList[y]
-		return cmp.Or(cmp.Compare(a.Track, c.Track), cmp.Compare(a.ID, c.ID), cmp.Compare(a.Layer, c.Layer), cmp.Compare(a.Depth, c.Depth))
+		return laneCompare(b.laneList[x], b.laneList[y])
 	})
 	newID := make([]uint32, len(order))
 	lanes := make([]Lane, len(order))
@@ -153,7 +155,7 @@ func (b *builder) writeLanes() error {
 		if err != nil {
 			return nil, nil, fmt.Errorf("tracestore: %w", err)
 		}
-		return f, bufio.NewWriterSize(f, 1<<20), nil
+		return f, bufio.NewWriterSize(f, ioBuffer), nil
 	}
 	sf, sw, err := create(fileSpans)
 	if err != nil {
@@ -189,7 +191,7 @@ func (b *builder) writeLanes() error {
 		if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
-		r := bufio.NewReaderSize(b.spanTmp, 1<<20)
+		r := bufio.NewReaderSize(b.spanTmp, ioBuffer)
 		var rec [4 + spanBytes]byte
 		for range b.numSpans {
 			if _, err := io.ReadFull(r, rec[:]); err != nil {
@@ -251,8 +253,17 @@ func writeManifest(dir string, m *Manifest) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, fileManifest), append(data, '\n'), 0o666); err != nil {
+	f, err := os.Create(filepath.Join(dir, fileManifest))
+	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	return nil
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("tracestore: writing %s: %w", fileManifest, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("tracestore: syncing %s: %w", fileManifest, err)
+	}
+	return f.Close()
 }

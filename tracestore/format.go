@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -8,8 +9,12 @@ import (
 )
 
 // SchemaVersion is the version of the store's format and of its
-// manifest.json.
-const SchemaVersion = 1
+// manifest.json. Version 2 added the manifest's truncated field; Open
+// reads stores of versions 1 and 2, whose files are the same.
+const SchemaVersion = 2
+
+// oldestSchemaVersion is the oldest version Open reads.
+const oldestSchemaVersion = 1
 
 // PageSize is the default size of a page of the event log.
 const PageSize = 64 << 10
@@ -299,3 +304,38 @@ type hash32 interface {
 }
 
 const fileBlocks = "blocks.idx"
+
+// pageIndexBytes is the size of a page's record in pages.idx: first and
+// last event time, first event index.
+const pageIndexBytes = 24
+
+// maxTime is the latest time a store holds, in nanoseconds since the
+// trace's first event (146 years): span starts, ends and the differences
+// of any two stay far from overflowing an int64.
+const maxTime = 1 << 62
+
+func laneCompare(a, c Lane) int {
+	return cmp.Or(cmp.Compare(a.Track, c.Track), cmp.Compare(a.ID, c.ID), cmp.Compare(a.Layer, c.Layer), cmp.Compare(a.Depth, c.Depth))
+}
+
+// checkCounts checks the manifest's own fields; Open checks its counts
+// against the files.
+func (m *Manifest) checkCounts() error {
+	switch {
+	case m.Pages < 0, m.Lanes < 0, m.Spans < 0, m.Frames < 0, m.Strings < 0, m.TraceBytes < 0:
+		return fmt.Errorf("tracestore: %s: negative counts", fileManifest)
+	case m.Duration < 0 || m.Duration > maxTime:
+		return fmt.Errorf("tracestore: %s: duration_ns %d out of [0, %d]", fileManifest, m.Duration, int64(maxTime))
+	case m.Pages > 0 && m.Events/uint64(m.Pages) > uint64(m.PageSize-pageHeader)/2:
+		// An event takes at least two bytes: flags and time.
+		return fmt.Errorf("tracestore: %s: %d events do not fit in %d pages of %d bytes", fileManifest, m.Events, m.Pages, m.PageSize)
+	case m.Pages == 0 && m.Events > 0:
+		return fmt.Errorf("tracestore: %s: %d events in no pages", fileManifest, m.Events)
+	}
+	for _, f := range m.Files {
+		if f.Bytes < 0 {
+			return fmt.Errorf("tracestore: %s: %s has %d bytes", fileManifest, f.Name, f.Bytes)
+		}
+	}
+	return nil
+}

@@ -9,8 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps path read-only and adds its unmapping to closers.
-func mapFile(path string, closers *[]func() error) ([]byte, error) {
+// mapFile maps path read-only after checking that it holds want bytes,
+// and adds its unmapping to closers. A file truncated while it is mapped
+// faults when its lost pages are read: Store.Guard turns that fault into
+// an error.
+func mapFile(path string, want int64, closers *[]func() error) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
@@ -19,6 +22,9 @@ func mapFile(path string, closers *[]func() error) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	if st.Size() != want {
+		return nil, fmt.Errorf("tracestore: %s: %d bytes, %s says %d", path, st.Size(), fileManifest, want)
 	}
 	if st.Size() == 0 {
 		return nil, nil

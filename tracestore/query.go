@@ -36,12 +36,28 @@ func (r *pageReader) read(s *Store, i int) ([]Event, error) {
 	}
 	var err error
 	r.evs, err = decodePage(r.evs[:0], r.buf, i, s.pageSize)
-	return r.evs, err
+	if err != nil {
+		return r.evs, err
+	}
+	// The page's events must be those pages.idx says, in time order: a
+	// page rewritten with its checksum fixed cannot move events in time.
+	first, last := s.pageTimes(i)
+	idx := binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*i+16:])
+	evs := r.evs
+	if len(evs) == 0 || evs[0].Index != idx || evs[0].Time != first || evs[len(evs)-1].Time != last {
+		return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): its events do not match %s", fileEvents, i, int64(i)*s.pageSize, filePages)
+	}
+	for k := 1; k < len(evs); k++ {
+		if evs[k].Time < evs[k-1].Time {
+			return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d goes back in time", fileEvents, i, int64(i)*s.pageSize, k)
+		}
+	}
+	return evs, nil
 }
 
 // pageTimes returns the first and last event time of page i.
 func (s *Store) pageTimes(i int) (first, last int64) {
-	b := s.pageIdx[24*i:]
+	b := s.pageIdx[pageIndexBytes*i:]
 	return int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
 }
 

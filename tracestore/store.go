@@ -3,9 +3,11 @@ package tracestore
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 
 	"github.com/pctab/pctab/diskmap"
@@ -47,7 +49,11 @@ func (m chanMutex) unlock() { <-m }
 // Open opens the store in dir and checks it (see the package comment).
 func Open(dir string) (*Store, error) {
 	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize}
-	if err := s.open(); err != nil {
+	var err error
+	if gerr := s.Guard(func() { err = s.open() }); gerr != nil {
+		err = gerr
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -64,14 +70,14 @@ func (s *Store) open() error {
 	if err := json.Unmarshal(data, &s.m); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
 	}
-	if s.m.SchemaVersion != SchemaVersion {
-		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d", fileManifest, s.m.SchemaVersion, SchemaVersion)
+	if s.m.SchemaVersion < oldestSchemaVersion || s.m.SchemaVersion > SchemaVersion {
+		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
 	}
 	if ps := s.m.PageSize; ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {
 		return fmt.Errorf("tracestore: %s: page_size %d is not a power of two in [%d, %d]", fileManifest, ps, MinPageSize, MaxPageSize)
 	}
-	if s.m.Pages < 0 || s.m.Spans < 0 || s.m.Lanes < 0 {
-		return fmt.Errorf("tracestore: %s: negative counts", fileManifest)
+	if err := s.m.checkCounts(); err != nil {
+		return err
 	}
 	s.pageSize = int64(s.m.PageSize)
 	sums := map[string]FileSum{}
@@ -84,12 +90,9 @@ func (s *Store) open() error {
 		if !ok {
 			return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
 		}
-		b, err := mapFile(s.path(name), &s.closers)
+		b, err := mapFile(s.path(name), want.Bytes, &s.closers)
 		if err != nil {
 			return nil, err
-		}
-		if int64(len(b)) != want.Bytes {
-			return nil, fmt.Errorf("tracestore: %s: %d bytes, the manifest says %d", name, len(b), want.Bytes)
 		}
 		if crc(b) != want.CRC32 {
 			return nil, fmt.Errorf("tracestore: %s: checksum mismatch", name)
@@ -103,16 +106,20 @@ func (s *Store) open() error {
 	if s.strings, err = decodeStrings(strTab); err != nil {
 		return err
 	}
+	if int64(len(s.strings)) != int64(s.m.Strings) {
+		return fmt.Errorf("tracestore: %s: %d strings, %s says %d", fileStrings, len(s.strings), fileManifest, s.m.Strings)
+	}
 	ft, err := read(fileFrames)
 	if err != nil {
 		return err
 	}
-	if len(ft)%12 != 0 {
-		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of 12", fileFrames, len(ft))
+	if len(ft)%12 != 0 || int64(len(ft)/12) != int64(s.m.Frames) {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d frames of 12", fileFrames, len(ft), s.m.Frames)
 	}
+	s.frames = make([]Frame, 0, len(ft)/12)
 	for o := 0; o < len(ft); o += 12 {
 		fn, file := binary.LittleEndian.Uint32(ft[o:]), binary.LittleEndian.Uint32(ft[o+4:])
-		if int(fn) >= len(s.strings) || int(file) >= len(s.strings) {
+		if int64(fn) >= int64(len(s.strings)) || int64(file) >= int64(len(s.strings)) {
 			return fmt.Errorf("tracestore: %s: frame %d (offset %#x): string index out of range", fileFrames, o/12, o)
 		}
 		s.frames = append(s.frames, Frame{Func: s.strings[fn], File: s.strings[file], Line: binary.LittleEndian.Uint32(ft[o+8:])})
@@ -120,22 +127,32 @@ func (s *Store) open() error {
 	if s.pageIdx, err = read(filePages); err != nil {
 		return err
 	}
-	if len(s.pageIdx) != 24*s.m.Pages {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d pages", filePages, len(s.pageIdx), s.m.Pages)
+	// Every count is compared with what its file can hold by division,
+	// never by a product that could wrap around.
+	if int64(len(s.pageIdx))%pageIndexBytes != 0 || int64(len(s.pageIdx))/pageIndexBytes != int64(s.m.Pages) {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d pages of %d", filePages, len(s.pageIdx), s.m.Pages, pageIndexBytes)
 	}
 	// PagesIn binary-searches the pages' time ranges, and page reads
 	// number events from each page's first index: both must be in order.
 	prevLast, prevIdx := int64(-1<<63), int64(-1)
 	for i := range s.m.Pages {
 		first, last := s.pageTimes(i)
-		idx := int64(binary.LittleEndian.Uint64(s.pageIdx[24*i+16:]))
-		if first > last || first < prevLast || idx <= prevIdx {
-			return fmt.Errorf("tracestore: %s: page %d (offset %#x): times [%d, %d], first event %d out of order after [.., %d], event %d", filePages, i, 24*i, first, last, idx, prevLast, prevIdx)
+		idx := int64(binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*i+16:]))
+		if first < 0 || first > last || last > s.m.Duration || first < prevLast || idx <= prevIdx || uint64(idx) >= s.m.Events {
+			return fmt.Errorf("tracestore: %s: page %d (offset %#x): times [%d, %d], first event %d out of order after [.., %d], event %d, or not in the %d ns and %d events of %s", filePages, i, pageIndexBytes*i, first, last, idx, prevLast, prevIdx, s.m.Duration, s.m.Events, fileManifest)
 		}
 		prevLast, prevIdx = last, idx
 	}
+	// The trace's duration is its last event's time.
+	if s.m.Pages > 0 && prevLast != s.m.Duration || s.m.Pages == 0 && s.m.Duration != 0 {
+		return fmt.Errorf("tracestore: %s: duration_ns %d, the last event is at %d", fileManifest, s.m.Duration, max(0, prevLast))
+	}
 	if s.spans, err = read(fileSpans); err != nil {
 		return err
+	}
+	// A span takes at least four bytes (four varints) in spans.bin.
+	if s.m.Spans > int64(len(s.spans))/4 {
+		return fmt.Errorf("tracestore: %s: %d spans do not fit in %d bytes of %s", fileManifest, s.m.Spans, len(s.spans), fileSpans)
 	}
 	if s.blockIdx, err = read(fileBlocks); err != nil {
 		return err
@@ -150,37 +167,45 @@ func (s *Store) open() error {
 	if len(fb)%aggBytes != 0 {
 		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), aggBytes)
 	}
-	vals := make([]Agg, len(fb)/aggBytes)
-	for i := range vals {
-		vals[i] = getAgg(fb[i*aggBytes:])
-	}
+	nvals := int64(len(fb) / aggBytes)
 	lt, err := read(fileLanes)
 	if err != nil {
 		return err
 	}
-	if len(lt) != laneBytes*s.m.Lanes {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
+	if int64(len(lt))%laneBytes != 0 || int64(len(lt))/laneBytes != int64(s.m.Lanes) {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes of %d", fileLanes, len(lt), s.m.Lanes, laneBytes)
 	}
 	var spanTotal, blockOff, forestOff int64
 	nblocks := int64(len(s.blockIdx) / blockIndexBytes)
+	s.lanes = make([]Lane, 0, s.m.Lanes)
+	s.forests = make([]*forest.Forest[Agg], 0, s.m.Lanes)
+	s.laneSpan = make([]int64, 0, s.m.Lanes)
+	s.kindName = make([]uint32, 0, s.m.Spans)
 	var blk []Span
+	var prev Lane
 	for i := range s.m.Lanes {
 		l := getLane(lt[i*laneBytes:])
-		nb := blocks(l.Spans)
-		if l.blockOff != blockOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanTotal || nb > nblocks-blockOff {
+		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, i*laneBytes, l.Track, l.Layer)
+		}
+		if i > 0 && laneCompare(prev, l) >= 0 {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, i*laneBytes)
+		}
+		prev = l
+		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
+		// of this wraps.
+		if l.blockOff != blockOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
 			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not follow the previous lane's", fileLanes, i, i*laneBytes, l.Spans, l.blockOff)
 		}
+		nb := blocks(l.Spans)
 		nv := forestValues(l.Spans)
-		if forestOff+nv > int64(len(vals)) {
+		if nv > nvals-forestOff {
 			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
 		}
-		f, err := forest.FromValues(vals[forestOff:forestOff+nv:forestOff+nv], combine, noAgg)
-		if err != nil {
-			return fmt.Errorf("tracestore: lane %d: %w", i, err)
-		}
 		// Every block decodes, exactly filling its bytes, and the lane's
-		// spans are sorted and do not overlap; the forest's longest spans
-		// are in their blocks.
+		// spans are sorted and do not overlap; the forest is rebuilt from
+		// the spans and must equal the one in forest.bin.
+		f := forest.New(combine, noAgg)
 		end := int64(-1 << 63)
 		for k := range nb {
 			bi := l.blockOff + k
@@ -189,8 +214,8 @@ func (s *Store) open() error {
 			if lo < 0 || lo > hi || hi > int64(len(s.spans)) {
 				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*blockIndexBytes, lo, hi, len(s.spans))
 			}
-			if start < end {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before the previous span ends (%d)", fileBlocks, i, k, start, end)
+			if start < 0 || start < end {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before 0 or the previous span's end (%d)", fileBlocks, i, k, start, end)
 			}
 			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n)
 			if err != nil {
@@ -200,14 +225,22 @@ func (s *Store) open() error {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
 			}
 			end = blk[len(blk)-1].End()
-			for _, sp := range blk {
+			if end > s.m.Duration {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): spans end at %d, after the trace (%d)", fileSpans, i, k, lo, end, s.m.Duration)
+			}
+			a := noAgg
+			for j, sp := range blk {
 				s.kindName = append(s.kindName, uint32(sp.Kind)<<24|sp.Name)
+				a = combine(a, Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur})
 			}
 			if n == BlockSpans {
-				a := f.Leaf(int(k))
-				if a.Index < k*BlockSpans || a.Index >= (k+1)*BlockSpans {
-					return fmt.Errorf("tracestore: %s: lane %d, block %d: longest span %d is not in the block", fileForest, i, k, a.Index)
-				}
+				f.Append(a)
+			}
+		}
+		for j, v := range f.Values() {
+			o := (forestOff + int64(j)) * aggBytes
+			if getAgg(fb[o:]) != v {
+				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, getAgg(fb[o:]), v)
 			}
 		}
 		s.laneSpan = append(s.laneSpan, spanTotal)
@@ -217,8 +250,8 @@ func (s *Store) open() error {
 		s.lanes = append(s.lanes, l)
 		s.forests = append(s.forests, f)
 	}
-	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != int64(len(vals)) {
-		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, len(vals))
+	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
+		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
 	}
 	// The event log is read page by page, each checked by its own sum;
 	// its size is checked here.
@@ -228,11 +261,14 @@ func (s *Store) open() error {
 	s.closers = append(s.closers, s.events.Close)
 	if st, err := s.events.Stat(); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
-	} else if st.Size() != int64(s.m.Pages)*s.pageSize {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d pages", fileEvents, st.Size(), s.m.Pages)
+	} else if st.Size() != sums[fileEvents].Bytes || st.Size()%s.pageSize != 0 || st.Size()/s.pageSize != int64(s.m.Pages) {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d pages of %d", fileEvents, st.Size(), s.m.Pages, s.pageSize)
 	}
 	if s.dag, err = stackcompress.Open(s.path(fileStacks), stackcompress.ReaderOptions{}); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileStacks, err)
+	}
+	if s.dag.Nodes() != s.m.Stacks {
+		return fmt.Errorf("tracestore: %s: %d nodes, %s says %d", fileStacks, s.dag.Nodes(), fileManifest, s.m.Stacks)
 	}
 	s.closers = append(s.closers, s.dag.Close)
 	for _, ix := range []struct {
@@ -282,6 +318,9 @@ func (s *Store) Close() error {
 	s.closers = nil
 	return first
 }
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
 
 // Manifest returns the store's manifest.
 func (s *Store) Manifest() Manifest { return s.m }
@@ -398,17 +437,16 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		return
 	}
 	r := newRowCursor(s, l)
-	w := t1 - t0
-	at := func(p int64) int64 { return t0 + w*p/px } // fits: w*px < 2^63 for any real trace and screen
-	if w > (1<<62)/px {
-		at = func(p int64) int64 { return t0 + int64(float64(w)*float64(p)/float64(px)) }
-	}
+	at := func(p int64) int64 { return PixelStart(t0, t1, px, p) }
 	// Pixels before the first span and after the last are empty.
 	first := r.span(0).Start
 	last := r.span(ln.Spans - 1).End()
 	j := r.locate(at(0))
 	for p := int64(0); p < px; p++ {
 		a, b := at(p), at(p+1)
+		if b == a {
+			continue // an empty pixel: the range is narrower than px
+		}
 		if b <= first || a >= last {
 			if a >= last {
 				break
@@ -435,7 +473,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		}
 		c := &cells[p]
 		c.Count = uint16(min(i1-i0, 65535))
-		c.Busy = uint8(min(255, max(0, busy)*255/max(1, b-a)))
+		c.Busy = share(busy, uint64(b)-uint64(a))
 		if agg.Index >= i0 && agg.Index < i1 {
 			kn := s.kindName[s.laneSpan[l]+agg.Index]
 			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
@@ -521,9 +559,7 @@ func (s *Store) Stack(id uint64) ([]Frame, error) {
 	if id == 0 {
 		return nil, nil
 	}
-	s.dagMu.lock()
-	ids, err := s.dag.Stack(id, nil)
-	s.dagMu.unlock()
+	ids, err := s.dagStack(id)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: stack %d: %w", id, err)
 	}
@@ -535,4 +571,36 @@ func (s *Store) Stack(id uint64) ([]Frame, error) {
 		out[i] = s.frames[f]
 	}
 	return out, nil
+}
+
+func (s *Store) dagStack(id uint64) ([]uint64, error) {
+	s.dagMu.lock()
+	defer s.dagMu.unlock() // even if a fault in a truncated file panics (see Guard)
+	return s.dag.Stack(id, nil)
+}
+
+// ErrFileChanged is the error Guard returns when a store file changed
+// under the open store: truncated, as copying another store over it does.
+var ErrFileChanged = errors.New("tracestore: a store file was truncated or replaced while open")
+
+// Guard calls f, which uses the store, and returns ErrFileChanged (wrapped,
+// with the fault's address) if a store file was truncated while mapped and
+// f read what it lost. The store's files are memory-mapped, and reading a
+// page of a mapping past the end of its file faults: without Guard, that
+// kills the process. Guard protects only the calling goroutine; f must
+// not start goroutines that use the store unless they call Guard too.
+func (s *Store) Guard(f func()) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			fe, ok := p.(interface{ Addr() uintptr })
+			if !ok {
+				panic(p)
+			}
+			err = fmt.Errorf("%w: %s (fault at %#x)", ErrFileChanged, s.dir, fe.Addr())
+		}
+	}()
+	f()
+	return nil
 }

@@ -1,8 +1,12 @@
 package tracestore
 
 import (
+	"container/heap"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 
 	"golang.org/x/exp/trace"
 )
@@ -37,50 +41,50 @@ func (b *builder) timeline(ev *trace.Event, e *Event) error {
 		e.Args = [3]uint64{uint64(b.str(r.Name)), uint64(r.Scope.Kind), uint64(id + 1)}
 		key := rowKey{track, id, LayerRange}
 		open := b.ranges[key]
-		i := len(open) - 1
-		for i >= 0 && open[i].name != r.Name {
-			i--
+		if open == nil {
+			open = map[string]*openSpan{}
+			b.ranges[key] = open
 		}
+		o := open[r.Name]
 		if ev.Kind() == trace.EventRangeEnd {
-			if i < 0 { // began before the trace
-				i = len(open)
-				open = append(open, b.open(key, Span{Start: 0, Kind: SpanRange, Name: b.str(r.Name)}, r.Name))
+			if o == nil { // began before the trace
+				o = b.open(key, Span{Start: 0, Kind: SpanRange, Name: b.str(r.Name)}, r.Name)
 			}
-			if err := b.close(key, open[i], t); err != nil {
+			delete(open, r.Name)
+			if err := b.close(key, o, t); err != nil {
 				return err
 			}
-			b.ranges[key] = append(open[:i], open[i+1:]...)
-		} else if i < 0 {
+		} else if o == nil {
 			start := t
 			if ev.Kind() == trace.EventRangeActive {
 				start = 0
 			}
-			b.ranges[key] = append(open, b.open(key, Span{Start: start, Kind: SpanRange, Name: b.str(r.Name), Stack: uint32(e.Stack)}, r.Name))
+			open[r.Name] = b.open(key, Span{Start: start, Kind: SpanRange, Name: b.str(r.Name), Stack: uint32(e.Stack)}, r.Name)
 		}
 	case trace.EventRegionBegin, trace.EventRegionEnd:
 		rg := ev.Region()
 		e.Args = [3]uint64{uint64(b.str(rg.Type)), uint64(rg.Task)}
 		g := e.G
 		key := rowKey{TrackGoroutine, g, LayerRegion}
-		open := b.regions[g]
+		rs := b.regions[g]
+		if rs == nil {
+			rs = &regionStack{byName: map[string][]int{}}
+			b.regions[g] = rs
+		}
 		if ev.Kind() == trace.EventRegionBegin {
-			b.regions[g] = append(open, b.open(key, Span{Start: t, Kind: SpanRegion, Name: b.str(rg.Type), Stack: uint32(e.Stack)}, rg.Type))
+			rs.push(b.open(key, Span{Start: t, Kind: SpanRegion, Name: b.str(rg.Type), Stack: uint32(e.Stack)}, rg.Type))
 			break
 		}
-		i := len(open) - 1
-		for i >= 0 && open[i].name != rg.Type {
-			i--
-		}
+		i := rs.innermost(rg.Type)
 		if i < 0 { // began before the trace: not drawn
 			break
 		}
 		// Regions nest: close the inner ones that did not end.
-		for j := len(open) - 1; j >= i; j-- {
-			if err := b.close(key, open[j], t); err != nil {
+		for len(rs.open) > i {
+			if err := b.close(key, rs.pop(), t); err != nil {
 				return err
 			}
 		}
-		b.regions[g] = open[:i]
 	case trace.EventTaskBegin, trace.EventTaskEnd:
 		tk := ev.Task()
 		e.Args = [3]uint64{uint64(b.str(tk.Type)), uint64(tk.ID), uint64(tk.Parent)}
@@ -222,41 +226,135 @@ func (b *builder) procState(p int64, from, to trace.ProcState, t int64) error {
 	return nil
 }
 
-// open begins span s in the lowest free row of key.
+// A regionStack is a goroutine's open regions, innermost last, with the
+// positions of each type's, so that a region's end finds its begin in
+// O(1) however deep the nesting.
+type regionStack struct {
+	open   []*openSpan
+	byName map[string][]int // type -> positions in open, increasing
+}
+
+func (r *regionStack) push(o *openSpan) {
+	r.byName[o.name] = append(r.byName[o.name], len(r.open))
+	r.open = append(r.open, o)
+}
+
+func (r *regionStack) pop() *openSpan {
+	o := r.open[len(r.open)-1]
+	r.open = r.open[:len(r.open)-1]
+	pos := r.byName[o.name]
+	if len(pos) == 1 {
+		delete(r.byName, o.name)
+	} else {
+		r.byName[o.name] = pos[:len(pos)-1]
+	}
+	return o
+}
+
+// innermost returns the position of the innermost open region of type
+// name, or -1.
+func (r *regionStack) innermost(name string) int {
+	pos := r.byName[name]
+	if len(pos) == 0 {
+		return -1
+	}
+	return pos[len(pos)-1]
+}
+
+// A rowSet is the rows of one layer of one track: which are free (a heap
+// of their depths, lowest first) and where each one's last span ends.
+type rowSet struct {
+	free   depthHeap
+	inFree []bool  // depth -> in free
+	end    []int64 // depth -> end of its last span
+	lane   []int32 // depth -> lane, -1 until its first span
+}
+
+// maxRows is the number of rows a layer of a track may have (a lane's
+// depth is 16 bits in lanes.tab, and a viewer shows no more): regions
+// nested deeper than that, leaked ones as a rule, share the last row,
+// where each starts no earlier than the previous ends. Each row is a lane,
+// which costs some 100 bytes to build where a leaked region costs the
+// trace some 5.
+const maxRows = 1 << 12
+
+type depthHeap []int
+
+func (h depthHeap) Len() int           { return len(h) }
+func (h depthHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h depthHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *depthHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *depthHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// open begins span s in a row of key: the lowest free row, if its last
+// span ended by s's start, else a new row. A span that began before the
+// trace (start 0) thus takes a row of its own, as overlapping tasks and
+// ranges must. State layers have one row: a goroutine or proc is in one
+// state at a time. O(log rows).
 func (b *builder) open(key rowKey, s Span, name string) *openSpan {
-	rows := b.rows[key]
-	d := 0
-	for d < len(rows) && rows[d] {
-		d++
+	rs := b.rows[key]
+	if rs == nil {
+		rs = &rowSet{}
+		b.rows[key] = rs
 	}
-	if d == len(rows) {
-		rows = append(rows, false)
+	d := -1
+	if len(rs.free) > 0 && (key.layer == LayerState || rs.end[rs.free[0]] <= s.Start) {
+		d = heap.Pop(&rs.free).(int)
+		rs.inFree[d] = false
+	} else if key.layer == LayerState && len(rs.end) > 0 {
+		d = 0 // busy: a malformed trace; close clamps the spans
+	} else if len(rs.end) == maxRows {
+		d = maxRows - 1
 	}
-	rows[d] = true
-	b.rows[key] = rows
+	if d < 0 {
+		d = len(rs.end)
+		rs.end = append(rs.end, math.MinInt64)
+		rs.inFree = append(rs.inFree, false)
+	}
 	return &openSpan{span: s, depth: d, name: name}
 }
 
-// close ends o at t, frees its row and writes the span to its lane.
+// close ends o at t, frees its row and writes the span to its lane. The
+// span starts no earlier than the lane's last span ends, so that a lane's
+// spans never overlap whatever order a malformed trace gives.
 func (b *builder) close(key rowKey, o *openSpan, t int64) error {
-	if rows := b.rows[key]; o.depth < len(rows) {
-		rows[o.depth] = false
+	rs := b.rows[key]
+	if rs == nil { // a span opened elsewhere: not from open
+		rs = &rowSet{}
+		b.rows[key] = rs
 	}
-	lk := laneKey{key.track, key.id, key.layer, o.depth}
-	lane, ok := b.lanes[lk]
-	if !ok {
-		lane = uint32(len(b.laneList))
-		b.lanes[lk] = lane
+	for len(rs.lane) <= o.depth {
+		rs.lane = append(rs.lane, -1)
+	}
+	lane := rs.lane[o.depth]
+	if lane < 0 {
+		lane = int32(len(b.laneList))
+		rs.lane[o.depth] = lane
 		b.laneList = append(b.laneList, Lane{Track: key.track, ID: key.id, Layer: key.layer, Depth: o.depth})
+		b.laneEnd = append(b.laneEnd, 0)
 	}
 	s := o.span
+	s.Start = max(s.Start, b.laneEnd[lane])
 	s.Dur = max(0, t-s.Start)
+	b.laneEnd[lane] = s.End()
+	if o.depth < len(rs.end) {
+		rs.end[o.depth] = max(rs.end[o.depth], s.End())
+		if !rs.inFree[o.depth] {
+			heap.Push(&rs.free, o.depth)
+			rs.inFree[o.depth] = true
+		}
+	}
 	b.laneList[lane].Spans++
 	b.numSpans++
-	binary.LittleEndian.PutUint32(b.spanRec[:4], lane)
+	binary.LittleEndian.PutUint32(b.spanRec[:4], uint32(lane))
 	putSpan(b.spanRec[4:], s)
 	if _, err := b.spanW.Write(b.spanRec[:]); err != nil {
-		return fmt.Errorf("tracestore: writing spans: %w", err)
+		return fmt.Errorf("%w: spans: %w", errWrite, err)
 	}
 	return nil
 }
@@ -275,14 +373,14 @@ func (b *builder) closeAll() error {
 		}
 	}
 	for key, open := range b.ranges {
-		for _, o := range open {
+		for _, o := range sortedOpen(open) {
 			if err := b.close(key, o, t); err != nil {
 				return err
 			}
 		}
 	}
-	for g, open := range b.regions {
-		for _, o := range open {
+	for g, rs := range b.regions {
+		for _, o := range rs.open {
 			if err := b.close(rowKey{TrackGoroutine, g, LayerRegion}, o, t); err != nil {
 				return err
 			}
@@ -294,4 +392,13 @@ func (b *builder) closeAll() error {
 		}
 	}
 	return nil
+}
+
+// sortedOpen returns the spans of m by name, for a deterministic store.
+func sortedOpen(m map[string]*openSpan) []*openSpan {
+	out := make([]*openSpan, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[name])
+	}
+	return out
 }

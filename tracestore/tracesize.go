@@ -41,74 +41,134 @@ const (
 // and the rest, from the trace's batch framing alone.
 func MeasureTrace(r io.Reader) (TraceSize, error) {
 	var s TraceSize
+	total, err := scanBatches(r, func(b batch) {
+		if b.endOfGen {
+			s.Events += b.bytes
+			return
+		}
+		s.Batches++
+		switch {
+		case b.exp:
+			s.Experimental += b.bytes
+		case b.kind == evStacks:
+			s.Stacks += b.bytes
+		case b.kind == evStrings:
+			s.Strings += b.bytes
+		case b.kind == evCPUSamples:
+			s.CPUSamples += b.bytes
+		case b.kind == evFrequency || b.kind == evSync:
+			s.Sync += b.bytes
+		default:
+			s.Events += b.bytes
+		}
+	})
+	if total >= 16 {
+		s.Header = 16
+	}
+	if err != nil {
+		return s, err
+	}
+	s.Total = total
+	return s, nil
+}
+
+// A batch is one unit of a trace's framing.
+type batch struct {
+	start, bytes int64
+	gen          uint64
+	exp          bool // an experimental batch
+	endOfGen     bool // an end-of-generation marker (Go 1.26 and later)
+	kind         byte // the first event type of the batch
+}
+
+// scanBatches reads a trace's header and calls visit for each of its
+// batches, in order. It returns the bytes read up to the end of the last
+// whole batch.
+func scanBatches(r io.Reader, visit func(batch)) (int64, error) {
 	br := &countingByteReader{r: bufio.NewReader(r)}
 	header := make([]byte, 16)
 	if _, err := io.ReadFull(br.r, header); err != nil {
-		return s, fmt.Errorf("tracestore: trace header: %w", err)
+		return 0, fmt.Errorf("tracestore: trace header: %w", err)
 	}
 	if !strings.HasPrefix(string(header), "go 1.") || !strings.HasSuffix(strings.TrimRight(string(header), "\x00"), " trace") {
-		return s, fmt.Errorf("tracestore: not an execution trace (header %q)", header)
+		return 0, fmt.Errorf("tracestore: not an execution trace (header %q)", header)
 	}
-	s.Header = 16
 	br.n = 16
 	for {
 		start := br.n
 		b, err := br.ReadByte()
 		if errors.Is(err, io.EOF) {
-			break
+			return start, nil
 		}
 		if err != nil {
-			return s, err
+			return start, err
 		}
 		if b == evEndOfGeneration {
-			s.Events++
+			visit(batch{start: start, bytes: 1, endOfGen: true})
 			continue
 		}
 		if b != evEventBatch && b != evExperimentalBatch {
-			return s, fmt.Errorf("tracestore: trace byte %d: event type %d where a batch starts", start, b)
+			return start, fmt.Errorf("tracestore: trace byte %d: event type %d where a batch starts", start, b)
 		}
 		exp := b == evExperimentalBatch
 		if exp {
 			if _, err := br.ReadByte(); err != nil {
-				return s, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
+				return start, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
 			}
 		}
-		var size uint64
-		for range 4 { // generation, M, timestamp, size
+		var hdr [4]uint64 // generation, M, timestamp, size
+		for i := range hdr {
 			v, err := binary.ReadUvarint(br)
 			if err != nil {
-				return s, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
+				return start, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
 			}
-			size = v // the runtime writes the size as a padded varint
+			hdr[i] = v // the runtime writes the size as a padded varint
 		}
+		size := hdr[3]
 		kind := byte(0)
 		if size > 0 {
 			if kind, err = br.ReadByte(); err != nil {
-				return s, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
+				return start, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
 			}
 			if n, err := io.CopyN(io.Discard, br, int64(size-1)); err != nil || n != int64(size-1) {
-				return s, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
+				return start, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
 			}
 		}
-		n := br.n - start
-		s.Batches++
-		switch {
-		case exp:
-			s.Experimental += n
-		case kind == evStacks:
-			s.Stacks += n
-		case kind == evStrings:
-			s.Strings += n
-		case kind == evCPUSamples:
-			s.CPUSamples += n
-		case kind == evFrequency || kind == evSync:
-			s.Sync += n
-		default:
-			s.Events += n
-		}
+		visit(batch{start: start, bytes: br.n - start, gen: hdr[0], exp: exp, kind: kind})
 	}
-	s.Total = br.n
-	return s, nil
+}
+
+// generations are the byte offsets where a trace's generations start, as
+// its framing says, and where the framing's whole batches end.
+type generations struct {
+	starts []int64
+	framed int64
+}
+
+// scanGenerations reads a trace's framing for its generations. It stops
+// at the first error: the generations are then those before it.
+func scanGenerations(r io.Reader) generations {
+	var g generations
+	prev, first := uint64(0), true
+	g.framed, _ = scanBatches(r, func(b batch) {
+		if b.endOfGen {
+			return
+		}
+		if first || b.gen != prev {
+			g.starts = append(g.starts, b.start)
+		}
+		prev, first = b.gen, false
+	})
+	return g
+}
+
+// end returns the byte where the first k generations end, at most at.
+func (g generations) end(k int, at int64) int64 {
+	e := g.framed
+	if k < len(g.starts) {
+		e = g.starts[k]
+	}
+	return min(e, at)
 }
 
 type countingByteReader struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -64,12 +63,18 @@ var buildCommand = &cli.Command{
 				return err
 			}
 			wall := time.Since(start)
+			if m.Truncated != nil {
+				fmt.Fprintf(env.Stderr, "pctab-trace: warning: %s: %s\n", args[0], m.Truncated)
+			}
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
 			ts, err := tracestore.MeasureTrace(f)
 			if err != nil {
-				return err
+				if m.Truncated == nil {
+					return err
+				}
+				ts.Total = m.TraceBytes // the parts measured are those before the cut
 			}
 			bytesOf := map[string]int64{}
 			var total int64
@@ -163,6 +168,9 @@ var queryCommand = &cli.Command{
 					return cli.Usagef("-line %q is not FILE:LINE", *line)
 				}
 				file, lineNo = (*line)[:i], uint32(n)
+			}
+			if *show < 0 {
+				return cli.Usagef("-show %d: want 0 or more events", *show)
 			}
 			s, err := tracestore.Open(args[0])
 			if err != nil {
@@ -258,6 +266,9 @@ var aggCommand = &cli.Command{
 			if len(args) != 1 {
 				return cli.Usagef("want STORE")
 			}
+			if *top < 0 {
+				return cli.Usagef("-top %d: want 0 or more lanes", *top)
+			}
 			s, err := tracestore.Open(args[0])
 			if err != nil {
 				return err
@@ -313,6 +324,7 @@ var serveCommand = &cli.Command{
 		"HTTP until it is stopped.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		addr := fs.String("addr", "localhost:8080", "address to listen on (port 0 picks a free one)")
+		allow := fs.String("allowhost", "", "comma-separated host names the Host header may name besides loopback ones and -addr's host (\"*\": any)")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 1 {
 				return cli.Usagef("want STORE")
@@ -327,7 +339,29 @@ var serveCommand = &cli.Command{
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "serving %s at http://%s/\n", args[0], ln.Addr())
-			return http.Serve(ln, view.Handler(s))
+			opts := view.Options{Hosts: allowedHosts(*addr, ln.Addr().String(), *allow)}
+			return view.NewServer(view.NewHandler(s, opts)).Serve(ln)
 		}
 	},
+}
+
+// allowedHosts returns the Host names serve allows besides loopback ones:
+// the listen address's host as given (-addr) and as bound, and -allowhost's.
+func allowedHosts(addr, bound, allow string) []string {
+	var hosts []string
+	for _, a := range []string{bound, addr} {
+		// Not an unspecified address (every interface): no client
+		// names it.
+		if h, _, err := net.SplitHostPort(a); err == nil && h != "" {
+			if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+				hosts = append(hosts, h)
+			}
+		}
+	}
+	for _, h := range strings.Split(allow, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
 }

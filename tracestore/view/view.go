@@ -22,6 +22,14 @@
 //	GET /api/pixel?lane=&t0=&t1=        the longest span of a lane in a range
 //	GET /api/func?name=&t0=&t1=&px=     events through a function per
 //	                                    column, through the function index
+//
+// Pixel columns cut [t0, t1) exactly (tracestore.PixelStart), for any
+// t0 < t1. The handler serves only requests whose Host header names a
+// loopback host or one of Options.Hosts, bounds each request's lanes,
+// pixels and response bytes (MaxLanes, MaxPixels, MaxCells; a lane at most
+// once), bounds the requests computed at once (Options.MaxInFlight), and
+// answers a request that reads a store file truncated under it with a 500
+// (tracestore.Store.Guard). NewServer adds timeouts.
 package view
 
 import (
@@ -29,11 +37,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pctab/pctab/tracestore"
@@ -45,31 +56,149 @@ var indexHTML []byte
 // SchemaVersion is the version of the API's JSON.
 const SchemaVersion = 1
 
-// Limits on a request's work.
+// Limits on a request's work. A request over them gets a 400.
 const (
-	MaxPixels = 8192
-	MaxLanes  = 1024
+	MaxPixels = 8192    // px of /api/tile and /api/func
+	MaxLanes  = 1024    // lanes of /api/tile, each at most once
+	MaxCells  = 1 << 20 // lanes × px of /api/tile: a response of at most 8 MiB
 )
 
-// Handler returns the viewer's HTTP handler for s.
-func Handler(s *tracestore.Store) http.Handler {
-	h := &handler{s: s}
+// bufferedTile is the largest tile computed whole before it is written.
+const bufferedTile = 1 << 20
+
+// Options configure NewHandler.
+type Options struct {
+	// Hosts are the host names or addresses, with or without a port,
+	// that a request's Host header may name besides the loopback ones
+	// (localhost and loopback IP addresses), which are always allowed.
+	// Any other Host gets a 403: a page of another site that a browser
+	// reaches through DNS rebinding names its own host. "*" allows any.
+	Hosts []string
+	// MaxInFlight bounds the API requests computed at once; others wait
+	// for a turn, and get a 503 if none comes within QueueWait. 0 means
+	// 4 × GOMAXPROCS.
+	MaxInFlight int
+	// QueueWait is how long a request waits for a turn; 0 means 10 s.
+	QueueWait time.Duration
+}
+
+// Handler returns the viewer's HTTP handler for s, with the default
+// Options: only loopback Host names.
+func Handler(s *tracestore.Store) http.Handler { return NewHandler(s, Options{}) }
+
+// NewHandler returns the viewer's HTTP handler for s.
+func NewHandler(s *tracestore.Store, opts Options) http.Handler {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 4 * runtime.GOMAXPROCS(0)
+	}
+	if opts.QueueWait <= 0 {
+		opts.QueueWait = 10 * time.Second
+	}
+	h := &handler{s: s, turns: make(chan struct{}, opts.MaxInFlight), wait: opts.QueueWait, hosts: map[string]bool{}}
+	for _, host := range opts.Hosts {
+		if host == "*" {
+			h.anyHost = true
+		}
+		h.hosts[hostName(host)] = true
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Write(indexHTML)
 	})
-	mux.HandleFunc("GET /api/meta", h.meta)
-	mux.HandleFunc("GET /api/tile", h.tile)
-	mux.HandleFunc("GET /api/span", h.span)
-	mux.HandleFunc("GET /api/pixel", h.pixel)
-	mux.HandleFunc("GET /api/active", h.active)
-	mux.HandleFunc("GET /api/func", h.fn)
-	return mux
+	mux.HandleFunc("GET /api/meta", h.api(h.meta))
+	mux.HandleFunc("GET /api/tile", h.api(h.tile))
+	mux.HandleFunc("GET /api/span", h.api(h.span))
+	mux.HandleFunc("GET /api/pixel", h.api(h.pixel))
+	mux.HandleFunc("GET /api/active", h.api(h.active))
+	mux.HandleFunc("GET /api/func", h.api(h.fn))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("X-Frame-Options", "DENY")
+		if !h.allowed(r.Host) {
+			http.Error(w, fmt.Sprintf("host %q is not allowed: pctab-trace serve -allowhost %s allows it", r.Host, hostName(r.Host)), http.StatusForbidden)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// NewServer returns a server of h with timeouts for reading a request's
+// header and body, writing its response and keeping an idle connection,
+// and a limit on the header's size.
+func NewServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
+
+// hostName returns host without its port or IPv6 brackets, in lower case.
+func hostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+}
+
+func (h *handler) allowed(host string) bool {
+	name := hostName(host)
+	if h.anyHost || h.hosts[name] || name == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(name)
+	return ip != nil && ip.IsLoopback()
+}
+
+// api wraps an API handler: it waits for a turn among the requests in
+// flight, and turns a fault in a store file truncated under the server
+// into a 500 (see tracestore.Store.Guard).
+func (h *handler) api(f http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		timer := time.NewTimer(h.wait)
+		defer timer.Stop()
+		select {
+		case h.turns <- struct{}{}:
+		case <-timer.C:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "busy: too many requests in flight", http.StatusServiceUnavailable)
+			return
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-h.turns }()
+		rw := &trackingWriter{ResponseWriter: w}
+		if err := h.s.Guard(func() { f(rw, r) }); err != nil {
+			if rw.wrote {
+				panic(http.ErrAbortHandler) // the client sees a cut response
+			}
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	}
+}
+
+// trackingWriter records whether a response has begun.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *trackingWriter) WriteHeader(code int) { w.wrote = true; w.ResponseWriter.WriteHeader(code) }
+func (w *trackingWriter) Write(b []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(b)
 }
 
 type handler struct {
-	s *tracestore.Store
+	s       *tracestore.Store
+	turns   chan struct{} // one per API request in flight
+	wait    time.Duration
+	hosts   map[string]bool
+	anyHost bool
 }
 
 // Meta is /api/meta's answer.
@@ -138,6 +267,14 @@ func (h *handler) laneList(r *http.Request) ([]int, error) {
 			}
 			lanes = append(lanes, l)
 		}
+		// Each lane once: a lane listed twice would cost its work twice.
+		sorted := slices.Clone(lanes)
+		slices.Sort(sorted)
+		for i := 1; i < len(sorted); i++ {
+			if sorted[i] == sorted[i-1] {
+				return nil, fmt.Errorf("lane %d listed twice", sorted[i])
+			}
+		}
 		return lanes, nil
 	}
 	p, err := params(r, "lo", "hi")
@@ -154,25 +291,38 @@ func (h *handler) laneList(r *http.Request) ([]int, error) {
 	return lanes, nil
 }
 
-// each calls f for every lane in lanes, on GOMAXPROCS goroutines; f gets
-// the lane's position in lanes.
-func each(lanes []int, f func(i, lane int)) {
+// each calls f for every lane in lanes, on up to GOMAXPROCS goroutines;
+// f gets the lane's position in lanes. It returns the first error of
+// tracestore.Store.Guard.
+func (h *handler) each(lanes []int, f func(i, lane int)) error {
 	var wg sync.WaitGroup
-	next := make(chan int, len(lanes))
-	for i := range lanes {
-		next <- i
-	}
-	close(next)
-	for range runtime.GOMAXPROCS(0) {
+	var next atomic.Int64
+	errs := make(chan error, 1)
+	for range min(runtime.GOMAXPROCS(0), len(lanes)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				f(i, lanes[i])
+			err := h.s.Guard(func() {
+				for i := next.Add(1) - 1; i < int64(len(lanes)); i = next.Add(1) - 1 {
+					f(int(i), lanes[i])
+				}
+			})
+			if err != nil {
+				next.Store(int64(len(lanes))) // stop the others
+				select {
+				case errs <- err:
+				default:
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
 }
 
 func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
@@ -183,31 +333,60 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 	}
 	t0, t1, px := p[0], p[1], p[2]
 	lanes, err := h.laneList(r)
-	if err != nil || px < 1 || px > MaxPixels || t1 <= t0 {
+	if err == nil && (px < 1 || px > MaxPixels || t1 <= t0) {
+		err = fmt.Errorf("px must be in [1, %d] and t0 < t1", MaxPixels)
+	}
+	if err == nil && int64(len(lanes))*px > MaxCells {
+		err = fmt.Errorf("%d lanes of %d pixels: more than %d cells", len(lanes), px, MaxCells)
+	}
+	if err != nil {
 		http.Error(w, fmt.Sprintf("bad tile: t0=%d t1=%d px=%d: %v", t0, t1, px, err), http.StatusBadRequest)
 		return
 	}
+	// A tile of up to bufferedTile bytes is computed whole, and says how
+	// long that took (X-Compute-Ms). A larger one is computed a few lanes
+	// at a time, in parallel, and written as they are done: the request's
+	// memory is a few rows, whatever the response's size.
 	start := time.Now()
-	out := make([]byte, 8*px*int64(len(lanes)))
+	chunk := len(lanes)
+	if 8*px*int64(len(lanes)) > bufferedTile {
+		chunk = runtime.GOMAXPROCS(0)
+	}
+	out := make([]byte, 8*px*int64(chunk))
 	var pool sync.Pool
-	each(lanes, func(i, l int) {
-		cells, _ := pool.Get().([]tracestore.Cell)
-		if int64(len(cells)) != px {
-			cells = make([]tracestore.Cell, px)
-		}
-		h.s.QueryRow(l, t0, t1, cells)
-		b := out[8*px*int64(i):]
-		for j, c := range cells {
-			e := b[8*j:]
-			e[0], e[1] = byte(c.Kind), c.Busy
-			binary.LittleEndian.PutUint16(e[2:], c.Count)
-			binary.LittleEndian.PutUint32(e[4:], c.Name)
-		}
-		pool.Put(cells)
-	})
 	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("X-Compute-Ms", strconv.FormatFloat(time.Since(start).Seconds()*1e3, 'f', 3, 64))
-	w.Write(out)
+	w.Header().Set("Content-Length", strconv.FormatInt(8*px*int64(len(lanes)), 10))
+	for c0 := 0; c0 < len(lanes); c0 += chunk {
+		part := lanes[c0:min(c0+chunk, len(lanes))]
+		if err := h.each(part, func(i, l int) {
+			cells, _ := pool.Get().([]tracestore.Cell)
+			if int64(len(cells)) != px {
+				cells = make([]tracestore.Cell, px)
+			}
+			defer pool.Put(cells)
+			h.s.QueryRow(l, t0, t1, cells)
+			b := out[8*px*int64(i):]
+			for j, c := range cells {
+				e := b[8*j:]
+				e[0], e[1] = byte(c.Kind), c.Busy
+				binary.LittleEndian.PutUint16(e[2:], c.Count)
+				binary.LittleEndian.PutUint32(e[4:], c.Name)
+			}
+		}); err != nil {
+			if c0 > 0 {
+				panic(http.ErrAbortHandler) // the client sees a cut response
+			}
+			w.Header().Del("Content-Length")
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if chunk == len(lanes) {
+			w.Header().Set("X-Compute-Ms", strconv.FormatFloat(time.Since(start).Seconds()*1e3, 'f', 3, 64))
+		}
+		if _, err := w.Write(out[:8*px*int64(len(part))]); err != nil {
+			return
+		}
+	}
 }
 
 // Active is /api/active's answer: the lanes with a span in a time range.
@@ -227,7 +406,10 @@ func (h *handler) active(w http.ResponseWriter, r *http.Request) {
 		all[i] = i
 	}
 	has := make([]bool, len(all))
-	each(all, func(i, l int) { has[i] = h.s.Query(l, p[0], p[1]).Count > 0 })
+	if err := h.each(all, func(i, l int) { has[i] = h.s.Query(l, p[0], p[1]).Count > 0 }); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	out := Active{SchemaVersion: SchemaVersion, Lanes: []int{}}
 	for l, ok := range has {
 		if ok {
@@ -326,8 +508,7 @@ func (h *handler) fn(w http.ResponseWriter, r *http.Request) {
 	}
 	out := FuncCounts{SchemaVersion: SchemaVersion, Func: name, Counts: make([]uint32, px)}
 	out.Stats, err = h.s.EventsThrough(name, t0, t1, func(e *tracestore.Event) bool {
-		i := (e.Time - t0) * px / (t1 - t0)
-		out.Counts[min(max(i, 0), px-1)]++
+		out.Counts[tracestore.PixelOf(t0, t1, px, e.Time)]++
 		return true
 	})
 	if err != nil {

@@ -29,7 +29,7 @@ import (
 
 // recordStore traces a small workload of goroutines that compute, block
 // and mark regions, and builds its store.
-func recordStore(t *testing.T) *tracestore.Store {
+func recordStore(t testing.TB) *tracestore.Store {
 	t.Helper()
 	if trace.IsEnabled() {
 		t.Skip("tracing is already enabled")

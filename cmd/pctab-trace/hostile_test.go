@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestAggTopNegative is issue 26's item 9: agg -top -1 panicked. It is an
+// error now, and -top 0 prints no lane.
+func TestAggTopNegative(t *testing.T) {
+	tr := traceFile(t)
+	store := filepath.Join(t.TempDir(), "store")
+	runCmd(t, "build", tr, store)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"agg", "-top", "-1", store}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-top") {
+		t.Errorf("agg -top -1: exit %d, stderr:\n%s", code, &stderr)
+	}
+	if out := runCmd(t, "agg", "-top", "0", store); !strings.Contains(out, "the 0 busiest") {
+		t.Errorf("agg -top 0 printed:\n%s", out)
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"query", "-show", "-1", "-func", "main.main", store}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "-show") {
+		t.Errorf("query -show -1: exit %d, stderr:\n%s", code, &stderr)
+	}
+}
+
+// TestBuildFailsCleanly checks that a build that fails leaves no STORE.
+func TestBuildFailsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.trace")
+	os.WriteFile(bad, []byte("go 1.26 trace\x00\x00\x00\x01\x02\x03"), 0o666)
+	store := filepath.Join(dir, "store")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"build", bad, store}, &stdout, &stderr); code != 1 {
+		t.Fatalf("build of a bad trace: exit %d, want 1; stderr:\n%s", code, &stderr)
+	}
+	t.Log(stderr.String())
+	if _, err := os.Stat(store); !os.IsNotExist(err) {
+		t.Errorf("a failed build left %s: %v", store, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("a failed build left %v", ents)
+	}
+}
+
+// TestServeHosts checks the Host names serve allows: -addr's host, the
+// address bound, and -allowhost's list; loopback names are the handler's.
+func TestServeHosts(t *testing.T) {
+	got := allowedHosts("mybox:8080", "10.1.2.3:8080", " a.example, b.example:9 ,")
+	want := []string{"10.1.2.3", "mybox", "a.example", "b.example:9"}
+	if !slices.Equal(got, want) {
+		t.Errorf("allowedHosts = %q, want %q", got, want)
+	}
+	if got := allowedHosts(":8080", "[::]:8080", ""); len(got) != 0 {
+		t.Errorf("allowedHosts for every interface = %q", got)
+	}
+	if got := allowedHosts("0.0.0.0:8080", "0.0.0.0:8080", "mybox"); !slices.Equal(got, []string{"mybox"}) {
+		t.Errorf("allowedHosts for 0.0.0.0 = %q", got)
+	}
+}

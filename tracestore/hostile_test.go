@@ -1,0 +1,396 @@
+package tracestore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc),
+// which counts every allocation, collected or not. The tests that use it
+// must not run in parallel with others.
+func allocatedBy(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+var (
+	smallTraceOnce sync.Once
+	smallTraceData []byte
+)
+
+// smallTrace records the workload once per test binary.
+func smallTrace(t testing.TB) []byte {
+	t.Helper()
+	smallTraceOnce.Do(func() { smallTraceData = recordTrace(t) })
+	if smallTraceData == nil {
+		t.Skip("no trace")
+	}
+	return smallTraceData
+}
+
+// copyStore copies the files of store src into a new directory.
+func copyStore(t testing.TB, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "store")
+	if err := os.Mkdir(dst, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// storeBytes returns the total size of a store's files.
+func storeBytes(t testing.TB, dir string) int64 {
+	ents, _ := os.ReadDir(dir)
+	var n int64
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+// editManifest rewrites the manifest of dir as edit changes its fields
+// (numbers as json.Number).
+func editManifest(t testing.TB, dir string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, fileManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fileManifest), b, 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// replaceFile writes content as file name of dir and fixes the manifest's
+// size and checksum for it, as a hostile writer could.
+func replaceFile(t testing.TB, dir, name string, content []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), content, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	editManifest(t, dir, func(m map[string]any) {
+		for _, f := range m["files"].([]any) {
+			f := f.(map[string]any)
+			if f["name"] == name {
+				f["bytes"] = json.Number(fmt.Sprint(len(content)))
+				f["crc32c"] = json.Number(fmt.Sprint(crc(content)))
+			}
+		}
+	})
+}
+
+// exercise runs every query of a store that opened, as agg, query and
+// serve do.
+func exercise(s *Store) {
+	d := s.Manifest().Duration
+	cells := make([]Cell, 37)
+	for l, ln := range s.Lanes() {
+		s.Query(l, 0, d+1)
+		s.Query(l, math.MinInt64, math.MaxInt64)
+		s.QueryRow(l, 0, d+1, cells)
+		s.QueryRow(l, math.MinInt64, math.MaxInt64, cells)
+		for i := range min(ln.Spans, 40) {
+			sp := s.Span(l, i)
+			s.String(sp.Name)
+			s.Stack(uint64(sp.Stack))
+		}
+	}
+	s.Events(0, d+1, func(e *Event) bool { s.Stack(e.Stack); return true })
+	s.EventsThrough("runtime/trace.WithRegion", 0, d+1, func(*Event) bool { return true })
+}
+
+// openHostile opens a hostile store, which must fail or answer every
+// query without panicking, within a small multiple of the store's size in
+// allocations.
+func openHostile(t *testing.T, dir string) error {
+	t.Helper()
+	var err error
+	limit := uint64(8*storeBytes(t, dir)) + 1<<20
+	if got := allocatedBy(func() {
+		var s *Store
+		s, err = Open(dir)
+		if err == nil {
+			exercise(s)
+			s.Close()
+		}
+	}); got > limit {
+		t.Errorf("Open allocated %d bytes for a %d-byte store", got, storeBytes(t, dir))
+	}
+	return err
+}
+
+// TestManifestCountsThatWrap is issue 26's item 1: a manifest whose pages
+// or lanes is the real count plus 2^61 passed the size check (24*pages
+// and 40*lanes wrapped around to the real sizes), then every reader
+// panicked. Every count of the manifest gets the same treatment.
+func TestManifestCountsThatWrap(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	fields := []string{"pages", "lanes", "spans", "frames", "strings", "events", "stack_nodes", "duration_ns", "page_size", "trace_bytes"}
+	deltas := []struct {
+		name string
+		f    func(int64) string
+	}{
+		{"+2^61", func(v int64) string { return fmt.Sprint(v + 1<<61) }},
+		{"+2^62", func(v int64) string { return fmt.Sprint(v + 1<<62) }},
+		{"+2^63/3", func(v int64) string { return fmt.Sprint(v + (1<<63)/3) }},
+		{"max", func(int64) string { return fmt.Sprint(int64(math.MaxInt64)) }},
+		{"-1", func(int64) string { return "-1" }},
+		{"min", func(int64) string { return fmt.Sprint(int64(math.MinInt64)) }},
+		{"+1", func(v int64) string { return fmt.Sprint(v + 1) }},
+	}
+	for _, field := range fields {
+		for _, d := range deltas {
+			t.Run(field+d.name, func(t *testing.T) {
+				dir := copyStore(t, base)
+				editManifest(t, dir, func(m map[string]any) {
+					v, _ := m[field].(json.Number).Int64()
+					m[field] = json.Number(d.f(v))
+				})
+				err := openHostile(t, dir)
+				if err == nil && field != "trace_bytes" && !(field == "duration_ns" && d.name == "+1") && !(field == "events" && d.name == "+1") {
+					t.Errorf("%s %s: Open succeeded", field, d.name)
+				}
+			})
+		}
+	}
+	// Every file's size.
+	for _, name := range []string{fileLanes, filePages, fileSpans, fileEvents, fileStrings} {
+		t.Run("bytes of "+name, func(t *testing.T) {
+			dir := copyStore(t, base)
+			editManifest(t, dir, func(m map[string]any) {
+				for _, f := range m["files"].([]any) {
+					f := f.(map[string]any)
+					if f["name"] == name {
+						v, _ := f["bytes"].(json.Number).Int64()
+						f["bytes"] = json.Number(fmt.Sprint(v + 1<<61))
+					}
+				}
+			})
+			if err := openHostile(t, dir); err == nil {
+				t.Error("Open succeeded")
+			}
+		})
+	}
+}
+
+// TestFileCountsThatWrap gives every count in the store files' headers
+// and records hostile values, with the manifest's size and checksum fixed
+// to match.
+func TestFileCountsThatWrap(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(base, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	values := map[int][]uint64{
+		8: {1 << 61, 1 << 62, 1 << 63, math.MaxUint64, math.MaxInt64, 1<<64 - 15, 1<<63 - 15, 1 << 32, 1<<32 - 1},
+		4: {1 << 31, 1<<32 - 1, 1<<32 - 15, 1 << 30},
+		2: {1 << 15, 1<<16 - 1},
+	}
+	type field struct {
+		file    string
+		off     int  // offset of the field in a record
+		size    int  // 2, 4 or 8 bytes
+		stride  int  // record size; 0 for a header field
+		mayOpen bool // some values are valid
+	}
+	fields := []field{
+		{fileLanes, 16, 8, laneBytes, false},       // spans
+		{fileLanes, 24, 8, laneBytes, false},       // first block
+		{fileLanes, 32, 8, laneBytes, false},       // first forest value
+		{fileLanes, 2, 2, laneBytes, true},         // depth
+		{fileBlocks, 0, 8, blockIndexBytes, false}, // offset in spans.bin
+		{fileBlocks, 8, 8, blockIndexBytes, false}, // first start
+		{filePages, 0, 8, pageIndexBytes, false},   // first time
+		{filePages, 8, 8, pageIndexBytes, false},   // last time
+		{filePages, 16, 8, pageIndexBytes, false},  // first event
+		{fileForest, 0, 8, aggBytes, false},        // longest
+		{fileForest, 8, 8, aggBytes, false},        // its index
+		{fileForest, 16, 8, aggBytes, false},       // busy
+		{fileFrames, 0, 4, 12, false},              // function's string
+		{fileFrames, 4, 4, 12, false},              // file's string
+		{fileStrings, 0, 4, 0, false},              // string count
+		{fileStrings, 4, 4, 4, false},              // string offsets
+	}
+	for _, f := range fields {
+		good := read(f.file)
+		recs := 1
+		if f.stride > 0 {
+			recs = len(good) / f.stride
+		}
+		if f.file == fileStrings && f.stride > 0 {
+			recs = int(binary.LittleEndian.Uint32(good)) + 1
+		}
+		at, vals := []int{0, recs / 2, recs - 1}, values[f.size]
+		if testing.Short() { // under emulation, say
+			at, vals = at[2:], vals[:2]
+		}
+		for _, rec := range at {
+			for _, v := range vals {
+				t.Run(fmt.Sprintf("%s@%d+%d*%d=%#x", f.file, f.off, rec, f.stride, v), func(t *testing.T) {
+					b := bytes.Clone(good)
+					o := f.off + rec*f.stride
+					switch f.size {
+					case 2:
+						binary.LittleEndian.PutUint16(b[o:], uint16(v))
+					case 4:
+						binary.LittleEndian.PutUint32(b[o:], uint32(v))
+					case 8:
+						binary.LittleEndian.PutUint64(b[o:], v)
+					}
+					if bytes.Equal(b, good) {
+						return
+					}
+					dir := copyStore(t, base)
+					replaceFile(t, dir, f.file, b)
+					if err := openHostile(t, dir); err == nil {
+						if !f.mayOpen {
+							t.Errorf("Open succeeded")
+						}
+					} else if !strings.Contains(err.Error(), "tracestore") {
+						t.Errorf("error without context: %v", err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// FuzzManifest opens a real store under an arbitrary manifest.json: Open
+// must reject it or give a store whose every query runs, within a small
+// multiple of the store's size in allocations.
+func FuzzManifest(f *testing.F) {
+	base := filepath.Join(f.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(f)), base, Options{PageSize: MinPageSize}); err != nil {
+		f.Fatal(err)
+	}
+	man, err := os.ReadFile(filepath.Join(base, fileManifest))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(man)
+	f.Add(bytes.Replace(man, []byte(`"pages": `), []byte(`"pages": 230584300921369`), 1))
+	f.Add(bytes.Replace(man, []byte(`"lanes": `), []byte(`"lanes": 230584300921369`), 1))
+	f.Add([]byte(`{"schema_version":1,"page_size":1024,"pages":-1}`))
+	size := storeBytes(f, base)
+	f.Fuzz(func(t *testing.T, m []byte) {
+		if err := os.WriteFile(filepath.Join(base, fileManifest), m, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		var s *Store
+		if got := allocatedBy(func() {
+			if s, err = Open(base); err == nil {
+				exercise(s)
+				s.Close()
+			}
+		}); got > uint64(8*size)+uint64(4*len(m))+1<<20 {
+			t.Fatalf("Open allocated %d bytes for a %d-byte store", got, size)
+		}
+	})
+}
+
+// TestPageHeaderCounts gives the counts of an event-log page's header
+// hostile values, with the page's checksum fixed to match: reading the
+// page fails, allocating no more than the page's size.
+func TestPageHeaderCounts(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(filepath.Join(base, fileEvents))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		name string
+		off  int
+		size int
+	}{{"count", 8, 4}, {"used", 12, 4}, {"first event", 16, 8}, {"base time", 24, 8}} {
+		for _, v := range []uint64{1<<32 - 1, 1 << 31, 1<<32 - 15, 1 << 63, 1<<64 - 1, 1 << 62} {
+			p := bytes.Clone(good[:MinPageSize])
+			if f.size == 4 {
+				binary.LittleEndian.PutUint32(p[f.off:], uint32(v))
+			} else {
+				binary.LittleEndian.PutUint64(p[f.off:], v)
+			}
+			used := min(int(binary.LittleEndian.Uint32(p[12:])), len(p))
+			if used >= 8 {
+				binary.LittleEndian.PutUint32(p[4:], crc(p[8:used]))
+			}
+			var evs []Event
+			var err error
+			got := allocatedBy(func() { evs, err = decodePage(nil, p, 0, MinPageSize) })
+			if got > 64*MinPageSize {
+				t.Errorf("%s = %#x: allocated %d bytes for a %d-byte page", f.name, v, got, MinPageSize)
+			}
+			switch {
+			case err == nil && (f.name == "count" || f.name == "used"):
+				t.Errorf("%s = %#x: %d events, no error", f.name, v, len(evs))
+			case err == nil && len(evs) > 0 && f.name == "first event" && evs[0].Index != v:
+				t.Errorf("%s = %#x: first event %d", f.name, v, evs[0].Index)
+			}
+			// Through a store, every such page is an error.
+			dir := copyStore(t, base)
+			all := bytes.Clone(good)
+			copy(all, p)
+			replaceFile(t, dir, fileEvents, all)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Events(0, s.Manifest().Duration+1, func(*Event) bool { return true }); err == nil {
+				t.Errorf("%s = %#x: read the log without error", f.name, v)
+			}
+			s.Close()
+		}
+	}
+}
