@@ -29,7 +29,7 @@ import "encoding/binary"
 //
 // Chunks with 64 or more changes go to lookupPlain, which reads the chunk
 // through bounds-checked slices. Measured against the #61984 reference decoder on the
-// same pairs (README, "Lookup speed"), it is faster in order; when the
+// same pairs (docs/lookup-speed.md), it is faster in order; when the
 // order changes (hot-shuffled, cold) the branches are mispredicted and
 // [Set.Lookup] is faster: see the package documentation.
 
