@@ -3,7 +3,6 @@ package stackinput
 import (
 	"bytes"
 	"errors"
-	"github.com/google/pprof/profile"
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
@@ -11,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/pctab/pctab/internal/cputime"
 )
 
 // recurse blocks on a channel at depth n, so that the trace records
@@ -123,9 +125,12 @@ func cpuProfile(t testing.TB) []byte {
 		if err := pprof.StartCPUProfile(&buf); err != nil {
 			t.Fatal("CPU profiling unavailable:", err)
 		}
-		deadline := time.Now().Add(300 * time.Millisecond)
+		// 300 ms of the process's CPU time, not of wall time: the
+		// profiler samples CPU time, and a loaded machine gives less of
+		// it per second.
 		x := 0
-		for time.Now().Before(deadline) {
+		c0, _ := cputime.Process()
+		for c := c0; c-c0 < 300*time.Millisecond; c, _ = cputime.Process() {
 			for i := range 1000 {
 				x += spin(i)
 			}
@@ -136,7 +141,7 @@ func cpuProfile(t testing.TB) []byte {
 			return buf.Bytes()
 		}
 	}
-	t.Fatal("five CPU profiles of 300 ms of spinning held fewer than 5 samples each")
+	t.Fatal("five CPU profiles of 300 ms of CPU time held fewer than 5 samples each")
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
@@ -87,6 +88,7 @@ func buildFor(t *testing.T, tc *Toolchain, goarch string, twin bool, tags ...str
 }
 
 func testToolchain(t *testing.T) *Toolchain {
+	testenv.SkipUnlessLong(t, "builds the patched toolchain and the standard library with it")
 	if testing.Short() {
 		t.Skip("builds the patched toolchain and the standard library with it")
 	}

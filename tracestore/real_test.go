@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	xtrace "golang.org/x/exp/trace"
 )
 
@@ -114,8 +115,11 @@ func TestRealTraces(t *testing.T) {
 	}
 	for _, tr := range traces {
 		t.Run(strings.SplitN(tr.name, "-", 2)[0]+map[bool]string{true: "-long"}[tr.long], func(t *testing.T) {
-			if tr.long && testing.Short() {
-				t.Skip("-short")
+			if tr.long {
+				testenv.SkipUnlessLong(t, "records a real execution trace of "+tr.name)
+				if testing.Short() {
+					t.Skip("-short")
+				}
 			}
 			path := cachedTrace(t, tr.name, tr.record)
 			checkRealTrace(t, path)

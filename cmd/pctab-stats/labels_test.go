@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/trampoline"
 )
 
@@ -47,16 +47,10 @@ func TestLabels(t *testing.T) {
 	if err := pprof.StartCPUProfile(&pbuf); err != nil {
 		t.Fatal(err)
 	}
-	var ru0 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	for start := time.Now(); time.Since(start) < time.Minute; {
+	c0, _ := cputime.Process()
+	for c := c0; c-c0 < 300*time.Millisecond; c, _ = cputime.Process() {
 		a.Do(func() { labelsSpin(100000) })
 		b.Do(func() { labelsSpin(300000) })
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		if time.Duration(ru.Utime.Nano()-ru0.Utime.Nano()) > 300*time.Millisecond {
-			break
-		}
 	}
 	pprof.StopCPUProfile()
 	a.Close()

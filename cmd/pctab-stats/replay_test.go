@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"github.com/google/pprof/profile"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/pctab/pctab/internal/cputime"
 
 	"golang.org/x/perf/benchfmt"
 )
@@ -90,11 +92,11 @@ func replaySelf(t *testing.T) (exe, tracePath, pprofPath string) {
 	wg.Wait()
 	// Spin on until the profile holds CPU samples: the tests check real
 	// samples, and fail rather than skip when a machine gives none.
-	for start := time.Now(); time.Since(start) < 20*time.Second; {
-		replaySpin(50 * time.Millisecond)
-		if time.Since(start) >= 300*time.Millisecond {
-			break
-		}
+	// 300 ms of the process's CPU time, not of wall time, so that a
+	// loaded machine gives the profiler as many samples.
+	c0, _ := cputime.Process()
+	for c := c0; c-c0 < 300*time.Millisecond; c, _ = cputime.Process() {
+		replaySpin(10 * time.Millisecond)
 	}
 	pprof.StopCPUProfile()
 	trace.Stop()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackcompress/stackreport"
 )
@@ -59,7 +60,8 @@ func stacksInputs(t *testing.T, dir string) (tracePath, pprofPath string) {
 	}
 	wg.Wait()
 	x := 0
-	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+	c0, _ := cputime.Process()
+	for c := c0; c-c0 < 200*time.Millisecond; c, _ = cputime.Process() {
 		for i := range 1000 {
 			x += stacksSpin(i)
 		}

@@ -41,3 +41,29 @@ func TestThread(t *testing.T) {
 		t.Errorf("200 ms of sleep took %v of thread CPU time", idle)
 	}
 }
+
+// TestProcess checks that the process clock counts this thread's work: a
+// loop run until the process has used 50 ms of CPU time used most of it
+// on this thread.
+func TestProcess(t *testing.T) {
+	p0, ok := Process()
+	if !ok {
+		if runtime.GOOS == "linux" {
+			t.Fatal("process CPU time is not available on Linux")
+		}
+		t.Skipf("no process CPU clock on %s", runtime.GOOS)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	t0, _ := Thread()
+	x := 0
+	for p := p0; p-p0 < 50*time.Millisecond; p, _ = Process() {
+		for i := range 1000 {
+			x += i * i % 7
+		}
+	}
+	t1, _ := Thread()
+	if d := t1 - t0; d < 25*time.Millisecond {
+		t.Errorf("a loop until the process used 50 ms of CPU used %v on its own thread (x=%d)", d, x)
+	}
+}

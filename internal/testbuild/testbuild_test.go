@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // TestArchivesHost builds every archive for the host and runs it.
@@ -235,6 +237,7 @@ func TestTargets(t *testing.T) {
 // standard toolchain. It is skipped under -short unless already cached.
 func TestOldToolchain(t *testing.T) {
 	cfg := Config{Archive: "callers", Toolchain: "go1.15.15", GOOS: "linux", GOARCH: "amd64"}
+	testenv.SkipUnlessLong(t, "downloads go1.15.15")
 	if testing.Short() && !isCached(t, cfg) {
 		t.Skip("skipping under -short: needs a go1.15.15 build, which may download the toolchain")
 	}

@@ -9,12 +9,12 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/trampoline"
@@ -80,11 +80,8 @@ func workload(t *testing.T, d time.Duration) {
 
 // processCPU returns the CPU time the process has used.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Process()
+	return d
 }
 
 // shares returns each label's share of the labelled samples under key.
