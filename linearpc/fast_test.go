@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/pcgen"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -144,7 +145,7 @@ func TestFastLookupTables(t *testing.T) {
 		names = append(names, name)
 	}
 	n := 1500
-	if testing.Short() {
+	if !testenv.Full() {
 		n = 300
 	}
 	for i := range n {
@@ -183,7 +184,7 @@ func TestFastLookupReal(t *testing.T) {
 	_, tabs := realTables(t)
 	r := rand.New(rand.NewPCG(1, 2))
 	step := uint32(1)
-	if testing.Short() {
+	if !testenv.Full() {
 		step = 61
 	}
 	set := NewSet(Spec())

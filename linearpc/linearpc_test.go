@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/pcgen"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -186,7 +187,7 @@ func TestGeneratedTables(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	sets := newSets()
 	n := 1500
-	if testing.Short() {
+	if !testenv.Full() {
 		n = 300
 	}
 	for i := range n {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
 	"github.com/pctab/pctab/varintpc"
@@ -120,7 +121,7 @@ func TestRealLookup(t *testing.T) {
 		if !v.IsSpec() && !v.compact() {
 			step = 5
 		}
-		if testing.Short() {
+		if !testenv.Full() {
 			step = 61
 		}
 		s := NewSet(v)

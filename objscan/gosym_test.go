@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // checkGosym cross-checks f against debug/gosym, an independent parser of
@@ -108,9 +110,7 @@ func corpusFiles(t *testing.T) []string {
 // against debug/gosym. It is skipped, saying why, where no corpus was built.
 func TestCorpus(t *testing.T) {
 	files := corpusFiles(t)
-	if testing.Short() {
-		t.Skip("corpus cross-check is slow; skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "cross-checks every binary of the corpus with debug/gosym")
 	for _, path := range files {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
 			f, err := Open(path)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // TestReleases opens cmd/gofmt as built by the last patch release of every
@@ -15,9 +16,7 @@ import (
 // are cached (internal/testbuild). verify's TestReleases checks every table
 // at every PC of the same binaries.
 func TestReleases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds cmd/gofmt with 26 Go releases; skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "builds cmd/gofmt with 26 Go releases, downloading them")
 	for _, tg := range testbuild.Releases() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()

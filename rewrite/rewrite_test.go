@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
@@ -433,9 +434,7 @@ func TestUnsupported(t *testing.T) {
 // TestGoBinary rewrites the local toolchain's go command both ways and
 // runs `go version` with the append-mode result.
 func TestGoBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("rewrites and verifies the whole go binary")
-	}
+	testenv.SkipUnlessLong(t, "rewrites and verifies the whole go binary")
 	if runtime.GOOS != "linux" {
 		t.Skip("needs an ELF go binary")
 	}
@@ -512,7 +511,7 @@ func TestCheckCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	trials := 60
-	if testing.Short() {
+	if !testenv.Full() {
 		trials = 8
 	}
 	for _, v := range []string{"spec", "compact", "compact-fast", "spec-pool"} {
@@ -581,9 +580,7 @@ func TestCheckCorrupt(t *testing.T) {
 // the moved unwind tables (.eh_frame) gives every FDE the same PC range as
 // in the original.
 func TestAppendLinked(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: external links need gcc")
-	}
+	testenv.SkipUnlessLong(t, "links externally with gcc")
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("no gcc for external linking")
 	}
@@ -950,7 +947,7 @@ func TestDerived(t *testing.T) {
 // format's reader accepts, never to panic.
 func TestReplaceHostileHeaders(t *testing.T) {
 	trials := 60
-	if testing.Short() {
+	if !testenv.Full() {
 		trials = 12
 	}
 	for _, cfg := range []testbuild.Config{
@@ -1096,7 +1093,7 @@ func TestReplaceGosym(t *testing.T) {
 		{Archive: "features", Toolchain: "go1.15.15"},
 		{Archive: "features", Toolchain: "go1.16.15"},
 	}
-	if _, err := exec.LookPath("gcc"); err == nil && !testing.Short() {
+	if _, err := exec.LookPath("gcc"); err == nil && testenv.Full() {
 		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
 	}
 	for _, cfg := range cfgs {
@@ -1305,7 +1302,7 @@ func TestConvertDetects(t *testing.T) {
 // that passes Check.
 func TestConvertHostile(t *testing.T) {
 	trials := 24
-	if testing.Short() {
+	if !testenv.Full() {
 		trials = 8
 	}
 	for _, tc := range []struct {

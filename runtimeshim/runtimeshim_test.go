@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
 	"github.com/pctab/pctab/varintpc"
@@ -146,7 +147,7 @@ func TestPCValueEncodingsAgree(t *testing.T) {
 	ref := shims[0]
 	checked := 0
 	step := 1
-	if testing.Short() {
+	if !testenv.Full() {
 		step = 5 // -short: every PC of one function in five
 	}
 	for fi := 0; fi < len(ref.funcs); fi += step {
@@ -225,8 +226,8 @@ func TestCallersFrames(t *testing.T) {
 		{"386", testbuild.Config{Archive: "callers", GOOS: "linux", GOARCH: "386"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if testing.Short() && tc.cfg.GOARCH == "arm64" {
-				t.Skip("-short: arm64 runs under emulation")
+			if tc.cfg.GOARCH == "arm64" {
+				testenv.SkipUnlessLong(t, "arm64 runs under emulation")
 			}
 			bin, _, m := openModule(t, tc.cfg)
 			out := testbuild.Run(t, tc.cfg, bin)

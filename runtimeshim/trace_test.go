@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 )
@@ -111,9 +112,7 @@ func readCorpus(t testing.TB, path string, read func(f *os.File) (*stackinput.Co
 // through every encoding reproduces every frame the runtime recorded, and
 // every workload replays the trace's stacks alike with every encoding.
 func TestStdTrace(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds and runs the compress/flate tests once (then cached)")
-	}
+	testenv.SkipUnlessLong(t, "builds and runs the compress/flate tests with tracing")
 	for _, goarch := range []string{"amd64", "arm64"} {
 		t.Run(goarch, func(t *testing.T) {
 			w := stdTrace(t, goarch)

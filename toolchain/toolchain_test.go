@@ -89,9 +89,6 @@ func buildFor(t *testing.T, tc *Toolchain, goarch string, twin bool, tags ...str
 
 func testToolchain(t *testing.T) *Toolchain {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain and the standard library with it")
-	if testing.Short() {
-		t.Skip("builds the patched toolchain and the standard library with it")
-	}
 	cache, err := DefaultCacheDir()
 	if err != nil {
 		t.Fatal(err)

@@ -117,9 +117,6 @@ func TestRealTraces(t *testing.T) {
 		t.Run(strings.SplitN(tr.name, "-", 2)[0]+map[bool]string{true: "-long"}[tr.long], func(t *testing.T) {
 			if tr.long {
 				testenv.SkipUnlessLong(t, "records a real execution trace of "+tr.name)
-				if testing.Short() {
-					t.Skip("-short")
-				}
 			}
 			path := cachedTrace(t, tr.name, tr.record)
 			checkRealTrace(t, path)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 )
 
@@ -57,9 +58,7 @@ func TestRealRoundTrip(t *testing.T) {
 // TestRealLookup checks Lookup against the decoded tables at every PC of
 // every table (byte offsets, with the binary's PC quantum).
 func TestRealLookup(t *testing.T) {
-	if testing.Short() {
-		t.Skip("every PC of every table: slow under -short")
-	}
+	testenv.SkipUnlessLong(t, "every PC of every table of the go binary")
 	f := realFile(t)
 	q := uint32(f.PCQuantum)
 	for _, tab := range f.Tabs {

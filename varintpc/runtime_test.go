@@ -2,6 +2,8 @@ package varintpc
 
 import (
 	"testing"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // TestPCValueReal checks the runtime-shaped PCValue, and Cache.PCValue
@@ -40,7 +42,7 @@ func TestPCValueReal(t *testing.T) {
 			}
 			check(run.PC, run.Value, run.PC)
 			check(end-1, run.Value, run.PC)
-			if testing.Short() {
+			if !testenv.Full() {
 				continue
 			}
 			// Every fifth PC in between: TestRealLookup covers every PC

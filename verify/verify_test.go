@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 )
 
@@ -65,9 +66,7 @@ func TestRejectsNonLinkerTables(t *testing.T) {
 // (testbuild.Releases; objscan's TestReleases cross-checks the same
 // binaries against debug/gosym).
 func TestReleases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds cmd/gofmt with 26 Go releases; skipped in -short mode")
-	}
+	testenv.SkipUnlessLong(t, "builds cmd/gofmt with 26 Go releases, downloading them")
 	for _, tg := range testbuild.Releases() {
 		t.Run(tg.Name, func(t *testing.T) {
 			t.Parallel()

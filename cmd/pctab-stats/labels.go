@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/trampoline"
@@ -31,28 +31,37 @@ type labelsJSON struct {
 	resolve.Stats
 }
 
-// runLabels is pctab-stats labels: trampoline labels onto CPU samples.
-func runLabels(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("labels", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	hist := fs.String("history", "", "trampoline history written by trampoline.WriteHistory (required)")
-	tracePath := fs.String("trace", "", "execution trace with CPU samples")
-	pprofPath := fs.String("pprof", "", "pprof CPU profile")
-	out := fs.String("o", "", "write the labelled pprof profile here (required)")
-	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: pctab-stats labels -history H (-trace T | -pprof P) -o OUT [-json] BINARY")
-		fmt.Fprintln(stderr, "Attaches trampoline labels to the CPU samples of a trace or profile of BINARY and writes a labelled pprof profile.")
-		fs.PrintDefaults()
+// labelsCommand is "pctab-stats labels": trampoline labels onto CPU samples.
+var labelsCommand = &cli.Command{
+	Name:  "labels",
+	Args:  "-history FILE (-trace FILE | -pprof FILE) -o FILE [-json] BINARY",
+	Short: "label CPU samples by trampoline",
+	Long: "Labels attaches trampoline labels to the CPU samples of a trace or profile of\n" +
+		"BINARY and writes a labelled pprof profile.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		lf := &labelsFlags{
+			hist:      fs.String("history", "", "trampoline history `file` written by trampoline.WriteHistory (required)"),
+			tracePath: fs.String("trace", "", "execution trace `file` with CPU samples"),
+			pprofPath: fs.String("pprof", "", "pprof CPU profile `file`"),
+			out:       fs.String("o", "", "write the labelled pprof profile to `file` (required)"),
+			asJSON:    fs.Bool("json", false, "print the counts as JSON"),
+		}
+		return func(env *cli.Env, args []string) error { return runLabels(lf, args, env.Stdout) }
+	},
+}
+
+// labelsFlags holds the flag values of pctab-stats labels.
+type labelsFlags struct {
+	hist, tracePath, pprofPath, out *string
+	asJSON                          *bool
+}
+
+// runLabels runs pctab-stats labels with flags lf on the arguments args.
+func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
+	if len(args) != 1 || *lf.hist == "" || *lf.out == "" || (*lf.tracePath == "") == (*lf.pprofPath == "") {
+		return cli.Usagef("need -history, -o, exactly one of -trace and -pprof, and one binary")
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || *hist == "" || *out == "" || (*tracePath == "") == (*pprofPath == "") {
-		fs.Usage()
-		return errors.New("labels: need -history, -o, exactly one of -trace and -pprof, and one binary")
-	}
-	bin, err := objscan.Open(fs.Arg(0))
+	bin, err := objscan.Open(args[0])
 	if err != nil {
 		return err
 	}
@@ -61,7 +70,7 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	hf, err := os.Open(*hist)
+	hf, err := os.Open(*lf.hist)
 	if err != nil {
 		return err
 	}
@@ -72,22 +81,22 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 	}
 	var p *profile.Profile
 	var st resolve.Stats
-	if *pprofPath != "" {
-		f, err := os.Open(*pprofPath)
+	if *lf.pprofPath != "" {
+		f, err := os.Open(*lf.pprofPath)
 		if err != nil {
 			return err
 		}
 		in, err := profile.Parse(f)
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("labels: %s: %w", *pprofPath, err)
+			return fmt.Errorf("labels: %s: %w", *lf.pprofPath, err)
 		}
 		p, st, err = resolve.Profile(in, tr, h)
 		if err != nil {
 			return err
 		}
 	} else {
-		f, err := os.Open(*tracePath)
+		f, err := os.Open(*lf.tracePath)
 		if err != nil {
 			return err
 		}
@@ -101,21 +110,21 @@ func runLabels(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	of, err := os.Create(*out)
+	of, err := os.Create(*lf.out)
 	if err != nil {
 		return err
 	}
 	if err := p.Write(of); err != nil {
 		of.Close()
-		return fmt.Errorf("labels: writing %s: %w", *out, err)
+		return fmt.Errorf("labels: writing %s: %w", *lf.out, err)
 	}
 	if err := of.Close(); err != nil {
 		return err
 	}
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, fs.Arg(0), tr.N, *out, st})
+	if *lf.asJSON {
+		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
-		fs.Arg(0), tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *out)
+		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *lf.out)
 	return nil
 }

@@ -3,57 +3,53 @@
 //
 // Usage:
 //
-//	pctab-stats [flags] [BINARY...]      size report (default: $(go env GOROOT)/bin/go)
-//	pctab-stats verify BINARY...         check every codec at every PC of every table
-//	pctab-stats stacks [flags] [BINARY]  traceback memory of real stacks
-//	pctab-stats replay [flags] BINARY    replay real stacks through the runtime's lookups
-//	pctab-stats labels [flags] BINARY    trampoline labels onto CPU samples (a labelled pprof profile)
+//	pctab-stats [flags] [BINARY...]             size report (default: $(go env GOROOT)/bin/go)
+//	pctab-stats report [flags] [BINARY...]      the same
+//	pctab-stats verify [flags] BINARY...        check every codec at every PC of every table
+//	pctab-stats stacks [flags] [BINARY]         traceback memory of real stacks
+//	pctab-stats replay [flags] BINARY           replay real stacks through the runtime's lookups
+//	pctab-stats labels [flags] BINARY           trampoline labels onto CPU samples (a labelled pprof profile)
 //
-// Run "pctab-stats -h" or "pctab-stats verify -h" for the flags.
+// Run "pctab-stats help" for the commands and "pctab-stats help COMMAND"
+// for one command's flags.
 package main
 
 import (
-	"errors"
-	"flag"
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/pctab/pctab/internal/cli"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	program().Main()
+}
+
+// program returns the command's table of subcommands.
+func program() *cli.Program {
+	return &cli.Program{
+		Name: "pctab-stats",
+		Doc: "Pctab-stats reports how big and how fast Go's PC-value tables are, in Go's\n" +
+			"varint format and in the linear-index format of golang/go#61984.",
+		Commands: []*cli.Command{
+			reportCommand,
+			verifyCommand,
+			stacksCommand,
+			replayCommand,
+			labelsCommand,
+		},
+		Default: "report",
+		Operand: cli.IsFile,
+	}
 }
 
 // run is main without the process: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	var err error
-	if len(args) > 0 {
-		switch args[0] {
-		case "verify":
-			err = runVerify(args[1:], stdout, stderr)
-		case "stacks":
-			err = runStacks(args[1:], stdout, stderr)
-		case "replay":
-			err = runReplay(args[1:], stdout, stderr)
-		case "labels":
-			err = runLabels(args[1:], stdout, stderr)
-		default:
-			err = runReport(args, stdout, stderr)
-		}
-	} else {
-		err = runReport(args, stdout, stderr)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "pctab-stats: %v\n", err)
-		return 1
-	}
-	return 0
+	return program().Run(context.Background(), args, stdout, stderr)
 }
 
 // defaultBinary returns the local toolchain's go binary.

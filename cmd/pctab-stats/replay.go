@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/perf/benchfmt"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/stat"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
@@ -39,13 +39,33 @@ type replayConfig struct {
 	workloads []runtimeshim.Workload
 }
 
-// runReplay implements "pctab-stats replay": the runtime's stack lookups
+// replayCommand is "pctab-stats replay": the runtime's stack lookups
 // (runtimeshim) replayed over real or synthetic stacks with every encoding.
-func runReplay(args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseReplayFlags(args, stderr)
-	if err != nil {
-		return err
-	}
+var replayCommand = &cli.Command{
+	Name:  "replay",
+	Args:  "(-trace FILE | -pprof FILE | -synthetic N) [flags] BINARY",
+	Short: "replay stacks through the runtime's lookups",
+	Long: "Replay replays the runtime's per-frame table lookups (unwind, callers, symbolize,\n" +
+		"gcscan) over the stacks of an execution trace or CPU profile of BINARY, or over\n" +
+		"synthetic stacks from its call graph, with every table encoding. It first checks\n" +
+		"that the shim symbolizes every recorded frame as the runtime did (or, for\n" +
+		"synthetic stacks, as debug/gosym does) and exits 1 on any mismatch. It prints\n" +
+		"ns/frame (thread CPU time on Linux), table lookups, table walks and the pcvalue\n" +
+		"cache's hit rate per physical frame, in the Go benchmark format.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		rf := declareReplayFlags(fs)
+		return func(env *cli.Env, args []string) error {
+			cfg, err := rf.config(args)
+			if err != nil {
+				return err
+			}
+			return runReplay(cfg, env.Stdout, env.Stderr)
+		}
+	},
+}
+
+// runReplay runs a replay and writes its report.
+func runReplay(cfg replayConfig, stdout, stderr io.Writer) error {
 	rep, err := doReplay(cfg)
 	if rep != nil {
 		if werr := writeReplay(stdout, cfg, rep); werr != nil && err == nil {
@@ -61,38 +81,48 @@ func runReplay(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg replayConfig
+// replayFlags holds the flag values of pctab-stats replay: the config's
+// fields set directly, and the lists parsed by config.
+type replayFlags struct {
+	cfg         replayConfig
+	encs, works *string
+}
+
+func declareReplayFlags(fs *flag.FlagSet) *replayFlags {
+	rf := &replayFlags{}
+	cfg := &rf.cfg
 	fs.StringVar(&cfg.tracePath, "trace", "", "replay the stacks of this Go execution trace `file`, written by BINARY")
 	fs.StringVar(&cfg.pprofPath, "pprof", "", "replay the stacks of this CPU profile `file`, written by BINARY")
 	fs.IntVar(&cfg.synthetic, "synthetic", 0, "replay `N` stacks drawn from BINARY's static call graph (amd64, 386 and arm64)")
 	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the synthetic stacks")
-	fs.IntVar(&cfg.minDepth, "min-depth", 4, "smallest target depth of a synthetic stack")
-	fs.IntVar(&cfg.maxDepth, "max-depth", 40, "largest target depth of a synthetic stack")
+	fs.IntVar(&cfg.minDepth, "mindepth", 4, "smallest target depth of a synthetic stack")
+	fs.IntVar(&cfg.maxDepth, "maxdepth", 40, "largest target depth of a synthetic stack")
 	fs.BoolVar(&cfg.json, "json", false, "print one JSON object instead of benchmark lines")
-	fs.IntVar(&cfg.count, "count", 10, "timed passes per input, workload and encoding")
+	fs.IntVar(&cfg.count, "count", 10, "`n` timed passes per input, workload and encoding")
 	fs.IntVar(&cfg.maxFrames, "frames", 300000, "replay at most about this many physical frames per input (0: all); the first stacks are kept")
 	fs.IntVar(&cfg.limit, "mismatches", 20, "print at most this many mismatching frames")
 	fs.StringVar(&cfg.name, "name", "", "name of the binary in benchmark names (default: its base name)")
 	fs.StringVar(&cfg.slide, "slide", "auto", "load offset to subtract from recorded PCs, or auto")
-	encs := fs.String("enc", "", "comma-separated encodings (default: all of "+strings.Join(encodingNames(), ",")+")")
-	works := fs.String("workload", "", "comma-separated workloads (default: unwind,callers,symbolize,gcscan)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: pctab-stats replay (-trace FILE | -pprof FILE | -synthetic N) [flags] BINARY\n\n"+
-			"Replays the runtime's per-frame table lookups (unwind, callers, symbolize,\n"+
-			"gcscan) over the stacks of an execution trace or CPU profile of BINARY, or over\n"+
-			"synthetic stacks from its call graph, with every table encoding. It first checks\n"+
-			"that the shim symbolizes every recorded frame as the runtime did (or, for\n"+
-			"synthetic stacks, as debug/gosym does) and exits 1 on any mismatch. It prints\n"+
-			"ns/frame (thread CPU time on Linux), table lookups, table walks and the pcvalue\n"+
-			"cache's hit rate per physical frame, in the Go benchmark format.\n\n")
-		fs.PrintDefaults()
-	}
+	rf.encs = fs.String("enc", "", "comma-separated encodings (default: all of "+strings.Join(encodingNames(), ",")+")")
+	rf.works = fs.String("workload", "", "comma-separated workloads (default: unwind,callers,symbolize,gcscan)")
+	return rf
+}
+
+// parseReplayFlags parses replay's command line (flags and BINARY).
+func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rf := declareReplayFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return replayConfig{}, cli.Usagef("%w", err)
 	}
+	return rf.config(fs.Args())
+}
+
+// config checks the flags and returns the configuration of a replay of the
+// binary in args.
+func (rf *replayFlags) config(args []string) (replayConfig, error) {
+	cfg := rf.cfg
 	n := 0
 	for _, set := range []bool{cfg.tracePath != "", cfg.pprofPath != "", cfg.synthetic > 0} {
 		if set {
@@ -100,43 +130,41 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 		}
 	}
 	if n != 1 {
-		fs.Usage()
-		return cfg, errors.New("replay: give exactly one of -trace, -pprof and -synthetic")
+		return cfg, cli.Usagef("give exactly one of -trace, -pprof and -synthetic")
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return cfg, fmt.Errorf("replay: want one BINARY, got %d arguments", fs.NArg())
+	if len(args) != 1 {
+		return cfg, cli.Usagef("want one BINARY, got %d arguments", len(args))
 	}
 	if cfg.count < 1 {
-		return cfg, fmt.Errorf("replay: -count must be at least 1")
+		return cfg, cli.Usagef("-count must be at least 1")
 	}
-	cfg.binary = fs.Arg(0)
+	cfg.binary = args[0]
 	if cfg.name == "" {
 		cfg.name = strings.TrimSuffix(filepath.Base(cfg.binary), ".exe")
 	}
 	if cfg.slide != "auto" {
 		if _, err := strconv.ParseUint(cfg.slide, 0, 64); err != nil {
-			return cfg, fmt.Errorf("replay: -slide: %w", err)
+			return cfg, cli.Usagef("-slide: %w", err)
 		}
 	}
-	if *encs == "" {
+	if *rf.encs == "" {
 		cfg.encodings = runtimeshim.Encodings()
 	} else {
-		for _, name := range strings.Split(*encs, ",") {
+		for _, name := range strings.Split(*rf.encs, ",") {
 			e, ok := runtimeshim.EncodingByName(strings.TrimSpace(name))
 			if !ok {
-				return cfg, fmt.Errorf("replay: unknown encoding %q (have %s)", name, strings.Join(encodingNames(), ", "))
+				return cfg, cli.Usagef("-enc: unknown encoding %q (have %s)", name, strings.Join(encodingNames(), ", "))
 			}
 			cfg.encodings = append(cfg.encodings, e)
 		}
 	}
-	if *works == "" {
+	if *rf.works == "" {
 		cfg.workloads = runtimeshim.Workloads()
 	} else {
-		for _, name := range strings.Split(*works, ",") {
+		for _, name := range strings.Split(*rf.works, ",") {
 			w, err := runtimeshim.ParseWorkload(strings.TrimSpace(name))
 			if err != nil {
-				return cfg, fmt.Errorf("replay: %w", err)
+				return cfg, cli.Usagef("-workload: %w", err)
 			}
 			cfg.workloads = append(cfg.workloads, w)
 		}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
-	"io"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -114,10 +112,15 @@ func replaySelf(t *testing.T) (exe, tracePath, pprofPath string) {
 // fastArgs keeps the replays of the tests short.
 var fastArgs = []string{"-count", "2", "-frames", "20000", "-enc", "varint,varint+cache,linear"}
 
+// runReplayArgs runs pctab-stats replay with fastArgs and args; the error
+// is the exit status, if not 0.
 func runReplayArgs(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	err := runReplay(append(append([]string(nil), fastArgs...), args...), &out, &errOut)
+	var err error
+	if code := run(append(append([]string{"replay"}, fastArgs...), args...), &out, &errOut); code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
 	return out.String(), errOut.String(), err
 }
 
@@ -260,27 +263,29 @@ func TestReplayMismatch(t *testing.T) {
 	}
 }
 
-// TestReplayFlags checks the command line errors.
+// TestReplayFlags checks the command line errors: usage errors exit 2, and
+// a file that cannot be read exits 1.
 func TestReplayFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"bin"},
-		{"-trace", "t", "-pprof", "p", "bin"},
-		{"-trace", "t"},
-		{"-trace", "t", "a", "b"},
-		{"-trace", "t", "-enc", "nope", "bin"},
-		{"-trace", "t", "-workload", "nope", "bin"},
-		{"-trace", "t", "-slide", "x", "bin"},
-		{"-trace", "t", "-count", "0", "bin"},
-		{"-trace", "/nonexistent/trace", os.Args[0]},
-		{"-trace", "t", "/nonexistent/binary"},
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{}, 2},
+		{[]string{"bin"}, 2},
+		{[]string{"-trace", "t", "-pprof", "p", "bin"}, 2},
+		{[]string{"-trace", "t"}, 2},
+		{[]string{"-trace", "t", "a", "b"}, 2},
+		{[]string{"-trace", "t", "-enc", "nope", "bin"}, 2},
+		{[]string{"-trace", "t", "-workload", "nope", "bin"}, 2},
+		{[]string{"-trace", "t", "-slide", "x", "bin"}, 2},
+		{[]string{"-trace", "t", "-count", "0", "bin"}, 2},
+		{[]string{"-trace", "t", "-min-depth", "2", "bin"}, 2},
+		{[]string{"-trace", "/nonexistent/trace", os.Args[0]}, 1},
+		{[]string{"-trace", "t", "/nonexistent/binary"}, 1},
 	} {
-		err := runReplay(args, io.Discard, io.Discard)
-		if err == nil {
-			t.Errorf("runReplay(%q) succeeded", args)
+		var stdout, stderr bytes.Buffer
+		if code := run(append([]string{"replay"}, tc.args...), &stdout, &stderr); code != tc.code {
+			t.Errorf("replay %q: exit %d, want %d\n%s", tc.args, code, tc.code, stderr.String())
 		}
-	}
-	if err := runReplay([]string{"-h"}, io.Discard, io.Discard); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("-h: %v", err)
 	}
 }

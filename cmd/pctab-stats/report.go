@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/lookupbench"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
@@ -89,91 +89,118 @@ func (b *benchFlag) Set(s string) error {
 // percentage scales with the binary and never makes the GC run back to back.
 const reportGCPercent = 30
 
-func runReport(args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseReportFlags(args, stderr)
-	if err != nil {
-		return err
-	}
-	if os.Getenv("GOGC") == "" && cfg.bench != nil {
-		defer debug.SetGCPercent(debug.SetGCPercent(reportGCPercent))
-	}
-	return doReport(cfg, stdout, stderr)
+// reportCommand is "pctab-stats report", also "pctab-stats [flags] [BINARY...]".
+var reportCommand = &cli.Command{
+	Name:  "report",
+	Args:  "[flags] [BINARY...]",
+	Short: "table sizes, varint and linear, and lookup speed",
+	Long: "Report reports the size of each binary's PC-value tables in Go's varint format and\n" +
+		"in the linear-index format of golang/go#61984. Without a BINARY it reads\n" +
+		"$(go env GOROOT)/bin/go.\n\n" +
+		"With -bench it also times lookups: a hot set of 1,024 (table, PC) pairs in a\n" +
+		"fixed order and shuffled every pass, and a cold set of 1,048,576 pairs, at\n" +
+		"random PCs, PC 0, PC 4096 and return addresses, in every encoding, against\n" +
+		"the runtime's own code shape (see go doc github.com/pctab/pctab/lookupbench).\n" +
+		"The tables are decoded by host code: to time lookups on arm64, run an arm64\n" +
+		"build under emulation; its numbers are labelled emulated:\n\n" +
+		"\tGOARCH=arm64 go build -o pctab-stats-arm64 ./cmd/pctab-stats\n" +
+		"\tqemu-aarch64 ./pctab-stats-arm64 -bench -format=bench BINARY\n\n" +
+		"With -json, each binary's object holds the fields of report.Report and, with\n" +
+		"-bench, \"speed\": a lookupbench.Result. A binary whose tables are already\n" +
+		"linear (rewrite-binary, pctab-toolchain) is checked by pctab-stats verify.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		rf := declareReportFlags(fs)
+		return func(env *cli.Env, args []string) error {
+			cfg, err := rf.config(args, env.Stderr)
+			if err != nil {
+				return err
+			}
+			if os.Getenv("GOGC") == "" && cfg.bench != nil {
+				defer debug.SetGCPercent(debug.SetGCPercent(reportGCPercent))
+			}
+			return doReport(cfg, env.Stdout, env.Stderr)
+		}
+	},
 }
 
-func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
-	fs := flag.NewFlagSet("pctab-stats", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print one JSON object per binary (same as -format=json)")
-	variants := fs.Bool("variants", true, "also size every linearpc variant and the hybrid encoding")
-	workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
-	var bench benchFlag
-	fs.Var(&bench, "bench", "also time lookups in every encoding; -bench=`regexp` times only the benchmarks\n"+
+// reportFlags holds the report's flag values.
+type reportFlags struct {
+	jsonOut   *bool
+	variants  *bool
+	workers   *int
+	bench     benchFlag
+	count     *int
+	benchtime lookupbench.BenchTime
+	format    *string
+	pairs     *string
+	sample    *string
+}
+
+func declareReportFlags(fs *flag.FlagSet) *reportFlags {
+	rf := &reportFlags{benchtime: lookupbench.BenchTime{D: time.Second}}
+	rf.jsonOut = fs.Bool("json", false, "print one JSON object per binary (same as -format=json)")
+	rf.variants = fs.Bool("variants", true, "also size every linearpc variant and the hybrid encoding")
+	rf.workers = fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
+	fs.Var(&rf.bench, "bench", "also time lookups in every encoding; -bench=`regexp` times only the benchmarks\n"+
 		"whose name, such as set=hot/pcs=random/enc=linear, matches")
-	count := fs.Int("count", 1, "run each lookup benchmark `n` times, as go test -count")
-	benchtime := lookupbench.BenchTime{D: time.Second}
-	fs.Var(&benchtime, "benchtime", "run each lookup benchmark for `t`: a duration, or Nx for N lookups, as go test -benchtime (default 1s)")
-	format := fs.String("format", formatText, "output `format`: text, json, or bench (Go benchmark lines only, for benchstat; implies -bench)")
-	pairs := fs.String("pairs", "", "with -bench, also write the spec-encoded tables and the sampled (table, PC) pairs of the hot sets\n"+
+	rf.count = fs.Int("count", 1, "run each lookup benchmark `n` times, as go test -count")
+	fs.Var(&rf.benchtime, "benchtime", "run each lookup benchmark for `t`: a duration, or Nx for N lookups, as go test -benchtime (default 1s)")
+	rf.format = fs.String("format", formatText, "output `format`: text, json, or bench (Go benchmark lines only, for benchstat; implies -bench)")
+	rf.pairs = fs.String("pairs", "", "with -bench, also write the spec-encoded tables and the sampled (table, PC) pairs of the hot sets\n"+
 		"and the cold random set to `PREFIX`.BIN.SET-PCS.pairs, for timing another decoder on the same pairs\n"+
 		"(format: go doc github.com/pctab/pctab/lookupbench Bench.WritePairs)")
-	sample := fs.String("sample", "refs", "draw lookup samples uniformly over `refs` (references of functions to tables) or tables (distinct tables)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: pctab-stats [flags] [BINARY...]\n"+
-			"       pctab-stats verify BINARY...\n"+
-			"       pctab-stats stacks [flags] [BINARY]\n"+
-			"       pctab-stats replay [flags] BINARY\n\n"+
-			"Reports the size of each binary's PC-value tables in Go's varint format and\n"+
-			"in the linear-index format of golang/go#61984. Without a BINARY it reads\n"+
-			"$(go env GOROOT)/bin/go.\n\n"+
-			"With -bench it also times lookups: a hot set of 1,024 (table, PC) pairs in a\n"+
-			"fixed order and shuffled every pass, and a cold set of 1,048,576 pairs, at\n"+
-			"random PCs, PC 0, PC 4096 and return addresses, in every encoding, against\n"+
-			"the runtime's own code shape (see go doc github.com/pctab/pctab/lookupbench).\n"+
-			"The tables are decoded by host code: to time lookups on arm64, run an arm64\n"+
-			"build under emulation; its numbers are labelled emulated:\n\n"+
-			"\tGOARCH=arm64 go build -o pctab-stats-arm64 ./cmd/pctab-stats\n"+
-			"\tqemu-aarch64 ./pctab-stats-arm64 -bench -format=bench BINARY\n\n"+
-			"With -json, each binary's object holds the fields of report.Report and, with\n"+
-			"-bench, \"speed\": a lookupbench.Result.\n\n")
-		fs.PrintDefaults()
-	}
+	rf.sample = fs.String("sample", "refs", "draw lookup samples uniformly over `refs` (references of functions to tables) or tables (distinct tables)")
+	return rf
+}
+
+// parseReportFlags parses the report's command line (flags and binaries).
+func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rf := declareReportFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return reportConfig{}, err
+		return reportConfig{}, cli.Usagef("%w", err)
 	}
-	cfg := reportConfig{format: *format, variants: *variants, workers: *workers}
+	return rf.config(fs.Args(), stderr)
+}
+
+// config checks the flags and returns the configuration of a report on
+// the binaries paths (none: the local go binary).
+func (rf *reportFlags) config(paths []string, stderr io.Writer) (reportConfig, error) {
+	cfg := reportConfig{format: *rf.format, variants: *rf.variants, workers: *rf.workers}
 	switch cfg.format {
 	case formatText, formatJSON, formatBench:
 	default:
-		return cfg, fmt.Errorf("-format=%s: want text, json or bench", cfg.format)
+		return cfg, cli.Usagef("-format=%s: want text, json or bench", cfg.format)
 	}
-	if *jsonOut {
+	if *rf.jsonOut {
 		if cfg.format == formatBench {
-			return cfg, errors.New("-json and -format=bench conflict")
+			return cfg, cli.Usagef("-json and -format=bench conflict")
 		}
 		cfg.format = formatJSON
 	}
-	if bench.set {
-		cfg.bench = bench.re
+	if rf.bench.set {
+		cfg.bench = rf.bench.re
 		if cfg.bench == nil {
 			cfg.bench = regexp.MustCompile("")
 		}
 	} else if cfg.format == formatBench {
 		cfg.bench = regexp.MustCompile("")
 	}
-	if *count < 1 {
-		return cfg, fmt.Errorf("-count=%d: must be at least 1", *count)
+	if *rf.count < 1 {
+		return cfg, cli.Usagef("-count=%d: must be at least 1", *rf.count)
 	}
-	cfg.run = lookupbench.RunOptions{Count: *count, BenchTime: benchtime}
-	s, err := lookupbench.ParseSampling(*sample)
+	cfg.run = lookupbench.RunOptions{Count: *rf.count, BenchTime: rf.benchtime}
+	s, err := lookupbench.ParseSampling(*rf.sample)
 	if err != nil {
-		return cfg, err
+		return cfg, cli.Usagef("-sample: %w", err)
 	}
-	cfg.bopt = lookupbench.Options{Sampling: s, Workers: *workers}
-	cfg.pairs = *pairs
+	cfg.bopt = lookupbench.Options{Sampling: s, Workers: *rf.workers}
+	cfg.pairs = *rf.pairs
 	if cfg.pairs != "" && cfg.bench == nil {
-		return cfg, errors.New("-pairs needs -bench")
+		return cfg, cli.Usagef("-pairs needs -bench")
 	}
-	if cfg.paths, err = binariesOrDefault(fs.Args()); err != nil {
+	if cfg.paths, err = binariesOrDefault(paths); err != nil {
 		return cfg, err
 	}
 	cfg.progress = isTerminal(stderr) && (cfg.bench != nil || len(cfg.paths) > 1)

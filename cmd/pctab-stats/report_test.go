@@ -58,8 +58,8 @@ func TestReportGolden(t *testing.T) {
 	golden := filepath.Join("testdata", fmt.Sprintf("report-features-%s-%s-%s.golden", f.GoVersion, f.GOOS, f.GOARCH))
 	f.Close()
 	var stdout, stderr bytes.Buffer
-	if err := runReport([]string{"-variants=false", bin}, &stdout, &stderr); err != nil {
-		t.Fatalf("runReport: %v\n%s", err, stderr.String())
+	if code := run([]string{"report", "-variants=false", bin}, &stdout, &stderr); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, stderr.String())
 	}
 	got := strings.ReplaceAll(stdout.String(), bin, "BINARY")
 	if *update {
@@ -116,8 +116,8 @@ func TestReportJSONRoundTrip(t *testing.T) {
 
 	t.Run("size", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		if err := runReport([]string{"-json", bin}, &stdout, &stderr); err != nil {
-			t.Fatalf("runReport: %v\n%s", err, stderr.String())
+		if code := run([]string{"report", "-json", bin}, &stdout, &stderr); code != 0 {
+			t.Fatalf("report: exit %d\n%s", code, stderr.String())
 		}
 		var got report.Report
 		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
@@ -208,8 +208,8 @@ func TestReportEndToEndGofmt(t *testing.T) {
 	gofmt := gofmtBinary(t)
 	t.Run("text", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
-		if err := runReport([]string{gofmt}, &stdout, &stderr); err != nil {
-			t.Fatalf("runReport: %v\n%s", err, stderr.String())
+		if code := run([]string{"report", gofmt}, &stdout, &stderr); code != 0 {
+			t.Fatalf("report: exit %d\n%s", code, stderr.String())
 		}
 		for _, want := range []string{gofmt + "\n", "table kind", "pcsp", "total", "shape", "smallest linear variant"} {
 			if !strings.Contains(stdout.String(), want) {

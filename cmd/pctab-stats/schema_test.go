@@ -64,9 +64,9 @@ func TestVerifyJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	err := runVerify([]string{"-json", bin, notBin}, &stdout, &stderr)
-	if err == nil || !strings.Contains(err.Error(), "1 of 2") {
-		t.Errorf("runVerify = %v, want a failure on 1 of 2 binaries", err)
+	code := run([]string{"verify", "-json", bin, notBin}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "1 of 2") {
+		t.Errorf("verify: exit %d, %s; want exit 1, a failure on 1 of 2 binaries", code, stderr.String())
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	if len(lines) != 2 {

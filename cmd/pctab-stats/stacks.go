@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/stackcompress"
@@ -17,58 +17,89 @@ import (
 	"github.com/pctab/pctab/stackinput"
 )
 
-// runStacks implements "pctab-stats stacks": the traceback memory report
-// of stackcompress on the stacks of an execution trace or a pprof profile.
-func runStacks(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("stacks", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tracePath := fs.String("trace", "", "read the stacks of this Go execution `file`")
-	pprofPath := fs.String("pprof", "", "read the stacks of this pprof profile `file`")
-	jsonOut := fs.Bool("json", false, "print the report as one JSON object")
-	pageNodes := fs.Int("page-nodes", stackcompress.DefaultPageNodes, "nodes per DAG `page` (a power of two)")
-	cacheKey := fs.String("cache-key", stackreport.KeyGoroutine, "coherency cache key: goroutine, thread, single or off")
-	maxThreads := fs.Int("max-threads", stackcompress.DefaultMaxThreads, "threads the coherency cache remembers at most")
-	textBase := fs.Uint64("text-base", 0, "run-time text base for text frames, used as given (default: the BINARY's, moved by the load offset found in the trace, else the lowest PC seen)")
-	layouts := fs.String("variants", "", "comma-separated `frames/layout` variants to measure, e.g. pc/seed,text/delta32,pc/packed (default: all)")
-	outPath := fs.String("o", "", "also write the DAG of the -file-variant to this `file` and read every stack back from it")
-	fileVariant := fs.String("file-variant", "pc/packed", "the `frames/layout` variant that -o writes")
-	budget := fs.Int64("budget", 0, "memory budget in `bytes` for reading the -o file back (0: none)")
-	noMmap := fs.Bool("no-mmap", false, "read the -o file with ReadAt instead of mapping it")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: pctab-stats stacks (-trace FILE | -pprof FILE) [flags] [BINARY]\n\n"+
-			"Builds the stackcompress DAG of every stack in the input, in several variants,\n"+
-			"checks that every stack round-trips, and reports its memory against the Go\n"+
-			"tracer's full-stack dedup. BINARY, the program that produced the input, gives\n"+
-			"the text base for text-offset frames and, for a trace, the physical frames the\n"+
-			"tracer really stores (through runtimeshim).\n\n")
-		fs.PrintDefaults()
+// stacksCommand is "pctab-stats stacks": the traceback memory report of
+// stackcompress on the stacks of an execution trace or a pprof profile.
+var stacksCommand = &cli.Command{
+	Name:  "stacks",
+	Args:  "(-trace FILE | -pprof FILE) [flags] [BINARY]",
+	Short: "traceback memory of real stacks as a DAG",
+	Long: "Stacks builds the stackcompress DAG of every stack in the input, in several\n" +
+		"layouts (frames/layout variants), checks that every stack round-trips, and\n" +
+		"reports its memory against the Go tracer's full-stack dedup. BINARY, the\n" +
+		"program that produced the input, gives the text base for text-offset frames\n" +
+		"and, for a trace, the physical frames the tracer really stores (through\n" +
+		"runtimeshim).",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		f := declareStacksFlags(fs)
+		return func(env *cli.Env, args []string) error { return runStacks(f, args, env.Stdout, env.Stderr) }
+	},
+}
+
+// stacksFlags holds the flag values of pctab-stats stacks.
+type stacksFlags struct {
+	tracePath, pprofPath *string
+	jsonOut              *bool
+	pageNodes            *int
+	cacheKey             *string
+	maxThreads           *int
+	textBase             *uint64
+	layouts              *string
+	outPath              *string
+	fileLayout           *string
+	budget               *int64
+	noMmap               *bool
+}
+
+func declareStacksFlags(fs *flag.FlagSet) *stacksFlags {
+	return &stacksFlags{
+		tracePath:  fs.String("trace", "", "read the stacks of this Go execution trace `file`"),
+		pprofPath:  fs.String("pprof", "", "read the stacks of this pprof profile `file`"),
+		jsonOut:    fs.Bool("json", false, "print the report as one JSON object"),
+		pageNodes:  fs.Int("pagenodes", stackcompress.DefaultPageNodes, "`n` nodes per DAG page (a power of two)"),
+		cacheKey:   fs.String("cachekey", stackreport.KeyGoroutine, "coherency cache key: goroutine, thread, single or off"),
+		maxThreads: fs.Int("maxthreads", stackcompress.DefaultMaxThreads, "threads the coherency cache remembers at most"),
+		textBase:   fs.Uint64("textbase", 0, "run-time text base for text frames, used as given (default: the BINARY's, moved by the load offset found in the trace, else the lowest PC seen)"),
+		layouts:    fs.String("layouts", "", "comma-separated `frames/layout` variants to measure, e.g. pc/seed,text/delta32,pc/packed (default: all)"),
+		outPath:    fs.String("o", "", "also write the DAG in the -filelayout to this `file` and read every stack back from it"),
+		fileLayout: fs.String("filelayout", "pc/packed", "the `frames/layout` variant that -o writes"),
+		budget:     fs.Int64("budget", 0, "memory budget in `bytes` for reading the -o file back (0: none)"),
+		noMmap:     fs.Bool("nommap", false, "read the -o file with ReadAt instead of mapping it"),
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+}
+
+// runStacks runs pctab-stats stacks with flags f on the arguments args.
+func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
+	nargs := len(args)
+	if (*f.tracePath == "") == (*f.pprofPath == "") {
+		return cli.Usagef("give exactly one of -trace and -pprof")
 	}
-	if (*tracePath == "") == (*pprofPath == "") {
-		fs.Usage()
-		return errors.New("stacks: give exactly one of -trace and -pprof")
+	if nargs > 1 {
+		return cli.Usagef("at most one BINARY, got %d arguments", nargs)
 	}
-	if fs.NArg() > 1 {
-		return fmt.Errorf("stacks: at most one BINARY, got %d arguments", fs.NArg())
+	switch *f.cacheKey {
+	case stackreport.KeyGoroutine, stackreport.KeyThread, stackreport.KeySingle, stackreport.KeyOff:
+	default:
+		return cli.Usagef("-cachekey=%s: want goroutine, thread, single or off", *f.cacheKey)
 	}
-	opts := stackreport.Options{PageNodes: *pageNodes, CacheKey: *cacheKey, TextBase: *textBase, MaxThreads: *maxThreads}
-	if *layouts != "" {
-		for _, s := range strings.Split(*layouts, ",") {
+	if n := *f.pageNodes; n < 1 || n > stackcompress.MaxPageNodes || n&(n-1) != 0 {
+		return cli.Usagef("-pagenodes=%d: want a power of two from 1 to %d", n, stackcompress.MaxPageNodes)
+	}
+	opts := stackreport.Options{PageNodes: *f.pageNodes, CacheKey: *f.cacheKey, TextBase: *f.textBase, MaxThreads: *f.maxThreads}
+	if *f.layouts != "" {
+		for _, s := range strings.Split(*f.layouts, ",") {
 			v, err := parseVariant(s)
 			if err != nil {
-				return err
+				return cli.Usagef("-layouts: %w", err)
 			}
 			opts.Variants = append(opts.Variants, v)
 		}
 	}
-	corpus, err := readCorpus(*tracePath, *pprofPath)
+	corpus, err := readCorpus(*f.tracePath, *f.pprofPath)
 	if err != nil {
 		return err
 	}
-	if fs.NArg() == 1 {
-		if err := fromBinary(fs.Arg(0), corpus, &opts, *tracePath != "", stderr); err != nil {
+	if nargs == 1 {
+		if err := fromBinary(args[0], corpus, &opts, *f.tracePath != "", stderr); err != nil {
 			return err
 		}
 	}
@@ -77,16 +108,16 @@ func runStacks(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var fileRep *stackreport.FileReport
-	if *outPath != "" {
-		v, err := parseVariant(*fileVariant)
+	if *f.outPath != "" {
+		v, err := parseVariant(*f.fileLayout)
 		if err != nil {
-			return err
+			return cli.Usagef("-filelayout: %w", err)
 		}
-		if fileRep, err = stackreport.WriteFile(corpus, v, opts, *outPath, *budget, *noMmap); err != nil {
+		if fileRep, err = stackreport.WriteFile(corpus, v, opts, *f.outPath, *f.budget, *f.noMmap); err != nil {
 			return err
 		}
 	}
-	if *jsonOut {
+	if *f.jsonOut {
 		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep}, "", "  ")
 		if err != nil {
 			return err
@@ -164,16 +195,16 @@ func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, is
 func parseVariant(s string) (stackreport.Variant, error) {
 	frames, layout, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
-		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q is not frames/layout", s)
+		return stackreport.Variant{}, fmt.Errorf("variant %q is not frames/layout", s)
 	}
 	switch frames {
 	case stackreport.FramesPC, stackreport.FramesText, stackreport.FramesLine:
 	default:
-		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q: frames must be pc, text or line", s)
+		return stackreport.Variant{}, fmt.Errorf("variant %q: frames must be pc, text or line", s)
 	}
 	l, err := stackcompress.ParseLayout(layout)
 	if err != nil {
-		return stackreport.Variant{}, fmt.Errorf("stacks: variant %q: %w", s, err)
+		return stackreport.Variant{}, fmt.Errorf("variant %q: %w", s, err)
 	}
 	return stackreport.Variant{Frames: frames, Layout: l}, nil
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -93,16 +91,16 @@ func TestRunStacks(t *testing.T) {
 		{"trace", []string{"-trace", tracePath}, []string{"stacks:", "full-stack dedup:", "pc/f64-absolute", "text/f32-delta", "pc/fpack-chain-dict", "line/fpack-chain", "anchors:"}},
 		{"trace-binary", []string{"-trace", tracePath, self}, []string{"text base:", "text/f32-absolute", "physical PCs:", "tracer dedup:"}},
 		{"pprof-binary", []string{"-pprof", pprofPath, self}, []string{"pprof profile"}},
-		{"pprof", []string{"-pprof", pprofPath, "-cache-key", "off"}, []string{"pprof profile", "cache key:            off"}},
-		{"variants", []string{"-trace", tracePath, "-variants", "pc/seed,text/f32-chain,line/packed"}, []string{"pc/f64-absolute", "text/f32-chain", "line/fpack-chain-dict"}},
-		{"file", []string{"-trace", tracePath, "-page-nodes", "16", "-o", filepath.Join(dir, "dag"), "-budget", "20000", "-no-mmap"}, []string{"read by ReadAt with budget 20000 B", "stacks verified"}},
-		{"file-mmap", []string{"-trace", tracePath, "-o", filepath.Join(dir, "dag2"), "-file-variant", "text/delta32"}, []string{"(text/f32-delta)", "budget none"}},
+		{"pprof", []string{"-pprof", pprofPath, "-cachekey", "off"}, []string{"pprof profile", "cache key:            off"}},
+		{"layouts", []string{"-trace", tracePath, "-layouts", "pc/seed,text/f32-chain,line/packed"}, []string{"pc/f64-absolute", "text/f32-chain", "line/fpack-chain-dict"}},
+		{"file", []string{"-trace", tracePath, "-pagenodes", "16", "-o", filepath.Join(dir, "dag"), "-budget", "20000", "-nommap"}, []string{"read by ReadAt with budget 20000 B", "stacks verified"}},
+		{"file-mmap", []string{"-trace", tracePath, "-o", filepath.Join(dir, "dag2"), "-filelayout", "text/delta32"}, []string{"(text/f32-delta)", "budget none"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if err := runStacks(tt.args, &stdout, &stderr); err != nil {
-				t.Fatalf("runStacks(%q): %v\n%s", tt.args, err, stderr.String())
+			if code := run(append([]string{"stacks"}, tt.args...), &stdout, &stderr); code != 0 {
+				t.Fatalf("stacks %q: exit %d\n%s", tt.args, code, stderr.String())
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(stdout.String(), w) {
@@ -117,8 +115,8 @@ func TestRunStacksJSON(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, _ := stacksInputs(t, dir)
 	var stdout, stderr bytes.Buffer
-	if err := runStacks([]string{"-json", "-trace", tracePath, "-o", filepath.Join(dir, "dag")}, &stdout, &stderr); err != nil {
-		t.Fatal(err, stderr.String())
+	if code := run([]string{"stacks", "-json", "-trace", tracePath, "-o", filepath.Join(dir, "dag")}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
 	}
 	checkJSONValue(t, "stacks", stdout.Bytes())
 	var out stacksJSON
@@ -141,33 +139,31 @@ func TestRunStacksJSON(t *testing.T) {
 func TestRunStacksErrors(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, pprofPath := stacksInputs(t, dir)
-	for _, args := range [][]string{
-		{},
-		{"-trace", tracePath, "-pprof", pprofPath},
-		{"-trace", filepath.Join(dir, "missing")},
-		{"-trace", pprofPath},
-		{"-pprof", tracePath},
-		{"-trace", tracePath, "a", "b"},
-		{"-trace", tracePath, "-variants", "pc"},
-		{"-trace", tracePath, "-variants", "bogus/seed"},
-		{"-trace", tracePath, "-variants", "pc/bogus"},
-		{"-trace", tracePath, "-cache-key", "bogus"},
-		{"-trace", tracePath, "-page-nodes", "3"},
-		{"-trace", tracePath, "-o", filepath.Join(dir, "x"), "-budget", "1"},
-		{"-trace", tracePath, filepath.Join(dir, "missing-binary")},
-		{"-bogus-flag"},
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{}, 2},
+		{[]string{"-trace", tracePath, "-pprof", pprofPath}, 2},
+		{[]string{"-trace", filepath.Join(dir, "missing")}, 1},
+		{[]string{"-trace", pprofPath}, 1},
+		{[]string{"-pprof", tracePath}, 1},
+		{[]string{"-trace", tracePath, "a", "b"}, 2},
+		{[]string{"-trace", tracePath, "-layouts", "pc"}, 2},
+		{[]string{"-trace", tracePath, "-layouts", "bogus/seed"}, 2},
+		{[]string{"-trace", tracePath, "-layouts", "pc/bogus"}, 2},
+		{[]string{"-trace", tracePath, "-o", filepath.Join(dir, "y"), "-filelayout", "pc"}, 2},
+		{[]string{"-trace", tracePath, "-cachekey", "bogus"}, 2},
+		{[]string{"-trace", tracePath, "-pagenodes", "3"}, 2},
+		{[]string{"-trace", tracePath, "-o", filepath.Join(dir, "x"), "-budget", "1"}, 1},
+		{[]string{"-trace", tracePath, filepath.Join(dir, "missing-binary")}, 1},
+		{[]string{"-bogus-flag"}, 2},
+		{[]string{"-trace", tracePath, "-no-mmap"}, 2},
 	} {
 		var stdout, stderr bytes.Buffer
-		if err := runStacks(args, &stdout, &stderr); err == nil {
-			t.Errorf("runStacks(%q) succeeded", args)
+		if code := run(append([]string{"stacks"}, tc.args...), &stdout, &stderr); code != tc.code {
+			t.Errorf("stacks %q: exit %d, want %d\n%s", tc.args, code, tc.code, stderr.String())
 		}
-	}
-	var stdout, stderr bytes.Buffer
-	if err := runStacks([]string{"-h"}, &stdout, &stderr); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("-h: %v, want flag.ErrHelp", err)
-	}
-	if !strings.Contains(stderr.String(), "usage: pctab-stats stacks") {
-		t.Errorf("-h printed %q", stderr.String())
 	}
 }
 
@@ -175,7 +171,7 @@ func TestRunStacksErrors(t *testing.T) {
 // page-aligned slide, as a position-independent binary loaded elsewhere
 // records them, and checks the text base fromBinary sets: the binary's
 // text start plus the slide when none is given, and exactly the given one
-// (a run-time address already) when the user gives -text-base.
+// (a run-time address already) when the user gives -textbase.
 func TestFromBinaryTextBase(t *testing.T) {
 	dir := t.TempDir()
 	tracePath, _ := stacksInputs(t, dir)

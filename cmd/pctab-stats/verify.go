@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
 	"github.com/pctab/pctab/toolchain"
@@ -29,26 +32,38 @@ type verifyJSON struct {
 	*verify.Result
 }
 
-func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
-	jsonOut := fs.Bool("json", false, "print one JSON object per binary, one per line")
-	twinPath := fs.String("twin", "", "for a binary built by pctab-toolchain: its twin (the same program built with the twin GOROOT's stock linker) to check its linear tables against")
-	origPath := fs.String("orig", "", "for a binary rewritten by rewrite-binary in replace mode: the original binary to check its linear tables against")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: pctab-stats verify [-j N] [-json] BINARY...\n\n"+
-			"Checks every distinct PC-value table of every function at every PC:\n"+
-			"varint lookup, spec linear lookup, every variant and the decoded runs agree,\n"+
-			"and Encode(Decode(t)) reproduces the linker's bytes. For a binary written by\n"+
-			"rewrite-binary it checks every lookup in its linear tables against the varint\n"+
-			"tables (append mode: the same file; replace mode: -orig). Exits 1 on any mismatch.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	paths, err := binariesOrDefault(fs.Args())
+// verifyCommand is "pctab-stats verify": the one check of every binary's
+// tables, stock, rewritten by rewrite-binary or built by pctab-toolchain.
+var verifyCommand = &cli.Command{
+	Name:  "verify",
+	Args:  "[-j N] [-json] [-orig ORIG | -twin TWIN] BINARY...",
+	Short: "check every table lookup at every PC",
+	Long: "Verify checks every distinct PC-value table of every function at every PC:\n" +
+		"varint lookup, spec linear lookup, every variant and the decoded runs agree,\n" +
+		"and Encode(Decode(t)) reproduces the linker's bytes.\n\n" +
+		"For a binary written by rewrite-binary it checks every lookup in its linear\n" +
+		"tables against the varint tables: an append-mode binary against its own, and\n" +
+		"with -orig also that the loader maps the same bytes as from the original (ELF);\n" +
+		"a replace-mode binary against the original given with -orig. For a binary\n" +
+		"built by pctab-toolchain it checks its linear tables against -twin, the same\n" +
+		"program built with the twin GOROOT's stock linker.\n\n" +
+		"It exits 1 if any binary cannot be checked or has a mismatch.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
+		jsonOut := fs.Bool("json", false, "print one JSON object per binary, one per line")
+		twinPath := fs.String("twin", "", "for a binary built by pctab-toolchain: its twin `file` (the same program built with the twin GOROOT's stock linker) to check its linear tables against")
+		origPath := fs.String("orig", "", "for a binary rewritten by rewrite-binary: the original `file` to check its linear tables against (required for replace mode)")
+		return func(env *cli.Env, args []string) error {
+			if *twinPath != "" && *origPath != "" {
+				return cli.Usagef("give -orig or -twin, not both")
+			}
+			return runVerify(env.Stdout, args, *origPath, *twinPath, *workers, *jsonOut)
+		}
+	},
+}
+
+func runVerify(stdout io.Writer, args []string, origPath, twinPath string, workers int, jsonOut bool) error {
+	paths, err := binariesOrDefault(args)
 	if err != nil {
 		return err
 	}
@@ -59,7 +74,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		var res *verify.Result
 		if err == nil {
 			out.GOOS, out.GOARCH, out.GoVersion = f.GOOS, f.GOARCH, f.GoVersion
-			res, err = verifyOne(f, *origPath, *twinPath, *workers)
+			res, err = verifyOne(f, p, origPath, twinPath, workers)
 			f.Close()
 		}
 		if err != nil {
@@ -70,7 +85,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		if !out.OK {
 			failed++
 		}
-		if *jsonOut {
+		if jsonOut {
 			b, err := json.Marshal(out)
 			if err != nil {
 				return err
@@ -88,8 +103,12 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		if !out.OK {
 			status = "FAIL"
 		}
-		fmt.Fprintf(stdout, "%s: %s %s/%s %s: %d tables, %d PCs, %d lookups, %d mismatches\n",
-			p, status, f.GOOS, f.GOARCH, f.GoVersion, res.Tables, res.PCs, res.Lookups, res.Mismatches)
+		tables := ""
+		if f.Linear != nil {
+			tables = fmt.Sprintf(" (linear tables: %s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
+		}
+		fmt.Fprintf(stdout, "%s: %s %s/%s %s%s: %d tables, %d PCs, %d lookups, %d mismatches\n",
+			p, status, f.GOOS, f.GOARCH, f.GoVersion, tables, res.Tables, res.PCs, res.Lookups, res.Mismatches)
 		for _, e := range res.Examples {
 			fmt.Fprintf(stdout, "\t%s\n", e)
 		}
@@ -102,8 +121,11 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 
 // verifyOne verifies one binary: its varint tables through every codec, and
 // for a rewritten binary its linear tables against the original varint ones.
-func verifyOne(f *objscan.File, origPath, twinPath string, workers int) (*verify.Result, error) {
+func verifyOne(f *objscan.File, path, origPath, twinPath string, workers int) (*verify.Result, error) {
 	if f.Linear == nil {
+		if twinPath != "" || origPath != "" {
+			return nil, errors.New("no linear tables: -orig and -twin are for binaries written by rewrite-binary or pctab-toolchain")
+		}
 		return verify.File(f, workers)
 	}
 	if twinPath != "" {
@@ -123,11 +145,16 @@ func verifyOne(f *objscan.File, origPath, twinPath string, workers int) (*verify
 		defer o.Close()
 		orig = o
 	} else if f.Linear.Mode == "replace" {
-		return nil, fmt.Errorf("rewritten in replace mode: its varint tables are gone; give the original binary with -orig")
+		return nil, fmt.Errorf("its tables are linear only (rewrite-binary replace mode, or pctab-toolchain): give the original binary with -orig, or the twin with -twin")
 	}
 	res, err := rewrite.Check(f, orig, workers)
 	if err != nil || f.Linear.Mode == "replace" {
 		return res, err
+	}
+	if orig != nil && f.Format == "elf" {
+		if err := sameLoadedImage(origPath, path); err != nil {
+			return nil, err
+		}
 	}
 	// Append mode keeps the varint tables: check those through every codec too.
 	vres, err := verify.File(f, workers)
@@ -140,4 +167,21 @@ func verifyOne(f *objscan.File, origPath, twinPath string, workers int) (*verify
 	res.Mismatches += vres.Mismatches
 	res.Examples = append(res.Examples, vres.Examples...)
 	return res, nil
+}
+
+// sameLoadedImage checks that the loader maps the same bytes from the
+// append-mode binary at path as from the original binary at origPath.
+func sameLoadedImage(origPath, path string) error {
+	a, err := os.ReadFile(origPath)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := rewrite.SameLoadedImage(a, b); err != nil {
+		return fmt.Errorf("loaded image differs from the original's: %w", err)
+	}
+	return nil
 }

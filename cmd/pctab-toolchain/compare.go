@@ -1,34 +1,53 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/toolchain"
 )
+
+// compareCommand is "pctab-toolchain compare".
+var compareCommand = &cli.Command{
+	Name:  "compare",
+	Args:  "[-count N] [-benchtime T] [-outputdir DIR]",
+	Short: "all of it: sizes, the runtime's and stackbench's benchmarks, summaries",
+	Long: "Compare builds what is missing and prints the whole comparison of the patched\n" +
+		"toolchain with the stock one: the sizes of gofmt and go (without DWARF, as the\n" +
+		"Go distribution ships them) in every table format, then the runtime's\n" +
+		"traceback and stack-copy benchmarks and stackbench's in every runtime flavour,\n" +
+		"summarized against stock. Run it from the repository's root.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
+		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
+		outDir := fs.String("outputdir", "", "keep the benchmark results (benchfmt) in `dir` (default: a temporary directory)")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 0 {
+				return cli.Usagef("no arguments wanted")
+			}
+			if *count < 1 {
+				return cli.Usagef("-count=%d: must be at least 1", *count)
+			}
+			return runCompare(env, *count, *benchtime, *outDir)
+		}
+	},
+}
 
 // runCompare builds what is missing and prints the whole comparison of the
 // patched toolchain with the stock one: the sizes of gofmt and go (without
 // DWARF, as the Go distribution ships them) in every table format, then the
 // runtime's traceback and stack-copy benchmarks and stackbench's in every
-// runtime flavour, summarized against stock. The raw results stay in -o.
-func runCompare(ctx context.Context, get func() (*toolchain.Toolchain, error), args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
-	count := fs.Int("count", 6, "rounds, each running every flavour once")
-	benchtime := fs.String("benchtime", "200ms", "-test.benchtime")
-	outDir := fs.String("o", "", "keep the benchmark results (benchfmt) in `dir` (default: a temporary directory)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	tc, err := get()
+// runtime flavour, summarized against stock. The raw results stay in outDir.
+func runCompare(env *cli.Env, count int, benchtime, outDir string) error {
+	ctx, stdout, stderr := env.Ctx, env.Stdout, env.Stderr
+	tc, err := getToolchain(env)
 	if err != nil {
 		return err
 	}
-	dir := *outDir
+	dir := outDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "pctab-compare-"); err != nil {
 			return err
@@ -43,7 +62,7 @@ func runCompare(ctx context.Context, get func() (*toolchain.Toolchain, error), a
 	}
 	defer os.RemoveAll(work)
 	fmt.Fprintf(stdout, "# sizes (go build -trimpath -ldflags=-w)\n")
-	if err := runSizes(ctx, func() (*toolchain.Toolchain, error) { return tc, nil }, []string{"-ldflags=-w", "cmd/gofmt", "cmd/go"}, stdout); err != nil {
+	if err := runSizes(ctx, tc, "-w", []string{"cmd/gofmt", "cmd/go"}, stdout); err != nil {
 		return err
 	}
 	stackbench, err := stackbenchDir(tc)
@@ -58,7 +77,7 @@ func runCompare(ctx context.Context, get func() (*toolchain.Toolchain, error), a
 		{"stackbench.txt", toolchain.BenchOptions{Dir: stackbench, Package: ".", Bench: "."}},
 	} {
 		o := b.o
-		o.BenchTime, o.Count, o.Work = *benchtime, *count, work
+		o.BenchTime, o.Count, o.Work = benchtime, count, work
 		path := filepath.Join(dir, b.name)
 		f, err := os.Create(path)
 		if err != nil {

@@ -5,12 +5,15 @@
 // Usage:
 //
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
-//	pctab-toolchain go [-twin] ARGS...    run its go command (or the twin's: stock linker)
-//	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
+//	pctab-toolchain go ARGS...            run its go command
+//	pctab-toolchain twin ARGS...          run the twin's go command (patched sources, stock linker)
 //	pctab-toolchain sizes [-ldflags F] [PKG...]  build packages stock and in every table format, check and compare sizes
 //	pctab-toolchain bench [flags] [PKG]   benchmark a package's tests built stock and in every runtime flavour (toolchain.Flavours)
 //	pctab-toolchain summary FILE...       summarize bench's results against stock (benchstat's statistics)
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
+//
+// A patched binary is checked against its twin by pctab-stats verify -twin
+// TWIN PATCHED. Run "pctab-toolchain help COMMAND" for a command's flags.
 //
 // The patched go command builds spec tables with lengths derived from the
 // functab by default; -tags pctab_compactfast selects the compact-fast
@@ -26,167 +29,195 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"time"
 
-	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/toolchain"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.ExitCode())
-		}
-		fmt.Fprintln(os.Stderr, "pctab-toolchain:", err)
-		os.Exit(1)
+	program().Main()
+}
+
+// program returns the command's table of subcommands.
+func program() *cli.Program {
+	return &cli.Program{
+		Name: "pctab-toolchain",
+		Doc: "Pctab-toolchain builds and uses the Go toolchain whose linker writes, and whose\n" +
+			"runtime reads, linear-index PC-value tables (package toolchain). The patched go\n" +
+			"command builds spec tables with lengths derived from the functab by default;\n" +
+			"-tags pctab_compactfast selects the compact-fast variant, pctab_funcfield a\n" +
+			"length field in _func, and pctab_nocache removes the runtime's pcvalue cache.",
+		Commands: []*cli.Command{
+			buildCommand,
+			goCommand(false),
+			goCommand(true),
+			sizesCommand,
+			benchCommand,
+			summaryCommand,
+			compareCommand,
+			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
+		},
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: pctab-toolchain build\n"+
-		"       pctab-toolchain go [-twin] ARGS...\n"+
-		"       pctab-toolchain check PATCHED TWIN\n"+
-		"       pctab-toolchain sizes [-ldflags FLAGS] [PKG...]\n"+
-		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n"+
-		"       pctab-toolchain summary FILE...\n"+
-		"       pctab-toolchain compare [-count N] [-benchtime T] [-o DIR]\n")
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return program().Run(ctx, args, stdout, stderr)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		usage(stderr)
-		return errors.New("no subcommand")
-	}
+// getToolchain builds the toolchain, or finds it in the cache.
+func getToolchain(env *cli.Env) (*toolchain.Toolchain, error) {
 	cache, err := toolchain.DefaultCacheDir()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	get := func() (*toolchain.Toolchain, error) {
-		start := time.Now()
-		tc, err := toolchain.Build(ctx, cache, stderr)
-		if err != nil {
-			return nil, err
-		}
-		if !tc.Cached {
-			fmt.Fprintf(stderr, "pctab-toolchain: built %s in %.1fs\n", tc.Dir, time.Since(start).Seconds())
-		}
-		return tc, nil
+	start := time.Now()
+	tc, err := toolchain.Build(env.Ctx, cache, env.Stderr)
+	if err != nil {
+		return nil, err
 	}
-	switch args[0] {
-	case "build":
-		tc, err := get()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "GOROOT=%s\nTWIN=%s\nversion %s, patch key %s\n", tc.GOROOT, tc.TwinGOROOT, tc.Version, tc.Key)
-		return nil
-	case "go":
-		fs := flag.NewFlagSet("go", flag.ContinueOnError)
-		twin := fs.Bool("twin", false, "use the twin GOROOT (patched sources, stock linker)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		tc, err := get()
-		if err != nil {
-			return err
-		}
-		cmd := exec.CommandContext(ctx, tc.GoCommand(*twin), fs.Args()...)
-		cmd.Env = tc.Env(*twin)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-		return cmd.Run()
-	case "check":
-		if len(args) != 3 {
-			usage(stderr)
-			return errors.New("check needs PATCHED and TWIN")
-		}
-		lin, err := objscan.Open(args[1])
-		if err != nil {
-			return err
-		}
-		defer lin.Close()
-		twin, err := objscan.Open(args[2])
-		if err != nil {
-			return err
-		}
-		defer twin.Close()
-		res, err := toolchain.Check(lin, twin)
-		if err != nil {
-			return err
-		}
-		status := "ok"
-		if !res.OK() {
-			status = "FAIL"
-		}
-		fmt.Fprintf(stdout, "%s: %s against %s: %d functions, %d distinct tables, %d PCs, %d mismatches\n",
-			args[1], status, filepath.Base(args[2]), len(lin.Funcs), res.Tables, res.PCs, res.Mismatches)
-		for _, e := range res.Examples {
-			fmt.Fprintf(stdout, "\t%s\n", e)
-		}
-		if !res.OK() {
-			return errors.New("check failed")
-		}
-		return nil
-	case "sizes":
-		return runSizes(ctx, get, args[1:], stdout)
-	case "bench":
-		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-		dir := fs.String("dir", "", "module directory of the package (default: a standard-library package)")
-		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench)")
-		benchtime := fs.String("benchtime", "200ms", "-test.benchtime")
-		count := fs.Int("count", 6, "rounds, each running every flavour once")
-		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		pkg := "runtime"
-		if fs.NArg() > 1 {
-			return errors.New("bench takes at most one package")
-		} else if fs.NArg() == 1 {
-			pkg = fs.Arg(0)
-		}
-		tc, err := get()
-		if err != nil {
-			return err
-		}
-		work, err := os.MkdirTemp("", "pctab-bench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
-		w := stdout
-		if *outPath != "" {
-			f, err := os.Create(*outPath)
+	if !tc.Cached {
+		fmt.Fprintf(env.Stderr, "pctab-toolchain: built %s in %.1fs\n", tc.Dir, time.Since(start).Seconds())
+	}
+	return tc, nil
+}
+
+// buildCommand is "pctab-toolchain build".
+var buildCommand = &cli.Command{
+	Name:  "build",
+	Short: "build the toolchain (cached) and print where it is",
+	Long: "Build builds the patched toolchain and its twin (the same sources with the\n" +
+		"stock linker) under $HOME/.cache/pctab-toolchain, unless they are there\n" +
+		"already, and prints their GOROOTs.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 0 {
+				return cli.Usagef("no arguments wanted")
+			}
+			tc, err := getToolchain(env)
 			if err != nil {
 				return err
 			}
-			defer f.Close()
-			w = f
+			fmt.Fprintf(env.Stdout, "GOROOT=%s\nTWIN=%s\nversion %s, patch key %s\n", tc.GOROOT, tc.TwinGOROOT, tc.Version, tc.Key)
+			return nil
 		}
-		o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
-		if err := tc.Bench(ctx, o, w, stderr); err != nil {
-			return err
-		}
-		if *outPath != "" {
-			fmt.Fprintf(stderr, "pctab-toolchain: compare with: benchstat -col toolchain %s\n", *outPath)
-		}
-		return nil
-	case "summary":
-		if len(args) < 2 {
-			return errors.New("summary needs result files")
-		}
-		for _, p := range args[1:] {
-			if err := summarizeFile(p, stdout); err != nil {
+	},
+}
+
+// goCommand is "pctab-toolchain go", or with twin "pctab-toolchain twin".
+func goCommand(twin bool) *cli.Command {
+	c := &cli.Command{
+		Name:    "go",
+		Args:    "ARGS...",
+		Short:   "run the patched toolchain's go command",
+		Long:    "Go runs the patched toolchain's go command with ARGS, building the toolchain first\nif it is not in the cache. It exits with the go command's status.",
+		RawArgs: true,
+	}
+	if twin {
+		c.Name = "twin"
+		c.Short = "run the twin's go command (patched sources, stock linker)"
+		c.Long = "Twin runs the twin toolchain's go command with ARGS: the same patched sources\n" +
+			"with the stock linker, which writes varint tables. A binary built by both is\n" +
+			"checked by pctab-stats verify -twin TWIN PATCHED. It exits with the go command's status."
+	}
+	c.Flags = func(fs *flag.FlagSet) cli.RunFunc {
+		return func(env *cli.Env, args []string) error {
+			if !twin && len(args) > 0 && args[0] == "-twin" {
+				return cli.Usagef("-twin is gone: the twin's go command is pctab-toolchain twin ARGS...")
+			}
+			tc, err := getToolchain(env)
+			if err != nil {
 				return err
 			}
+			cmd := exec.CommandContext(env.Ctx, tc.GoCommand(twin), args...)
+			cmd.Env = tc.Env(twin)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, env.Stdout, env.Stderr
+			err = cmd.Run()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() > 0 {
+				return &cli.ExitError{Code: ee.ExitCode()}
+			}
+			return err
 		}
-		return nil
-	case "compare":
-		return runCompare(ctx, get, args[1:], stdout, stderr)
 	}
-	usage(stderr)
-	return fmt.Errorf("unknown subcommand %q", args[0])
+	return c
+}
+
+// benchCommand is "pctab-toolchain bench".
+var benchCommand = &cli.Command{
+	Name:  "bench",
+	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]",
+	Short: "benchmark a package built stock and in every runtime flavour",
+	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
+		"stock toolchain and in every runtime flavour of the patched one\n" +
+		"(toolchain.Flavours), round-robin, and writes the results in the Go benchmark\n" +
+		"format with a toolchain key, for benchstat -col toolchain.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		dir := fs.String("dir", "", "module `directory` of the package (default: a standard-library package)")
+		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench `regexp`)")
+		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
+		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
+		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		return func(env *cli.Env, args []string) error {
+			pkg := "runtime"
+			if len(args) > 1 {
+				return cli.Usagef("at most one package")
+			} else if len(args) == 1 {
+				pkg = args[0]
+			}
+			if *count < 1 {
+				return cli.Usagef("-count=%d: must be at least 1", *count)
+			}
+			tc, err := getToolchain(env)
+			if err != nil {
+				return err
+			}
+			work, err := os.MkdirTemp("", "pctab-bench-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			w := env.Stdout
+			if *outPath != "" {
+				f, err := os.Create(*outPath)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
+			if err := tc.Bench(env.Ctx, o, w, env.Stderr); err != nil {
+				return err
+			}
+			if *outPath != "" {
+				fmt.Fprintf(env.Stderr, "pctab-toolchain: compare with: benchstat -col toolchain %s\n", *outPath)
+			}
+			return nil
+		}
+	},
+}
+
+// summaryCommand is "pctab-toolchain summary".
+var summaryCommand = &cli.Command{
+	Name:  "summary",
+	Args:  "FILE...",
+	Short: "summarize bench's results against stock",
+	Long:  "Summary summarizes the results bench wrote to each FILE against stock, with\nbenchstat's statistics (toolchain.Summarize).",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		return func(env *cli.Env, args []string) error {
+			if len(args) == 0 {
+				return cli.Usagef("no result FILE")
+			}
+			for _, p := range args {
+				if err := summarizeFile(p, env.Stdout); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	},
 }
 
 // summarizeFile prints toolchain.Summarize of the results in file path.

@@ -9,9 +9,33 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/toolchain"
 )
+
+// sizesCommand is "pctab-toolchain sizes".
+var sizesCommand = &cli.Command{
+	Name:  "sizes",
+	Args:  "[-ldflags FLAGS] [PKG...]",
+	Short: "build packages stock and in every table format, check them and compare sizes",
+	Long: "Sizes builds each package (default: cmd/gofmt and cmd/go) with the stock\n" +
+		"toolchain, and with the patched toolchain and its twin in every table format;\n" +
+		"it checks each pair (as pctab-stats verify -twin) and prints the sizes: the\n" +
+		"file against the stock build (the real cost) and against the twin (the same\n" +
+		"code with varint tables, so the tables' cost alone), and the pctab and functab\n" +
+		"parts. Every build uses -trimpath.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		ldflags := fs.String("ldflags", "", "-ldflags for every build, e.g. -w (no DWARF, as the Go distribution's binaries)")
+		return func(env *cli.Env, args []string) error {
+			tc, err := getToolchain(env)
+			if err != nil {
+				return err
+			}
+			return runSizes(env.Ctx, tc, *ldflags, args, env.Stdout)
+		}
+	},
+}
 
 // runSizes builds each package with the stock toolchain, and with the
 // patched toolchain and its twin in every table format; it checks each
@@ -19,19 +43,9 @@ import (
 // cost) and against the twin (the same code with varint tables, so the
 // tables' cost alone), and the pctab and functab parts. Every build uses
 // -trimpath, so that file names do not depend on where each GOROOT is.
-func runSizes(ctx context.Context, get func() (*toolchain.Toolchain, error), args []string, w io.Writer) error {
-	fs := flag.NewFlagSet("sizes", flag.ContinueOnError)
-	ldflags := fs.String("ldflags", "", "-ldflags for every build, e.g. -w (no DWARF, as the Go distribution's binaries)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	pkgs := fs.Args()
+func runSizes(ctx context.Context, tc *toolchain.Toolchain, ldflags string, pkgs []string, w io.Writer) error {
 	if len(pkgs) == 0 {
 		pkgs = []string{"cmd/gofmt", "cmd/go"}
-	}
-	tc, err := get()
-	if err != nil {
-		return err
 	}
 	dir, err := os.MkdirTemp("", "pctab-toolchain-sizes-")
 	if err != nil {
@@ -51,8 +65,8 @@ func runSizes(ctx context.Context, get func() (*toolchain.Toolchain, error), arg
 		build := func(o toolchain.BuildOptions, root string) error {
 			// -trimpath: file names must not differ with the GOROOT's path.
 			o.Package, o.Flags = pkg, []string{"-trimpath"}
-			if *ldflags != "" {
-				o.Flags = append(o.Flags, "-ldflags="+*ldflags)
+			if ldflags != "" {
+				o.Flags = append(o.Flags, "-ldflags="+ldflags)
 			}
 			o.Dir = filepath.Join(root, "src")
 			if !strings.HasPrefix(pkg, "cmd/") {

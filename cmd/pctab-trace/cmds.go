@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/view"
 )
@@ -39,69 +40,69 @@ func (t *timeFlag) Set(s string) error {
 	return nil
 }
 
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("pctab-trace "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-func runBuild(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("build", stderr)
-	pageSize := fs.Int("page-size", tracestore.PageSize, "size of the event log's pages in bytes (a power of two)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return fmt.Errorf("build wants TRACE STORE, got %d arguments", fs.NArg())
-	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	start := time.Now()
-	m, err := tracestore.Build(f, fs.Arg(1), tracestore.Options{Source: fs.Arg(0), PageSize: *pageSize})
-	if err != nil {
-		return err
-	}
-	wall := time.Since(start)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	ts, err := tracestore.MeasureTrace(f)
-	if err != nil {
-		return err
-	}
-	bytesOf := map[string]int64{}
-	var total int64
-	for _, s := range m.Files {
-		bytesOf[s.Name] = s.Bytes
-		total += s.Bytes
-	}
-	sum := func(names ...string) int64 {
-		var n int64
-		for _, x := range names {
-			n += bytesOf[x]
+// buildCommand is "pctab-trace build": ingest a trace into a store.
+var buildCommand = &cli.Command{
+	Name:  "build",
+	Args:  "[-pagesize N] TRACE STORE",
+	Short: "ingest an execution trace into a store directory",
+	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
+		"STORE, and prints how the store's size compares with the trace's, part by part.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		pageSize := fs.Int("pagesize", tracestore.PageSize, "size of the event log's pages in `bytes` (a power of two)")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 2 {
+				return cli.Usagef("want TRACE STORE, got %d arguments", len(args))
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			start := time.Now()
+			m, err := tracestore.Build(f, args[1], tracestore.Options{Source: args[0], PageSize: *pageSize})
+			if err != nil {
+				return err
+			}
+			wall := time.Since(start)
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			ts, err := tracestore.MeasureTrace(f)
+			if err != nil {
+				return err
+			}
+			bytesOf := map[string]int64{}
+			var total int64
+			for _, s := range m.Files {
+				bytesOf[s.Name] = s.Bytes
+				total += s.Bytes
+			}
+			sum := func(names ...string) int64 {
+				var n int64
+				for _, x := range names {
+					n += bytesOf[x]
+				}
+				return n
+			}
+			fmt.Fprintf(env.Stdout, "%s: %d events, %d stack nodes, %d lanes, %d spans, %.3fs of trace; built in %v\n", args[0], m.Events, m.Stacks, m.Lanes, m.Spans, float64(m.Duration)/1e9, wall.Round(time.Millisecond))
+			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "part\ttrace bytes\tstore bytes\tstore files\t")
+			row := func(part string, tb int64, files ...string) {
+				t := "-"
+				if tb >= 0 {
+					t = strconv.FormatInt(tb, 10)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", part, t, sum(files...), strings.Join(files, " "))
+			}
+			row("events", ts.Events+ts.Header+ts.Sync+ts.CPUSamples+ts.Experimental, "events.log", "pages.idx")
+			row("stacks", ts.Stacks, "stacks.dag", "frames.tab")
+			row("strings", ts.Strings, "strings.tab")
+			row("timeline", -1, "lanes.tab", "spans.bin", "blocks.idx", "forest.bin")
+			row("indexes", -1, "func.idx", "line.idx")
+			fmt.Fprintf(tw, "total\t%d\t%d\t%.2fx the trace\t\n", ts.Total, total, float64(total)/float64(ts.Total))
+			return tw.Flush()
 		}
-		return n
-	}
-	fmt.Fprintf(stdout, "%s: %d events, %d stack nodes, %d lanes, %d spans, %.3fs of trace; built in %v\n", fs.Arg(0), m.Events, m.Stacks, m.Lanes, m.Spans, float64(m.Duration)/1e9, wall.Round(time.Millisecond))
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "part\ttrace bytes\tstore bytes\tstore files\t")
-	row := func(part string, tb int64, files ...string) {
-		t := "-"
-		if tb >= 0 {
-			t = strconv.FormatInt(tb, 10)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", part, t, sum(files...), strings.Join(files, " "))
-	}
-	row("events", ts.Events+ts.Header+ts.Sync+ts.CPUSamples+ts.Experimental, "events.log", "pages.idx")
-	row("stacks", ts.Stacks, "stacks.dag", "frames.tab")
-	row("strings", ts.Strings, "strings.tab")
-	row("timeline", -1, "lanes.tab", "spans.bin", "blocks.idx", "forest.bin")
-	row("indexes", -1, "func.idx", "line.idx")
-	fmt.Fprintf(tw, "total\t%d\t%d\t%.2fx the trace\t\n", ts.Total, total, float64(total)/float64(ts.Total))
-	return tw.Flush()
+	},
 }
 
 // Schema versions of the -json outputs.
@@ -133,76 +134,88 @@ type queryEvent struct {
 	M    int64  `json:"thread"`
 }
 
-func runQuery(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("query", stderr)
-	var from, to timeFlag
-	fs.Var(&from, "from", "start of the time range (ns or a duration since the trace's start)")
-	fs.Var(&to, "to", "end of the time range (default: the trace's end)")
-	fn := fs.String("func", "", "function name, as in the trace's stacks")
-	line := fs.String("line", "", "FILE:LINE")
-	asJSON := fs.Bool("json", false, "print JSON")
-	show := fs.Int("show", 10, "print the first `n` events")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || (*fn == "") == (*line == "") {
-		return fmt.Errorf("query wants one of -func or -line, and STORE")
-	}
-	s, err := tracestore.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	m := s.Manifest()
-	if !to.set {
-		to.ns = m.Duration + 1
-	}
-	res := queryResult{SchemaVersion: querySchemaVersion, Store: fs.Arg(0), Func: *fn, Line: *line, From: from.ns, To: to.ns, Pages: m.Pages, Kinds: map[string]uint64{}, First: []queryEvent{}}
-	visit := func(e *tracestore.Event) bool {
-		res.Kinds[e.Kind.String()]++
-		if len(res.First) < *show {
-			res.First = append(res.First, queryEvent{Time: e.Time, Kind: e.Kind.String(), G: e.G, P: e.P, M: e.M})
+// queryCommand is "pctab-trace query": events through a function or line.
+var queryCommand = &cli.Command{
+	Name:  "query",
+	Args:  "[-json] [-from T] [-to T] [-show N] (-func F | -line FILE:LINE) STORE",
+	Short: "events whose stack passes through a function or line",
+	Long: "Query prints the events in the time range whose stack passes through the\n" +
+		"function F or the line FILE:LINE, using the store's indexes to read only the\n" +
+		"pages that hold such events.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		var from, to timeFlag
+		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
+		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
+		fn := fs.String("func", "", "function name, as in the trace's stacks")
+		line := fs.String("line", "", "FILE:LINE")
+		asJSON := fs.Bool("json", false, "print JSON")
+		show := fs.Int("show", 10, "print the first `n` events")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 1 || (*fn == "") == (*line == "") {
+				return cli.Usagef("want one of -func and -line, and STORE")
+			}
+			var file string
+			var lineNo uint32
+			if *line != "" {
+				i := strings.LastIndexByte(*line, ':')
+				n, err := strconv.ParseUint((*line)[i+1:], 10, 32)
+				if i < 0 || err != nil {
+					return cli.Usagef("-line %q is not FILE:LINE", *line)
+				}
+				file, lineNo = (*line)[:i], uint32(n)
+			}
+			s, err := tracestore.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			m := s.Manifest()
+			if !to.set {
+				to.ns = m.Duration + 1
+			}
+			res := queryResult{SchemaVersion: querySchemaVersion, Store: args[0], Func: *fn, Line: *line, From: from.ns, To: to.ns, Pages: m.Pages, Kinds: map[string]uint64{}, First: []queryEvent{}}
+			visit := func(e *tracestore.Event) bool {
+				res.Kinds[e.Kind.String()]++
+				if len(res.First) < *show {
+					res.First = append(res.First, queryEvent{Time: e.Time, Kind: e.Kind.String(), G: e.G, P: e.P, M: e.M})
+				}
+				return true
+			}
+			start := time.Now()
+			if *fn != "" {
+				res.Stats, err = s.EventsThrough(*fn, from.ns, to.ns, visit)
+			} else {
+				res.Stats, err = s.EventsAtLine(file, lineNo, from.ns, to.ns, visit)
+			}
+			res.Seconds = time.Since(start).Seconds()
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "\t")
+				return enc.Encode(res)
+			}
+			what := *fn
+			if what == "" {
+				what = *line
+			}
+			fmt.Fprintf(env.Stdout, "%d events through %s in [%d, %d) ns; read %d of %d pages (the index named %d%s), scanned %d events, %.3f ms\n",
+				res.Stats.Matched, what, from.ns, to.ns, res.Stats.PagesRead, m.Pages, res.Stats.IndexPages, map[bool]string{true: ", corrupt: every page"}[res.Stats.IndexCorrupt], res.Stats.Scanned, res.Seconds*1e3)
+			kinds := make([]string, 0, len(res.Kinds))
+			for k := range res.Kinds {
+				kinds = append(kinds, k)
+			}
+			sort.Strings(kinds)
+			for _, k := range kinds {
+				fmt.Fprintf(env.Stdout, "  %-16s %d\n", k, res.Kinds[k])
+			}
+			for _, e := range res.First {
+				fmt.Fprintf(env.Stdout, "  %12d ns  %-16s g=%d p=%d m=%d\n", e.Time, e.Kind, e.G, e.P, e.M)
+			}
+			return nil
 		}
-		return true
-	}
-	start := time.Now()
-	if *fn != "" {
-		res.Stats, err = s.EventsThrough(*fn, from.ns, to.ns, visit)
-	} else {
-		i := strings.LastIndexByte(*line, ':')
-		n, perr := strconv.ParseUint((*line)[i+1:], 10, 32)
-		if i < 0 || perr != nil {
-			return fmt.Errorf("-line %q is not FILE:LINE", *line)
-		}
-		res.Stats, err = s.EventsAtLine((*line)[:i], uint32(n), from.ns, to.ns, visit)
-	}
-	res.Seconds = time.Since(start).Seconds()
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "\t")
-		return enc.Encode(res)
-	}
-	what := *fn
-	if what == "" {
-		what = *line
-	}
-	fmt.Fprintf(stdout, "%d events through %s in [%d, %d) ns; read %d of %d pages (the index named %d%s), scanned %d events, %.3f ms\n",
-		res.Stats.Matched, what, from.ns, to.ns, res.Stats.PagesRead, m.Pages, res.Stats.IndexPages, map[bool]string{true: ", corrupt: every page"}[res.Stats.IndexCorrupt], res.Stats.Scanned, res.Seconds*1e3)
-	kinds := make([]string, 0, len(res.Kinds))
-	for k := range res.Kinds {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	for _, k := range kinds {
-		fmt.Fprintf(stdout, "  %-16s %d\n", k, res.Kinds[k])
-	}
-	for _, e := range res.First {
-		fmt.Fprintf(stdout, "  %12d ns  %-16s g=%d p=%d m=%d\n", e.Time, e.Kind, e.G, e.P, e.M)
-	}
-	return nil
+	},
 }
 
 // aggResult is agg's -json output.
@@ -227,82 +240,94 @@ type laneAgg struct {
 	LongestAt   int64  `json:"longest_start_ns"`
 }
 
-func runAgg(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("agg", stderr)
-	var from, to timeFlag
-	fs.Var(&from, "from", "start of the time range")
-	fs.Var(&to, "to", "end of the time range (default: the trace's end)")
-	track := fs.String("track", "", "only lanes of this track kind: goroutine, proc, global")
-	top := fs.Int("top", 20, "print the `n` busiest lanes")
-	asJSON := fs.Bool("json", false, "print JSON (every lane)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("agg wants STORE")
-	}
-	s, err := tracestore.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if !to.set {
-		to.ns = s.Manifest().Duration + 1
-	}
-	res := aggResult{SchemaVersion: aggSchemaVersion, Store: fs.Arg(0), From: from.ns, To: to.ns, Lanes: []laneAgg{}}
-	for l, ln := range s.Lanes() {
-		if *track != "" && ln.Track.String() != *track {
-			continue
+// aggCommand is "pctab-trace agg": per-lane aggregates.
+var aggCommand = &cli.Command{
+	Name:  "agg",
+	Args:  "[-json] [-from T] [-to T] [-track KIND] [-top N] STORE",
+	Short: "per-lane span counts, busy time and longest span",
+	Long: "Agg prints, for each lane (goroutine, proc or global track) with spans in the\n" +
+		"time range, its span count, busy time and longest span, busiest first.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		var from, to timeFlag
+		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
+		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
+		track := fs.String("track", "", "only lanes of this track kind: goroutine, proc, global")
+		top := fs.Int("top", 20, "print the `n` busiest lanes")
+		asJSON := fs.Bool("json", false, "print JSON (every lane)")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 1 {
+				return cli.Usagef("want STORE")
+			}
+			s, err := tracestore.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if !to.set {
+				to.ns = s.Manifest().Duration + 1
+			}
+			res := aggResult{SchemaVersion: aggSchemaVersion, Store: args[0], From: from.ns, To: to.ns, Lanes: []laneAgg{}}
+			for l, ln := range s.Lanes() {
+				if *track != "" && ln.Track.String() != *track {
+					continue
+				}
+				a := s.Query(l, from.ns, to.ns)
+				if a.Count == 0 {
+					continue
+				}
+				la := laneAgg{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: a.Count, Busy: a.Busy, LongestNs: -1}
+				if a.Longest >= 0 {
+					sp := s.Span(l, a.Longest)
+					la.LongestKind, la.LongestName, la.LongestNs, la.LongestAt = sp.Kind.String(), s.String(sp.Name), sp.Dur, sp.Start
+				}
+				res.Lanes = append(res.Lanes, la)
+			}
+			if *asJSON {
+				enc := json.NewEncoder(env.Stdout)
+				enc.SetIndent("", "\t")
+				return enc.Encode(res)
+			}
+			lanes := append([]laneAgg(nil), res.Lanes...)
+			sort.SliceStable(lanes, func(i, j int) bool { return lanes[i].Busy > lanes[j].Busy })
+			fmt.Fprintf(env.Stdout, "%d lanes with spans in [%d, %d) ns; the %d busiest:\n", len(lanes), from.ns, to.ns, min(*top, len(lanes)))
+			tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "track\tid\tlayer\tdepth\tspans\tbusy ms\tlongest\tms\tat ms")
+			for _, la := range lanes[:min(*top, len(lanes))] {
+				name := la.LongestKind
+				if la.LongestName != "" {
+					name += " " + strconv.Quote(la.LongestName)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.3f\t%s\t%.3f\t%.3f\n", la.Track, la.ID, la.Layer, la.Depth, la.Spans, float64(la.Busy)/1e6, name, float64(la.LongestNs)/1e6, float64(la.LongestAt)/1e6)
+			}
+			return tw.Flush()
 		}
-		a := s.Query(l, from.ns, to.ns)
-		if a.Count == 0 {
-			continue
-		}
-		la := laneAgg{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: a.Count, Busy: a.Busy, LongestNs: -1}
-		if a.Longest >= 0 {
-			sp := s.Span(l, a.Longest)
-			la.LongestKind, la.LongestName, la.LongestNs, la.LongestAt = sp.Kind.String(), s.String(sp.Name), sp.Dur, sp.Start
-		}
-		res.Lanes = append(res.Lanes, la)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "\t")
-		return enc.Encode(res)
-	}
-	lanes := append([]laneAgg(nil), res.Lanes...)
-	sort.SliceStable(lanes, func(i, j int) bool { return lanes[i].Busy > lanes[j].Busy })
-	fmt.Fprintf(stdout, "%d lanes with spans in [%d, %d) ns; the %d busiest:\n", len(lanes), from.ns, to.ns, min(*top, len(lanes)))
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "track\tid\tlayer\tdepth\tspans\tbusy ms\tlongest\tms\tat ms")
-	for _, la := range lanes[:min(*top, len(lanes))] {
-		name := la.LongestKind
-		if la.LongestName != "" {
-			name += " " + strconv.Quote(la.LongestName)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%.3f\t%s\t%.3f\t%.3f\n", la.Track, la.ID, la.Layer, la.Depth, la.Spans, float64(la.Busy)/1e6, name, float64(la.LongestNs)/1e6, float64(la.LongestAt)/1e6)
-	}
-	return tw.Flush()
+	},
 }
 
-func runServe(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("serve", stderr)
-	addr := fs.String("addr", "localhost:8080", "address to listen on (port 0 picks a free one)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("serve wants STORE")
-	}
-	s, err := tracestore.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "serving %s at http://%s/\n", fs.Arg(0), ln.Addr())
-	return http.Serve(ln, view.Handler(s))
+// serveCommand is "pctab-trace serve": the timeline viewer.
+var serveCommand = &cli.Command{
+	Name:  "serve",
+	Args:  "[-addr HOST:PORT] STORE",
+	Short: "serve the zoomable timeline viewer",
+	Long: "Serve serves the store's zoomable timeline viewer (package tracestore/view) over\n" +
+		"HTTP until it is stopped.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		addr := fs.String("addr", "localhost:8080", "address to listen on (port 0 picks a free one)")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 1 {
+				return cli.Usagef("want STORE")
+			}
+			s, err := tracestore.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ln, err := net.Listen("tcp", *addr)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(env.Stdout, "serving %s at http://%s/\n", args[0], ln.Addr())
+			return http.Serve(ln, view.Handler(s))
+		}
+	},
 }

@@ -3,60 +3,45 @@
 //
 // Usage:
 //
-//	pctab-trace build [-page-size N] TRACE STORE   ingest TRACE into the directory STORE
+//	pctab-trace build [-pagesize N] TRACE STORE   ingest TRACE into the directory STORE
 //	pctab-trace query [-json] [-from T] [-to T] (-func F | -line FILE:LINE) STORE
-//	                                               events whose stack passes through F (or FILE:LINE)
+//	                                              events whose stack passes through F (or FILE:LINE)
 //	pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE
-//	                                               per-lane span counts, busy time and longest span
+//	                                              per-lane span counts, busy time and longest span
 //	pctab-trace serve [-addr HOST:PORT] STORE     the zoomable timeline viewer (package tracestore/view)
 //
 // Times are nanoseconds since the trace's first event, or durations such as
-// 1.5s.
+// 1.5s. Run "pctab-trace help COMMAND" for a command's flags.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"io"
-	"os"
+
+	"github.com/pctab/pctab/internal/cli"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "pctab-trace:", err)
-		}
-		os.Exit(2)
+	program().Main()
+}
+
+// program returns the command's table of subcommands.
+func program() *cli.Program {
+	return &cli.Program{
+		Name: "pctab-trace",
+		Doc: "Pctab-trace stores a Go execution trace in a compact, indexed form (package\n" +
+			"tracestore) and queries it without re-reading the trace. Times are\n" +
+			"nanoseconds since the trace's first event, or durations such as 1.5s.",
+		Commands: []*cli.Command{
+			buildCommand,
+			queryCommand,
+			aggCommand,
+			serveCommand,
+		},
 	}
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: pctab-trace build [-page-size N] TRACE STORE\n"+
-		"       pctab-trace query [-json] [-from T] [-to T] (-func F | -line FILE:LINE) STORE\n"+
-		"       pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE\n"+
-		"       pctab-trace serve [-addr HOST:PORT] STORE\n")
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		usage(stderr)
-		return errors.New("no subcommand")
-	}
-	switch args[0] {
-	case "build":
-		return runBuild(args[1:], stdout, stderr)
-	case "query":
-		return runQuery(args[1:], stdout, stderr)
-	case "agg":
-		return runAgg(args[1:], stdout, stderr)
-	case "serve":
-		return runServe(args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		usage(stdout)
-		return nil
-	}
-	usage(stderr)
-	return fmt.Errorf("unknown subcommand %q", args[0])
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return program().Run(ctx, args, stdout, stderr)
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/cli/clitest"
 	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/view"
@@ -60,8 +62,8 @@ func traceFile(t *testing.T) string {
 func runCmd(t *testing.T, args ...string) string {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	if err := run(context.Background(), args, &stdout, &stderr); err != nil {
-		t.Fatalf("pctab-trace %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	if code := run(context.Background(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("pctab-trace %s: exit %d\n%s", strings.Join(args, " "), code, stderr.Bytes())
 	}
 	return stdout.String()
 }
@@ -106,7 +108,7 @@ func schemaOf(name string) jsonschema.Schema {
 func TestCommands(t *testing.T) {
 	tr := traceFile(t)
 	store := filepath.Join(t.TempDir(), "store")
-	out := runCmd(t, "build", "-page-size", "4096", tr, store)
+	out := runCmd(t, "build", "-pagesize", "4096", tr, store)
 	if !strings.Contains(out, "events") || !strings.Contains(out, "events.log") {
 		t.Errorf("build printed:\n%s", out)
 	}
@@ -162,10 +164,28 @@ func TestCommands(t *testing.T) {
 	if out := runCmd(t, "agg", "-track", "goroutine", store); !strings.Contains(out, "busiest") {
 		t.Errorf("agg printed:\n%s", out)
 	}
-	var stderr bytes.Buffer
-	for _, bad := range [][]string{{"query", store}, {"build", tr}, {"nope"}, {"agg", "-from", "x", store}} {
-		if err := run(context.Background(), bad, &bytes.Buffer{}, &stderr); err == nil {
-			t.Errorf("pctab-trace %v succeeded", bad)
-		}
-	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	clitest.Run(t, program(), []clitest.Case{
+		{Name: "query without -func", Args: []string{"query", store}, Code: cli.ExitUsage, Stderr: []string{"-func", "usage: pctab-trace query"}, NoStdout: true},
+		{Name: "query bad -line", Args: []string{"query", "-line", "x.go", store}, Code: cli.ExitUsage, Stderr: []string{"not FILE:LINE"}, NoStdout: true},
+		{Name: "build without STORE", Args: []string{"build", tr}, Code: cli.ExitUsage, Stderr: []string{"want TRACE STORE"}, NoStdout: true},
+		{Name: "agg bad -from", Args: []string{"agg", "-from", "x", store}, Code: cli.ExitUsage, Stderr: []string{"neither nanoseconds nor a duration"}, NoStdout: true},
+		{Name: "old -page-size", Args: []string{"build", "-page-size", "4096", tr, missing}, Code: cli.ExitUsage, Stderr: []string{"not defined: -page-size"}, NoStdout: true},
+		{Name: "agg of a missing store", Args: []string{"agg", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-trace: "}, NoStdout: true},
+		{Name: "build from a missing trace", Args: []string{"build", missing, missing + ".store"}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
+	})
+}
+
+// TestCommandLine checks the command-line convention (package cli): -h and
+// help on stdout with exit 0, usage errors on stderr with exit 2.
+func TestCommandLine(t *testing.T) {
+	p := program()
+	clitest.FlagNames(t, p)
+	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
+		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"The commands are:"}, NoStdout: true},
+		{Name: "help lists the commands", Args: []string{"help"}, Stdout: []string{"build", "query", "agg", "serve"}, NoStderr: true},
+		{Name: "help query", Args: []string{"help", "query"}, Stdout: []string{"-func", "-line", "-from"}, NoStderr: true},
+		{Name: "serve without STORE", Args: []string{"serve"}, Code: cli.ExitUsage, Stderr: []string{"want STORE"}, NoStdout: true},
+		{Name: "query bad -line, no store", Args: []string{"query", "-line", "x.go:y", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"not FILE:LINE"}, NoStdout: true},
+	}...))
 }

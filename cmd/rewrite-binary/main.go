@@ -4,8 +4,8 @@
 //
 // Usage:
 //
-//	rewrite-binary [-mode replace|append] [-variant NAME] -o OUT BINARY
-//	rewrite-binary verify [-orig ORIG] REWRITTEN...
+//	rewrite-binary [-mode replace|append] [-variant NAME] [-derived] -o OUT BINARY
+//	rewrite-binary rewrite [flags] -o OUT BINARY    the same
 //
 // Replace mode rebuilds the pclntab with every table in the linear format
 // (a stock runtime rejects the result) and moves it to a new segment or
@@ -19,43 +19,45 @@
 // size report puts the real difference next to pctab-stats' estimate and
 // explains the gap.
 //
-// The verify subcommand checks rewritten binaries: append-mode binaries on
-// their own, replace-mode binaries against the binary they were made from
-// (-orig).
+// Rewritten binaries are checked afterwards by pctab-stats verify
+// (-orig ORIG for replace mode).
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	program().Main()
+}
+
+// program returns the command's table of subcommands.
+func program() *cli.Program {
+	return &cli.Program{
+		Name: "rewrite-binary",
+		Doc: "Rewrite-binary rewrites a Go binary (ELF, Mach-O or PE) so that its PC-value\n" +
+			"tables are in the linear-index format of golang/go#61984, and reports what\n" +
+			"that really costs in file size. Pctab-stats verify checks rewritten binaries.",
+		Commands: []*cli.Command{
+			rewriteCommand,
+			{Name: "verify", MovedTo: "pctab-stats verify [-orig ORIG] REWRITTEN..."},
+		},
+		Default: "rewrite",
+		Operand: cli.IsFile,
+	}
 }
 
 // run is main without the process: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	var err error
-	if len(args) > 0 && args[0] == "verify" {
-		err = runVerify(args[1:], stdout, stderr)
-	} else {
-		err = runRewrite(args, stdout, stderr)
-	}
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "rewrite-binary: %v\n", err)
-		return 1
-	}
-	return 0
+	return program().Run(context.Background(), args, stdout, stderr)
 }
 
 // schemaVersion is the schema_version of rewrite-binary's JSON
@@ -75,133 +77,73 @@ type rewriteJSON struct {
 	Gap           []rewrite.GapItem `json:"gap,omitempty"`
 }
 
-func runRewrite(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rewrite-binary", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	mode := fs.String("mode", "replace", "replace: rebuild the pclntab in the linear format; append: add the linear tables in a new section")
-	variant := fs.String("variant", "spec", "linearpc variant")
-	derived := fs.Bool("derived", false, "replace mode: derive function lengths from the functab (magic 0xffffffe2, no bytes) instead of a uint32 in every _func")
-	out := fs.String("o", "", "output file (required)")
-	check := fs.Bool("verify", true, "verify the output before writing it")
-	estimate := fs.Bool("estimate", true, "compare with pctab-stats' size estimate")
-	jsonOut := fs.Bool("json", false, "print the result as JSON")
-	workers := fs.Int("j", 0, "verification goroutines (0 = GOMAXPROCS)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: rewrite-binary [-mode replace|append] [-variant NAME] [-derived] -o OUT BINARY\n"+
-			"       rewrite-binary verify [-orig ORIG] REWRITTEN...\n\n")
-		fs.PrintDefaults()
+// rewriteCommand is "rewrite-binary rewrite", also "rewrite-binary [flags] -o OUT BINARY".
+var rewriteCommand = &cli.Command{
+	Name:  "rewrite",
+	Args:  "[flags] -o OUT BINARY",
+	Short: "rewrite a binary's tables in the linear format and report the size",
+	Long: "Rewrite writes to OUT a copy of BINARY whose PC-value tables are in the\n" +
+		"linear-index format. Replace mode rebuilds the pclntab with every table in the\n" +
+		"linear format (a stock runtime rejects the result) and moves it to a new\n" +
+		"segment or section; append mode keeps the pclntab and adds the linear tables\n" +
+		"in a new non-loaded section (the result runs unchanged). The output is\n" +
+		"verified before it is written (see rewrite.Check), so a failed run leaves no\n" +
+		"output behind. The size report puts the real difference next to pctab-stats'\n" +
+		"estimate and explains the gap. Check a rewritten binary again with\n" +
+		"pctab-stats verify.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		rf := &rewriteFlags{
+			mode:     fs.String("mode", "replace", "replace: rebuild the pclntab in the linear format; append: add the linear tables in a new section"),
+			variant:  fs.String("variant", "spec", "linearpc variant"),
+			derived:  fs.Bool("derived", false, "replace mode: derive function lengths from the functab (magic 0xffffffe2, no bytes) instead of a uint32 in every _func"),
+			out:      fs.String("o", "", "output `file` (required)"),
+			check:    fs.Bool("verify", true, "verify the output before writing it"),
+			estimate: fs.Bool("estimate", true, "compare with pctab-stats' size estimate"),
+			jsonOut:  fs.Bool("json", false, "print the result as JSON"),
+			workers:  fs.Int("j", 0, "verification goroutines (0 = GOMAXPROCS)"),
+		}
+		return func(env *cli.Env, args []string) error { return runRewrite(rf, args, env.Stdout) }
+	},
+}
+
+// rewriteFlags holds the flag values of rewrite-binary rewrite.
+type rewriteFlags struct {
+	mode, variant, out                *string
+	derived, check, estimate, jsonOut *bool
+	workers                           *int
+}
+
+func runRewrite(rf *rewriteFlags, args []string, stdout io.Writer) error {
+	if len(args) != 1 || *rf.out == "" {
+		return cli.Usagef("need exactly one BINARY and -o OUT")
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 || *out == "" {
-		fs.Usage()
-		return errors.New("need exactly one BINARY and -o OUT")
-	}
-	in := fs.Arg(0)
-	opt := rewrite.Options{Mode: rewrite.Mode(*mode), Variant: *variant, Derived: *derived, Verify: *check, Workers: *workers}
-	res, err := rewrite.RewriteFile(in, *out, opt)
+	in := args[0]
+	opt := rewrite.Options{Mode: rewrite.Mode(*rf.mode), Variant: *rf.variant, Derived: *rf.derived, Verify: *rf.check, Workers: *rf.workers}
+	res, err := rewrite.RewriteFile(in, *rf.out, opt)
 	if err != nil {
 		return err
 	}
 	var est *rewrite.Estimate
-	if *estimate {
+	if *rf.estimate {
 		f, err := objscan.Open(in)
 		if err != nil {
 			return fmt.Errorf("estimate: %w", err)
 		}
-		est, err = rewrite.EstimateFor(f, *variant, *derived)
+		est, err = rewrite.EstimateFor(f, *rf.variant, *rf.derived)
 		f.Close()
 		if err != nil {
 			return err
 		}
 	}
-	if *jsonOut {
+	if *rf.jsonOut {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		v := rewriteJSON{SchemaVersion: schemaVersion, In: in, Out: *out, Result: res, Estimate: est}
+		v := rewriteJSON{SchemaVersion: schemaVersion, In: in, Out: *rf.out, Result: res, Estimate: est}
 		if est != nil {
 			v.Gap = rewrite.Gap(res, est)
 		}
 		return enc.Encode(v)
 	}
-	fmt.Fprintf(stdout, "%s -> %s\n", in, *out)
+	fmt.Fprintf(stdout, "%s -> %s\n", in, *rf.out)
 	return rewrite.WriteText(stdout, res, est)
-}
-
-func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	origPath := fs.String("orig", "", "the binary the rewritten ones were made from (required for replace mode)")
-	workers := fs.Int("j", 0, "goroutines (0 = GOMAXPROCS)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: rewrite-binary verify [-orig ORIG] REWRITTEN...\n\n"+
-			"Checks every linear table of each rewritten binary at every PC of its\n"+
-			"function against the original varint table. Exits 1 on any mismatch.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		fs.Usage()
-		return errors.New("no binary to verify")
-	}
-	var orig *objscan.File
-	var origData []byte
-	if *origPath != "" {
-		var err error
-		if orig, err = objscan.Open(*origPath); err != nil {
-			return err
-		}
-		defer orig.Close()
-		if origData, err = os.ReadFile(*origPath); err != nil {
-			return err
-		}
-	}
-	failed := 0
-	for _, p := range fs.Args() {
-		if err := verifyOne(p, orig, origData, *workers, stdout); err != nil {
-			fmt.Fprintf(stdout, "%s: FAIL %v\n", p, err)
-			failed++
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("verify failed on %d of %d binaries", failed, fs.NArg())
-	}
-	return nil
-}
-
-// verifyOne checks one rewritten binary and prints its result.
-func verifyOne(path string, orig *objscan.File, origData []byte, workers int, stdout io.Writer) error {
-	f, err := objscan.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if f.Linear == nil {
-		return errors.New("not a rewritten binary (no linear tables)")
-	}
-	res, err := rewrite.Check(f, orig, workers)
-	if err != nil {
-		return err
-	}
-	if f.Linear.Mode == "append" && origData != nil {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if err := rewrite.SameLoadedImage(origData, data); err != nil {
-			return fmt.Errorf("loaded image differs from the original's: %w", err)
-		}
-	}
-	fmt.Fprintf(stdout, "%s: %s mode, variant %s, %s/%s %s: %d tables, %d PCs, %d lookups, %d mismatches\n",
-		path, f.Linear.Mode, f.Linear.Variant, f.GOOS, f.GOARCH, f.GoVersion, res.Tables, res.PCs, res.Lookups, res.Mismatches)
-	for _, e := range res.Examples {
-		fmt.Fprintf(stdout, "\t%s\n", e)
-	}
-	if !res.OK() {
-		return fmt.Errorf("%d mismatches", res.Mismatches)
-	}
-	return nil
 }

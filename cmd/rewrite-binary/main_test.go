@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/cli/clitest"
 	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/internal/testbuild"
 )
@@ -30,16 +32,12 @@ func TestRun(t *testing.T) {
 			wantOut: []string{"mode       replace, variant spec", "file size", "estimate", "gap", "verify     ok"}},
 		{name: "append", args: []string{"-mode", "append", "-estimate=false", "-o", appended, in}, wantFile: appended,
 			wantOut: []string{"mode       append", "verify     ok"}},
-		{name: "verify append", args: []string{"verify", appended}, wantOut: []string{"append mode, variant spec", " 0 mismatches"}},
-		{name: "verify append with orig", args: []string{"verify", "-orig", in, appended}, wantOut: []string{" 0 mismatches"}},
-		{name: "verify replace", args: []string{"verify", "-orig", in, replaced}, wantOut: []string{"replace mode, variant spec", " 0 mismatches"}},
-		{name: "verify replace without orig", args: []string{"verify", replaced}, wantCode: 1,
-			wantOut: []string{"FAIL", "binary it was made from"}},
-		{name: "verify an original", args: []string{"verify", in}, wantCode: 1, wantOut: []string{"not a rewritten binary"}},
-		{name: "no output", args: []string{in}, wantCode: 1, wantErr: "-o OUT"},
+		{name: "named rewrite", args: []string{"rewrite", "-mode", "append", "-estimate=false", "-o", appended + "2", in}, wantFile: appended + "2",
+			wantOut: []string{"mode       append", "verify     ok"}},
+		{name: "verify moved", args: []string{"verify", appended}, wantCode: 2, wantErr: "use pctab-stats verify"},
+		{name: "no output", args: []string{in}, wantCode: 2, wantErr: "-o OUT"},
 		{name: "bad variant", args: []string{"-variant", "nope", "-o", filepath.Join(dir, "bad"), in}, wantCode: 1, wantErr: `unknown variant "nope"`},
 		{name: "bad input", args: []string{"-o", filepath.Join(dir, "bad"), filepath.Join(dir, "missing")}, wantCode: 1, wantErr: "no such file"},
-		{name: "help", args: []string{"-h"}, wantErr: "usage: rewrite-binary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,6 +101,21 @@ func TestJSON(t *testing.T) {
 	if v.Result.Variant != "compact" || v.Result.Verify.Tables == 0 || v.Result.Verify.Mismatches != 0 || gap != v.Result.DeltaBytes-v.Estimate.Bytes {
 		t.Errorf("unexpected result: %+v", v)
 	}
+}
+
+// TestCommandLine checks the command-line convention (package cli): -h and
+// help on stdout with exit 0, usage errors on stderr with exit 2.
+func TestCommandLine(t *testing.T) {
+	p := program()
+	clitest.FlagNames(t, p)
+	missing := filepath.Join(t.TempDir(), "missing")
+	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
+		{Name: "help lists the commands", Args: []string{"help"}, Stdout: []string{"rewrite", "rewrite-binary [flags] -o OUT BINARY", "verify   use pctab-stats verify"}, NoStderr: true},
+		{Name: "help rewrite", Args: []string{"help", "rewrite"}, Stdout: []string{"-mode", "-variant", "-o file", "short for"}, NoStderr: true},
+		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"need exactly one BINARY and -o OUT", "usage: rewrite-binary rewrite"}, NoStdout: true},
+		{Name: "two binaries", Args: []string{"-o", missing + ".out", missing, missing}, Code: cli.ExitUsage, Stderr: []string{"need exactly one BINARY"}, NoStdout: true},
+		{Name: "missing binary", Args: []string{"-o", missing + ".out", missing}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
+	}...))
 }
 
 func rewriteSchema() jsonschema.Schema {

@@ -7,6 +7,10 @@
 // trace recordings, third-party modules from the module proxy) run only
 // when the environment sets PCTAB_LONG=1, as CI does.
 //
+// -short skips the long tests even with PCTAB_LONG=1. Tests that can check
+// a sample instead of everything (every PC of the go binary, every trial
+// of a mutation test) ask Full.
+//
 // A default run that skips long tests says so in one line on the go
 // command's standard error (on Linux, where a test binary can reach it),
 // once per go command, since go test shows nothing else of a passing
@@ -24,13 +28,28 @@ const LongVar = "PCTAB_LONG"
 // Long reports whether this run includes the long tests: PCTAB_LONG=1.
 func Long() bool { return os.Getenv(LongVar) == "1" }
 
-// SkipUnlessLong skips t unless the long tests are on. what says what the
-// test needs, for example "downloads go1.15.15", and ends up in the skip
-// message.
+// Full reports whether tests check exhaustively (every PC of the go
+// binary, every trial): the long tests are on and the run is not -short.
+// Otherwise tests that can check a sample do.
+func Full() bool { return Long() && !testing.Short() }
+
+// SkipUnlessLong skips t unless the long tests are on and the run is not
+// -short. what says what the test needs, for example "downloads
+// go1.15.15", and ends up in the skip message.
 func SkipUnlessLong(t testing.TB, what string) {
 	t.Helper()
-	if Long() {
+	skipUnlessLong(t, what, notice)
+}
+
+// skipUnlessLong is SkipUnlessLong with the notice as a parameter, so that
+// this package's own tests say nothing on the go command's stderr.
+func skipUnlessLong(t testing.TB, what string, notice func()) {
+	t.Helper()
+	if Full() {
 		return
+	}
+	if testing.Short() {
+		t.Skipf("long test (%s): skipped under -short", what)
 	}
 	notice()
 	t.Skipf("long test (%s): set %s=1 to run it", what, LongVar)

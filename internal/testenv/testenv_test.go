@@ -32,19 +32,22 @@ func TestSkipUnlessLong(t *testing.T) {
 	t.Setenv(LongVar, "1")
 	ran := false
 	t.Run("on", func(t *testing.T) {
-		SkipUnlessLong(t, "nothing")
+		skipUnlessLong(t, "nothing", noticed)
 		ran = true
 	})
-	if !ran {
-		t.Errorf("SkipUnlessLong skipped with %s=1", LongVar)
+	if want := !testing.Short(); ran != want || Full() != want {
+		t.Errorf("%s=1, -short=%v: SkipUnlessLong ran the test: %v, Full() = %v; want %v", LongVar, testing.Short(), ran, Full(), want)
 	}
 	t.Setenv(LongVar, "")
 	ran = false
 	t.Run("off", func(t *testing.T) {
-		SkipUnlessLong(t, "nothing")
+		skipUnlessLong(t, "nothing", noticed)
 		ran = true
 	})
 	if ran {
 		t.Errorf("SkipUnlessLong did not skip with %s unset", LongVar)
 	}
 }
+
+// noticed stands in for the notice in this package's tests.
+func noticed() {}

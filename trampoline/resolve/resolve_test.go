@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/trampoline"
@@ -156,7 +157,7 @@ func TestAttribution(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := 3 * time.Second // about 300 samples at pprof's 100 Hz
-	if testing.Short() {
+	if !testenv.Full() {
 		d = 1500 * time.Millisecond
 	}
 	workload(t, d)

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/cli/clitest"
+)
+
+// TestCommandLine checks the command-line convention (package cli): -h and
+// help on stdout with exit 0, usage errors on stderr with exit 2 and
+// failures with exit 1, none of which builds the toolchain.
+func TestCommandLine(t *testing.T) {
+	p := program()
+	clitest.FlagNames(t, p)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	// results is bench's output for one benchmark in two flavours.
+	var results strings.Builder
+	results.WriteString("goos: linux\ngoarch: amd64\n")
+	for round := range 6 {
+		for _, fl := range []struct {
+			name string
+			ns   int
+		}{{"stock", 100}, {"linear", 50}} {
+			results.WriteString("toolchain: " + fl.name + "\nBenchmarkX-2 \t1000\t" + strconv.Itoa(fl.ns+round) + " ns/op\n")
+		}
+	}
+	resultsFile := filepath.Join(dir, "results.txt")
+	if err := os.WriteFile(resultsFile, []byte(results.String()), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
+		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"The commands are:"}, NoStdout: true},
+		{Name: "help lists the commands", Args: []string{"help"},
+			Stdout: []string{"build", "go", "twin", "sizes", "bench", "summary", "compare"}, NoStderr: true},
+		{Name: "go -h", Args: []string{"go", "-h"}, Stdout: []string{"usage: pctab-toolchain go ARGS..."}, NoStderr: true},
+		{Name: "go -twin", Args: []string{"go", "-twin", "build"}, Code: cli.ExitUsage, Stderr: []string{"pctab-toolchain twin ARGS..."}, NoStdout: true},
+		{Name: "check moved", Args: []string{"check", "a", "b"}, Code: cli.ExitUsage, Stderr: []string{"use pctab-stats verify -twin TWIN PATCHED"}, NoStdout: true},
+		{Name: "build with arguments", Args: []string{"build", "x"}, Code: cli.ExitUsage, Stderr: []string{"no arguments wanted", "usage: pctab-toolchain build"}, NoStdout: true},
+		{Name: "bench two packages", Args: []string{"bench", "a", "b"}, Code: cli.ExitUsage, Stderr: []string{"at most one package"}, NoStdout: true},
+		{Name: "bench -count=0", Args: []string{"bench", "-count=0"}, Code: cli.ExitUsage, Stderr: []string{"-count=0"}, NoStdout: true},
+		{Name: "compare with arguments", Args: []string{"compare", "x"}, Code: cli.ExitUsage, Stderr: []string{"no arguments wanted"}, NoStdout: true},
+		{Name: "compare -o", Args: []string{"compare", "-o", dir}, Code: cli.ExitUsage, Stderr: []string{"not defined: -o"}, NoStdout: true},
+		{Name: "summary without files", Args: []string{"summary"}, Code: cli.ExitUsage, Stderr: []string{"no result FILE"}, NoStdout: true},
+		{Name: "summary of a missing file", Args: []string{"summary", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-toolchain: ", "no such file"}, NoStdout: true},
+		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "× stock"}, NoStderr: true},
+	}...))
+}
