@@ -32,8 +32,8 @@
 // changes whose start value equals that of an earlier such chunk of the
 // same table is not stored again: its index entry repeats the earlier
 // offset. [Encode] writes this format; its sizes reproduce the reference
-// implementation's (2,243,978 bytes of distinct encodings for the Go 1.26.8
-// linux/amd64 go command, whose distinct varint tables take 1,823,043).
+// implementation's byte for byte (TestRealSizes pins them on a real
+// binary).
 //
 // # Lookups
 //
@@ -58,37 +58,22 @@
 // predicted branches: see that file). Each has a leaf twin for speed,
 // [Set.TryLookup] and [Set.TryLookupBranchy] (try.go: no calls, so no stack
 // frame), which the caller pairs with the general lookup for what it
-// leaves. Measured side by side by lookupbench, leaf twins with their
-// fallbacks, on the Go 1.26.8 go command (CPU ns per lookup, median of 6
-// runs; README, "Lookup speed"):
-//
-//	pattern                        TryLookup  TryLookupBranchy
-//	hot, same order, random PC          9.07           4.34
-//	hot, same order, PC 0               8.00           2.70
-//	hot, same order, PC 4096            8.80           3.50
-//	hot, same order, return address     9.56           4.95
-//	hot, shuffled, random PC            9.30           17.8
-//	hot, shuffled, PC 0                 7.84           6.72
-//	hot, shuffled, PC 4096              10.1           8.46
-//	hot, shuffled, return address       9.94           17.7
-//	cold, random PC                     11.8           19.1
-//	cold, PC 0                          9.62           8.53
-//	cold, PC 4096                       9.81           9.65
-//	cold, return address                12.6           21.2
+// leaves.
 //
 // Which to use, per pattern:
 //
 //   - the branchy lookup where the same lookups repeat in the same order (a
 //     branch predictor learns them: the golang/go#61984 benchmark's
 //     pattern, a loop over a fixed set of PCs), and at PC 0 and PC 4096 in
-//     any order (few PCs to count). In the fixed order it takes 0.34-0.52x
-//     the time of the branch-free one, and 0.50-0.61x that of the #61984
-//     reference decoder on the same pairs.
+//     any order (few PCs to count).
 //   - the branch-free lookup (or compact-fast's) for random PCs and return
 //     addresses in a changing order or over the whole table set, which is
 //     what tracebacks, profilers and tracers see. There the branchy lookup
-//     mispredicts about 2 branches per lookup and takes 1.6-1.9x the time
-//     of the branch-free one, whose cost hardly depends on the pattern.
+//     mispredicts, while the branch-free one's cost hardly depends on the
+//     pattern.
+//
+// The repository's docs/lookup-speed.md has the timings behind this advice
+// (pctab-stats -bench on real binaries).
 //
 // # Porting to the runtime
 //
@@ -107,17 +92,8 @@
 //
 // [Variants] lists the spec and the experimental formats. Each is exact:
 // it answers every lookup like the spec encoding (the tests check this on
-// generated tables and at every PC of the local go command). Sizes below
-// are the distinct encodings of all tables (pcsp, pcfile, pcln and every
-// PCDATA slot) of the Go 1.26.8 linux/amd64 go command (15,434,687 bytes;
-// varint 1,823,043), as TestRealSizes measures them:
-//
-//	spec          2,243,978  +23.09% of varint  +2.727% of the file
-//	spec-128      2,656,693  +45.73%            +5.401%
-//	spec-512      2,205,335  +20.97%            +2.477%
-//	spec-pool     2,236,573  +22.68%            +2.679%
-//	compact       1,887,871   +3.56%            +0.420%
-//	compact-fast  1,962,698   +7.66%            +0.905%
+// generated tables and at every PC of the local go command). pctab-stats
+// reports each variant's size on any binary.
 //
 // spec-128 and spec-512 keep the spec's chunk layout with other chunk
 // sizes. In spec-512 the count is a uint16 followed by a byte counting the
@@ -130,8 +106,8 @@
 // forms are signed, and chunk 0 is always the table's own). The encoder
 // tries storing every chunk, referring to every pooled duplicate, and
 // referring only to duplicates within reach of a 2-byte index, and keeps
-// the shortest. It saves only 0.3%: outside constant chunks, chunks rarely
-// repeat across tables, and far references widen the index.
+// the shortest. Outside constant chunks, chunks rarely repeat across
+// tables, and far references widen the index.
 //
 // compact changes the chunk layout to remove the spec's per-chunk
 // overheads (the vlen array, the count byte, wide start values):
@@ -159,7 +135,7 @@
 // compact-fast trades some of compact's size for a lookup like the spec's
 // ([Set.Lookup] reads one chunk through the same fixed window, with the
 // same masked index entry and SWAR PC count, and adds one data-dependent
-// branch, for escaped counts: 4-6% of the benchmark samples):
+// branch, for escaped counts):
 //
 //	h      uint8    n<<4 | w0<<2 | mode: n = 0..14 changes, 15 if escaped;
 //	                w0 the start value's width code (0, 1, 2, 4 bytes);
@@ -178,10 +154,8 @@
 // in parallel with it; delta i-1 is at bit (i-1)*4<<mode of the deltas,
 // and is masked to 0 when the target precedes the first change. There is
 // no mixed-width form: a chunk with one wide delta stores all its deltas
-// wide. Against compact, dropping the mixed form costs 56,723 bytes (3.0%)
-// and absolute start values 18,104 more (1.0%); relative ones would make
-// a lookup read chunk 0's start value too (about 2.5 ns per random lookup
-// in an earlier version of this lookup).
+// wide. Relative start values would make a lookup read chunk 0's start
+// value too.
 package linearpc
 
 // ChunkUnits is the number of PC-quantum units one chunk of the spec

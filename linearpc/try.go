@@ -29,7 +29,7 @@ import (
 // does not inline a function that makes two calls.) The safe equivalents
 // are lookupFast, lookupCFFast and LookupBranchy, with which the tests
 // compare them at every PC; lookupbench's linear kernels call them this
-// way (README, "Lookup speed", for what it saves).
+// way (docs/lookup-speed.md, "The leaf lookups", for what it saves).
 
 // TryLookup is [Set.Lookup]'s common path for a set of the spec or the
 // compact-fast variant, as a leaf function: it returns the value and true,

@@ -69,7 +69,7 @@
 //     in order).
 //   - "flat": one int32 per PC quantum for every table the sample set
 //     touches, the speed-of-light reference: one load per lookup, at the
-//     price of memory (174 MB for the tables of the go command of Go 1.26.8).
+//     price of memory (four bytes per PC quantum of every table touched).
 //
 // Both cache encodings report the hit rate they measured (hits/op). Every
 // encoding is first checked against the decoded table on every sample

@@ -1,6 +1,5 @@
 // Package stackcompress stores call stacks as a bit-packed DAG, so that a
-// profiler or tracer can keep millions of stacks in little memory, and
-// measures what that costs on real Go stacks.
+// profiler or tracer can keep millions of stacks in little memory.
 //
 // # The DAG
 //
@@ -58,58 +57,7 @@
 //
 // # Measurements
 //
-// The workload is the net/http test binary of go1.26.8, run as
-//
-//	go test -c -o /tmp/h/x.test net/http
-//	cd $(go env GOROOT)/src/net/http
-//	/tmp/h/x.test -test.run=. -test.short -test.trace=/tmp/h/t.out -test.cpuprofile=/tmp/h/c.pprof
-//	pctab-stats stacks -trace /tmp/h/t.out /tmp/h/x.test
-//
-// (package stackcapture and its tests do the same, into
-// os.UserCacheDir()/pctab-testbuild; set PCTAB_CAPTURE_PKGS=net/http to
-// include it). Its trace holds 373,616 stacks of 2,876,832 frames: 23.0 MB
-// raw at 8 B per frame. 12,443 of the stacks are distinct. The Go tracer's
-// table, at 72 B + 8 B×(n+1) per unique stack, costs 2,077,320 B with n the
-// trace's (logical) frames, and 1,972,904 B with the physical PCs it really
-// stores (2,508,228 frames, derived by runtimeshim from the binary); resetting
-// per generation, as the runtime does, it allocates 2,238,288 B over the 6
-// generations. Every stack round-trips in every variant, from the builder
-// and from the file (4096-node pages, cache keyed by goroutine):
-//
-//	variant              nodes   DAG bytes  B/node  vs tracer
-//	pc/f64-absolute      60,546    606,064   10.01     3.3x   Superluminal layout
-//	text/f32-absolute    60,546    363,880    6.01     5.4x
-//	text/f32-delta       60,546    363,880    6.01     5.4x
-//	text/fpack-chain     60,546    211,072    3.49     9.3x
-//	pc/fpack-chain-dict  60,546    153,008    2.53    12.9x   pages 126,688 + dictionary 26,320
-//	line/f32-absolute    59,623    358,344    6.01     5.5x
-//	line/fpack-chain     59,623    123,672    2.07    16.0x   plus a 196,652 B symbol table
-//
-// The anchors were 9 to 16 B per node for Superluminal and 8 B per resolved
-// node (16 while building) for Pyroscope's stack tree: the packed layout
-// needs 2.53 B per node with raw PCs, dictionary included, and 2.07 B per
-// node with function-and-line frames. Delta-coded parents at byte widths
-// save nothing here: every page has some node whose parent is an old,
-// shared prefix, so the page's largest delta needs 16 bits either way; the
-// chain bitmap is what makes parents cheap (80% of the nodes are chained).
-//
-// The node map peaks at 524,288 B (131,072 four-byte slots, 8.7 B per node,
-// freed after building; Superluminal's was 32 MiB of 8-byte slots) with a
-// mean probe length of 1.31 to 1.40 slots (Superluminal: 2.2). The
-// coherency cache, keyed by goroutine and bounded to [DefaultMaxThreads]
-// threads, saves 63.6% of the lookups (64.3% unbounded; Superluminal:
-// 60-90%); keyed by thread it saves 52.2%. On the compress/flate trace
-// (91,061 stacks, 6,083 nodes) it saves 89.5%, and the packed layouts need
-// 2.27 (pc) and 1.68 (line) B per node. Everything the builder holds at the
-// end (pages, open page, maps, dictionary, caches) is 15.9 B per node for
-// pc/fpack-chain-dict and 14.1 for line/fpack-chain, against Pyroscope's 16
-// B per node while building.
-//
-// Insert throughput, counting every frame of every stack, cache hits
-// included, per second of the inserting thread's CPU time, is 0.80 to 1.03
-// ×10^8 frames/s across the variants (medians of three runs; one run
-// without the cache gave 0.53 to 0.75 ×10^8). The machine was a shared
-// 2-core host under load, so wall-clock rates were up to 5 times lower and
-// varied from run to run; BenchmarkInsert here and BenchmarkInsertCapture
-// in package stackreport are the reference.
+// Package stackreport measures the layouts on real stacks, and
+// `pctab-stats stacks` prints its report; the repository's docs/stacks.md
+// holds the figures for the net/http test binary's trace.
 package stackcompress

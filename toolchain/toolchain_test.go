@@ -364,7 +364,7 @@ func testTools(t *testing.T, tc *Toolchain, tags []string) {
 // deep stacks, runtime.Stack of many goroutines, GC stack scans, the CPU
 // profiler and the execution tracer on deep stacks) with the patched
 // toolchain in every flavour Bench compares, and runs each once: the
-// README compares their times with a stock build's.
+// docs/pctab-toolchain.md compares their times with a stock build's.
 func TestStackBench(t *testing.T) {
 	tc := testToolchain(t)
 	dir, err := filepath.Abs("testdata/stackbench")

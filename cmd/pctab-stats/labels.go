@@ -18,7 +18,7 @@ import (
 
 // labelsSchemaVersion versions the -json output of pctab-stats labels
 // (testdata/labels.fields lists its fields). Bump it when a field is
-// removed, renamed or changes meaning, and say so in the README.
+// removed, renamed or changes meaning, and say so in docs/json.md.
 const labelsSchemaVersion = 1
 
 // labelsJSON is the JSON form of a labels run: the schema version, the

@@ -182,7 +182,7 @@ func encodingNames() []string {
 
 // replaySchemaVersion is the schema_version of replay's JSON
 // (testdata/replay.fields lists its fields). Bump it when a field is
-// removed, renamed or changes meaning, and say so in the README.
+// removed, renamed or changes meaning, and say so in docs/json.md.
 const replaySchemaVersion = 2
 
 // replayReport is everything a replay run found; it is also the JSON

@@ -30,7 +30,7 @@ var jsonOutputs = []struct {
 // TestJSONSchemas fails when a field of a -json output is added, removed or
 // renamed without its schema_version changing, or is not snake_case.
 // PCTAB_UPDATE_GOLDEN=1 rewrites testdata/*.fields after a deliberate
-// change (bump the version and update the README first).
+// change (bump the version and update docs/json.md first).
 func TestJSONSchemas(t *testing.T) {
 	for _, o := range jsonOutputs {
 		t.Run(o.name, func(t *testing.T) {

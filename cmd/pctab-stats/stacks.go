@@ -136,7 +136,7 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 
 // stacksSchemaVersion is the schema_version of stacks' JSON
 // (testdata/stacks.fields lists its fields). Bump it when a field is
-// removed, renamed or changes meaning, and say so in the README.
+// removed, renamed or changes meaning, and say so in docs/json.md.
 const stacksSchemaVersion = 1
 
 // stacksJSON is the JSON form of the stacks report: the schema version, the

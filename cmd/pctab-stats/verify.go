@@ -17,7 +17,7 @@ import (
 
 // verifySchemaVersion is the schema_version of verify's JSON
 // (testdata/verify.fields lists its fields). Bump it when a field is
-// removed, renamed or changes meaning, and say so in the README.
+// removed, renamed or changes meaning, and say so in docs/json.md.
 const verifySchemaVersion = 1
 
 // verifyJSON is the JSON form of one binary's verification.

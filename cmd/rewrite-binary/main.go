@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // schemaVersion is the schema_version of rewrite-binary's JSON
 // (testdata/rewrite.fields lists its fields). Bump it when a field is
-// removed, renamed or changes meaning, and say so in the README.
+// removed, renamed or changes meaning, and say so in docs/json.md.
 const schemaVersion = 2
 
 // rewriteJSON is the JSON form of one rewrite: the schema version, the

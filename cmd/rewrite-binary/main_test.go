@@ -125,7 +125,7 @@ func rewriteSchema() jsonschema.Schema {
 // TestJSONSchema fails when a field of the -json output is added, removed
 // or renamed without schemaVersion changing, or is not snake_case.
 // PCTAB_UPDATE_GOLDEN=1 rewrites testdata/rewrite.fields after a
-// deliberate change (bump the version and update the README first).
+// deliberate change (bump the version and update docs/json.md first).
 func TestJSONSchema(t *testing.T) {
 	jsonschema.Golden(t, filepath.Join("testdata", "rewrite.fields"), rewriteSchema())
 }

@@ -48,15 +48,11 @@
 //
 // The runtime rules matter: almost every function calls into the runtime
 // (allocation, maps, channels, write barriers) and the runtime's own call
-// graph is deep and cyclic. Without them, walks over the go command put 86%
-// of their frames in runtime functions, whose mean size is 419 bytes; with
-// them, 21.4%, with a mean function size of 1,013 bytes and a mean depth of
-// 9.4 frames. The distinct stacks of a real trace of the same binary (go
-// list -deps -test std) have 18.5% runtime frames, a mean function size of
-// 2,245 bytes and a mean depth of 20.6: real stacks run through user code
-// and reach the runtime near the leaf, but through indirect calls too,
-// which a static call graph does not see, so synthetic stacks stay
-// shallower and hold smaller functions.
+// graph is deep and cyclic, so without them most frames of a walk land in
+// small runtime functions. Real stacks run through user code and reach the
+// runtime near the leaf, but through indirect calls too, which a static
+// call graph does not see, so synthetic stacks stay shallower than real
+// ones and hold smaller functions.
 //
 // The frames are then reversed, innermost first, as an unwinder sees them.
 // Every stack runs on M 0. Stacks drawn this way have no temporal locality,

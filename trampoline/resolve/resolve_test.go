@@ -164,7 +164,7 @@ func TestAttribution(t *testing.T) {
 	trace.Stop()
 	pprof.StopCPUProfile()
 	// PCTAB_LABELS_OUT=dir keeps the trace and profile, for measuring
-	// what the trampoline frames cost tracebacks (README).
+	// what the trampoline frames cost tracebacks (docs/labels.md).
 	if dir := os.Getenv("PCTAB_LABELS_OUT"); dir != "" {
 		os.WriteFile(dir+"/labels.trace", tbuf.Bytes(), 0o644)
 		os.WriteFile(dir+"/labels.pprof", pbuf.Bytes(), 0o644)
