@@ -79,7 +79,9 @@ func objscanLine(t testing.TB, f *File, fn *Func, unit uint32) (string, int) {
 	return name, int(line)
 }
 
-// corpusDir is where ../shared/corpus/build.sh puts its binaries.
+// corpusDir is the optional corpus of real binaries ($PCTAB_CORPUS, or
+// ~/.cache/pctab-corpus): a directory with a MANIFEST.md table naming them
+// (docs/testing.md).
 func corpusDir() string {
 	if d := os.Getenv("PCTAB_CORPUS"); d != "" {
 		return d
@@ -93,7 +95,7 @@ func corpusFiles(t *testing.T) []string {
 	dir := corpusDir()
 	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.md"))
 	if err != nil {
-		t.Skipf("no corpus at %s (build it with ../shared/corpus/build.sh): %v", dir, err)
+		t.Skipf("no corpus at %s (set PCTAB_CORPUS; see docs/testing.md): %v", dir, err)
 	}
 	var files []string
 	for _, line := range strings.Split(string(data), "\n") {
