@@ -210,6 +210,11 @@ func openImage(r io.ReaderAt, size int64) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The edge reader serves the container parsers only: later reads,
+	// which may run concurrently, go to r itself.
+	for i := range im.sections {
+		im.sections[i].r = r
+	}
 	im.fileSize = size
 	return im, nil
 }
@@ -219,19 +224,19 @@ func openImage(r io.ReaderAt, size int64) (*image, error) {
 // the end of the file, or a section or segment that lies outside it.
 var ErrTruncated = errors.New("file is truncated")
 
-// edgeReader records the first read that fails, so that an io.EOF from a
-// debug/* parser can say where the file ended.
+// edgeReader records the last read that failed, the one a debug/* parser
+// gave up on, so that its io.EOF can say where the file ended.
 type edgeReader struct {
 	r      io.ReaderAt
 	size   int64 // the file's size, or the largest int64 if unknown
 	failed bool
-	off    int64 // offset and length of the first failed read
+	off    int64 // offset and length of the last failed read
 	n      int
 }
 
 func (e *edgeReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := e.r.ReadAt(p, off)
-	if err != nil && !e.failed {
+	if err != nil {
 		e.failed, e.off, e.n = true, off, len(p)
 	}
 	return n, err

@@ -67,6 +67,9 @@ func parsePELayout(data []byte) (*peLayout, error) {
 		return nil, fmt.Errorf("PE: file alignment %#x or section alignment %#x is not a power of two", l.fileAlign, l.sectAlign)
 	}
 	n := uint64(len(data))
+	if l.sizeHeaders > n {
+		return nil, fmt.Errorf("PE: SizeOfHeaders (at %#x) %#x is larger than the %d-byte file", l.optAt+60, l.sizeHeaders, n)
+	}
 	if err := checkAlign(fmt.Sprintf("PE: FileAlignment (at %#x)", l.optAt+36), l.fileAlign, n); err != nil {
 		return nil, err
 	}

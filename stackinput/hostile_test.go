@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
@@ -45,7 +47,7 @@ func costCeiling(n int) uint64 { return 3 * uint64(MaxCost(int64(n))) }
 // profiles still read.
 func TestHostilePprof(t *testing.T) {
 	rep := func(unit []byte, n int) []byte { return bytes.Repeat(unit, n/len(unit)) }
-	real := cpuProfile(t)
+	real := seedProfile(t)
 	tests := []struct {
 		name   string
 		data   []byte
@@ -93,6 +95,24 @@ func TestHostilePprof(t *testing.T) {
 	}
 }
 
+// seedProfile returns the real CPU profile FuzzReadPprof is seeded with
+// (testdata/fuzz/FuzzReadPprof/in-process), gzipped as pprof writes it.
+// Reading it, rather than profiling, keeps the tests independent of how
+// many samples a loaded machine gives.
+func seedProfile(t *testing.T) []byte {
+	b, err := os.ReadFile("testdata/fuzz/FuzzReadPprof/in-process")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lit, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	lit = strings.TrimSuffix(strings.TrimPrefix(lit, "[]byte("), ")")
+	data, err := strconv.Unquote(lit)
+	if err != nil || !isGzip([]byte(data)) {
+		t.Fatalf("seed corpus file: %v", err)
+	}
+	return []byte(data)
+}
+
 func mustGunzip(t *testing.T, data []byte) []byte {
 	out, err := gunzip(data, 1<<30)
 	if err != nil {
@@ -119,7 +139,7 @@ func TestPprofCostBound(t *testing.T) {
 		t.Logf("% x: estimate %d, allocated %d", unit, est, got)
 	}
 	// A real profile's estimate.
-	data := mustGunzip(t, cpuProfile(t))
+	data := mustGunzip(t, seedProfile(t))
 	got := allocatedBy(func() { profile.ParseData(data) })
 	est, _ := pprofCost(data, 1<<62)
 	if uint64(est) < got {
