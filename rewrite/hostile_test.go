@@ -173,7 +173,7 @@ func TestPcHeaderCounts(t *testing.T) {
 				{"nfunc", 8, []uint64{nfunc + 1, 1 << 31, 1<<32 - 1, 1 << 63, 1<<64 - 1}},
 				{"nfiles", 8 + ps, []uint64{uint64(f.Sizes.FileTab) + 1, 1<<32 - 1, 1<<64 - 1}},
 			}
-			if testenv.Long() {
+			if testenv.Full() {
 				// Values a rewrite accepts: a whole rewrite and
 				// verification each.
 				fields = append(fields, struct {
@@ -367,7 +367,7 @@ func hostileValues(fd headerField) []uint64 {
 // never panic, and stay within the allocation ceiling and a small output.
 // PCTAB_LONG=1 also sets every offset and size.
 func TestHostileHeaders(t *testing.T) {
-	long := testenv.Long()
+	long := testenv.Full()
 	for _, cfg := range hostileTargets {
 		t.Run(cfg.GOOS+"-"+cfg.GOARCH, func(t *testing.T) {
 			data, err := os.ReadFile(testbuild.Build(t, cfg))
