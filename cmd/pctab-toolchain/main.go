@@ -184,6 +184,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "compare":
 		return runCompare(ctx, get, args[1:], stdout, stderr)
+	case "libbench":
+		return runLibbench(ctx, get, args[1:], stdout, stderr)
 	}
 	usage(stderr)
 	return fmt.Errorf("unknown subcommand %q", args[0])

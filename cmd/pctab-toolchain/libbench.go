@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pctab/pctab/internal/libbench"
+	"github.com/pctab/pctab/toolchain"
+)
+
+// runLibbench runs the real-library benchmark suite (package
+// internal/libbench): it fetches the pinned libraries through the module
+// proxy into a work module under the cache directory, builds their
+// benchmarks with the stock toolchain and in each runtime flavour, runs
+// them round-robin and prints the summary (ratios to stock with 95%
+// intervals, each library's geomean, the price of caller information).
+// With -tests it instead runs the libraries' own tests stock and in each
+// patched flavour and compares their normalized output. With -summary it
+// summarizes an earlier run's results file.
+func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("libbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	outDir := fs.String("o", "", "write the results (libbench.txt, summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
+	count := fs.Int("count", 8, "rounds, each running every benchmark in every flavour once")
+	benchtime := fs.String("benchtime", "100ms", "-test.benchtime of each benchmark")
+	flavours := fs.String("flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
+	libs := fs.String("libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
+	tests := fs.Bool("tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
+	summary := fs.String("summary", "", "summarize the results `file` of an earlier run and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("libbench: unexpected arguments %q", fs.Args())
+	}
+	suite := libbench.Suite()
+	if *summary != "" {
+		f, err := os.Open(*summary)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return libbench.Summarize(f, stdout, suite)
+	}
+	selected, err := libbench.Select(suite, split(*libs))
+	if err != nil {
+		return err
+	}
+	fls, err := selectFlavours(split(*flavours))
+	if err != nil {
+		return err
+	}
+	tc, err := get()
+	if err != nil {
+		return err
+	}
+	work, err := libbench.DefaultWorkDir()
+	if err != nil {
+		return err
+	}
+	if err := libbench.Prepare(ctx, tc, work, selected, stderr); err != nil {
+		return err
+	}
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
+	}
+	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime}
+	if *tests {
+		w := stdout
+		if *outDir != "" {
+			f, err := os.Create(filepath.Join(*outDir, "tests.txt"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w = io.MultiWriter(stdout, f)
+		}
+		return libbench.Compare(ctx, o, w, stderr)
+	}
+	bins, err := os.MkdirTemp("", "pctab-libbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bins)
+	o.BinDir = bins
+	resPath := filepath.Join(bins, "libbench.txt")
+	if *outDir != "" {
+		resPath = filepath.Join(*outDir, "libbench.txt")
+	}
+	f, err := os.Create(resPath)
+	if err != nil {
+		return err
+	}
+	err = libbench.Run(ctx, o, f, stderr)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	f, err = os.Open(resPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := stdout
+	if *outDir != "" {
+		sf, err := os.Create(filepath.Join(*outDir, "summary.txt"))
+		if err != nil {
+			return err
+		}
+		defer sf.Close()
+		w = io.MultiWriter(stdout, sf)
+		fmt.Fprintf(stderr, "pctab-toolchain: results in %s; compare with: benchstat -col toolchain %s\n", resPath, resPath)
+	}
+	return libbench.Summarize(f, w, suite)
+}
+
+// selectFlavours returns the flavours of toolchain.Flavours named in
+// names (all if none), in its order; the stock one is always included.
+func selectFlavours(names []string) ([]toolchain.Flavour, error) {
+	all := toolchain.Flavours()
+	if len(names) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []toolchain.Flavour
+	for _, fl := range all {
+		if want[fl.Name] || fl.Stock {
+			out = append(out, fl)
+		}
+		delete(want, fl.Name)
+	}
+	for n := range want {
+		return nil, fmt.Errorf("libbench: no flavour %q (have %s)", n, flavourNames(all))
+	}
+	return out, nil
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func flavourNames(fls []toolchain.Flavour) string {
+	var names []string
+	for _, fl := range fls {
+		names = append(names, fl.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func libraryNames(libs []libbench.Library) string {
+	var names []string
+	for _, l := range libs {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,167 @@
+package libbench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pctab/pctab/toolchain"
+)
+
+// ErrOutputDiffers is returned by Compare when a library's tests print
+// something else with the patched toolchain than with stock Go.
+var ErrOutputDiffers = errors.New("libbench: the tests' output differs from stock Go's")
+
+// A TestRun is the normalized output of one package's tests in one
+// flavour.
+type TestRun struct {
+	Package string
+	Flavour string
+	Output  string // normalized (Normalize)
+	Exit    int    // the go command's exit status
+}
+
+// Compare runs the tests of every library's Tests packages (go test
+// -count=1 -v, in the work module) with the stock toolchain and in every
+// patched flavour, and compares each patched run's normalized output and
+// exit status with stock's. Where they differ it runs stock again: output
+// that stock itself does not repeat is nondeterministic and reported as
+// such, not as a difference. It writes one line per package and flavour to
+// w, with the first differing lines, and returns ErrOutputDiffers if any
+// patched run differs from stock's repeatable output.
+func Compare(ctx context.Context, o Options, w, log io.Writer) error {
+	roots := []string{o.Toolchain.GOROOT, o.Toolchain.TwinGOROOT, o.Toolchain.StockRoot}
+	var stock *toolchain.Flavour
+	for i := range o.Flavours {
+		if o.Flavours[i].Stock {
+			stock = &o.Flavours[i]
+			break
+		}
+	}
+	if stock == nil {
+		return errors.New("libbench: no stock flavour to compare with")
+	}
+	differ := false
+	for _, l := range o.Libraries {
+		for _, pkg := range l.Tests {
+			base, err := testRun(ctx, o, *stock, pkg, roots, log)
+			if err != nil {
+				return err
+			}
+			var again *TestRun
+			for _, fl := range o.Flavours {
+				if fl.Stock {
+					continue
+				}
+				got, err := testRun(ctx, o, fl, pkg, roots, log)
+				if err != nil {
+					return err
+				}
+				status := fmt.Sprintf("%d lines, exit status %d", strings.Count(base.Output, "\n"), base.Exit)
+				if got.Output == base.Output && got.Exit == base.Exit {
+					fmt.Fprintf(w, "%-12s %-40s %-18s identical to stock (%s)\n", l.Name, pkg, fl.Name, status)
+					continue
+				}
+				if again == nil {
+					if again, err = testRun(ctx, o, *stock, pkg, roots, log); err != nil {
+						return err
+					}
+				}
+				if again.Output != base.Output || again.Exit != base.Exit {
+					fmt.Fprintf(w, "%-12s %-40s %-18s differs, but so do two stock runs (nondeterministic):\n%s", l.Name, pkg, fl.Name, indent(FirstDiff(base.Output, again.Output, 3)))
+					continue
+				}
+				differ = true
+				fmt.Fprintf(w, "%-12s %-40s %-18s DIFFERS from stock (%s; patched exit status %d):\n%s", l.Name, pkg, fl.Name, status, got.Exit, indent(FirstDiff(base.Output, got.Output, 3)))
+			}
+		}
+	}
+	if differ {
+		return ErrOutputDiffers
+	}
+	return nil
+}
+
+func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg string, roots []string, log io.Writer) (*TestRun, error) {
+	fmt.Fprintf(log, "libbench: go test %s (%s)\n", pkg, fl.Name)
+	args := append([]string{"test", "-count=1", "-v"}, tagArgs(fl)...)
+	cmd := command(ctx, o.Toolchain, &fl, o.WorkDir, append(args, pkg)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	exit := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return nil, fmt.Errorf("libbench: go test %s (%s): %w", pkg, fl.Name, err)
+		}
+		exit = ee.ExitCode()
+	}
+	return &TestRun{Package: pkg, Flavour: fl.Name, Output: Normalize(out.String(), roots), Exit: exit}, nil
+}
+
+var (
+	// "--- PASS: TestX (0.00s)", "=== NAME", "ok  \tpkg\t0.012s", "FAIL\tpkg\t0.3s"
+	elapsedRE = regexp.MustCompile(`\(\d+(\.\d+)?s\)`)
+	pkgTimeRE = regexp.MustCompile(`(?m)^(ok|FAIL|\?)(\s+\S+\s+)\d+(\.\d+)?s`)
+	// "+0x1f" in tracebacks: the patched runtime's code, and so its
+	// functions' PC offsets, differ from stock's; arguments and
+	// pointers ("0xc000012345") differ from run to run.
+	hexRE = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+)
+
+// Normalize returns go test's output with what legitimately differs
+// between toolchains or runs replaced: the GOROOT directories in roots by
+// "$GOROOT", elapsed times by "(T)" and "Ts", and hexadecimal numbers
+// (PC offsets in tracebacks, pointers, goroutine arguments) by "0x?".
+// File names, line numbers, function names and the order of frames stay.
+func Normalize(s string, roots []string) string {
+	roots = slices.Clone(roots)
+	slices.SortFunc(roots, func(a, b string) int { return len(b) - len(a) }) // longest first
+	for _, r := range roots {
+		if r != "" {
+			s = strings.ReplaceAll(s, r, "$GOROOT")
+		}
+	}
+	s = elapsedRE.ReplaceAllString(s, "(T)")
+	s = pkgTimeRE.ReplaceAllString(s, "${1}${2}Ts")
+	return hexRE.ReplaceAllString(s, "0x?")
+}
+
+// FirstDiff returns the first line where a and b differ, with up to
+// context lines before it, as "-" (a) and "+" (b) lines; "" if they are
+// equal.
+func FirstDiff(a, b string, context int) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	i := 0
+	for i < len(al) && i < len(bl) && al[i] == bl[i] {
+		i++
+	}
+	if i == len(al) && i == len(bl) {
+		return ""
+	}
+	var sb strings.Builder
+	for j := max(0, i-context); j < i; j++ {
+		fmt.Fprintf(&sb, " %s\n", al[j])
+	}
+	for j := i; j < min(len(al), i+context); j++ {
+		fmt.Fprintf(&sb, "-%s\n", al[j])
+	}
+	for j := i; j < min(len(bl), i+context); j++ {
+		fmt.Fprintf(&sb, "+%s\n", bl[j])
+	}
+	return sb.String()
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "\t" + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n\t") + "\n"
+}
