@@ -3,6 +3,7 @@ package libbench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +29,8 @@ type TestRun struct {
 }
 
 // Compare runs the tests of every library's Tests packages (go test
-// -count=1 -v, in the work module) with the stock toolchain and in every
+// -count=1 -json, in the work module, printed in a canonical order by
+// ByTest) with the stock toolchain and in every
 // patched flavour, and compares each patched run's normalized output and
 // exit status with stock's. Where they differ it runs stock again: output
 // that stock itself does not repeat is nondeterministic and reported as
@@ -90,10 +92,10 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 
 func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg string, roots []string, log io.Writer) (*TestRun, error) {
 	fmt.Fprintf(log, "libbench: go test %s (%s)\n", pkg, fl.Name)
-	args := append([]string{"test", "-count=1", "-v"}, tagArgs(fl)...)
+	args := append([]string{"test", "-count=1", "-json"}, tagArgs(fl)...)
 	cmd := command(ctx, o.Toolchain, &fl, o.WorkDir, append(args, pkg)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()
 	exit := 0
 	if err != nil {
@@ -103,8 +105,76 @@ func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg string, r
 		}
 		exit = ee.ExitCode()
 	}
-	return &TestRun{Package: pkg, Flavour: fl.Name, Output: Normalize(out.String(), roots), Exit: exit}, nil
+	text, err := ByTest(out.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("libbench: go test -json %s (%s): %w", pkg, fl.Name, err)
+	}
+	return &TestRun{Package: pkg, Flavour: fl.Name, Output: Normalize(text+stderr.String(), roots), Exit: exit}, nil
 }
+
+// A testEvent is a line of go test -json (cmd/test2json).
+type testEvent struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+}
+
+// ByTest returns go test -json's output as text in a canonical order, so
+// that parallel tests' interleaving does not change it: the output of the
+// package (outside any test) in order, then each test's output, tests
+// ordered by name, each with its result. The lines the go command writes
+// only when output switches between tests (=== PAUSE, CONT, NAME) are left
+// out.
+func ByTest(jsonOut []byte) (string, error) {
+	type test struct {
+		out    strings.Builder
+		result string
+	}
+	tests := map[string]*test{}
+	var pkgOut strings.Builder
+	dec := json.NewDecoder(bytes.NewReader(jsonOut))
+	for {
+		var ev testEvent
+		if err := dec.Decode(&ev); err == io.EOF {
+			break
+		} else if err != nil {
+			return "", err
+		}
+		if ev.Test == "" {
+			if ev.Action == "output" || ev.Action == "build-output" {
+				pkgOut.WriteString(ev.Output)
+			}
+			continue
+		}
+		t := tests[ev.Test]
+		if t == nil {
+			t = &test{}
+			tests[ev.Test] = t
+		}
+		switch ev.Action {
+		case "output":
+			if !switchLineRE.MatchString(ev.Output) {
+				t.out.WriteString(ev.Output)
+			}
+		case "pass", "fail", "skip":
+			t.result = ev.Action
+		}
+	}
+	names := make([]string, 0, len(tests))
+	for n := range tests {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var sb strings.Builder
+	sb.WriteString(pkgOut.String())
+	for _, n := range names {
+		fmt.Fprintf(&sb, "### %s: %s\n%s", n, tests[n].result, tests[n].out.String())
+	}
+	return sb.String(), nil
+}
+
+var switchLineRE = regexp.MustCompile(`^=== (PAUSE|CONT|NAME) `)
 
 var (
 	// "--- PASS: TestX (0.00s)", "=== NAME", "ok  \tpkg\t0.012s", "FAIL\tpkg\t0.3s"
