@@ -19,33 +19,43 @@ import (
 // benchmarks with the stock toolchain and in each runtime flavour, runs
 // them round-robin and prints the summary (ratios to stock with 95%
 // intervals, each library's geomean, the price of caller information).
-// With -tests it instead runs the libraries' own tests stock and in each
-// patched flavour and compares their normalized output. With -summary it
-// summarizes an earlier run's results file.
+// With -instructions it counts each benchmark's instructions per operation
+// under cachegrind instead of timing it. With -tests it runs the libraries'
+// own tests stock and in each patched flavour and compares their
+// normalized output. With -summary it summarizes earlier runs' results
+// files.
 func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("libbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	outDir := fs.String("o", "", "write the results (libbench.txt, summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
+	outDir := fs.String("o", "", "write the results (libbench.txt or instructions.txt, its -summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
 	count := fs.Int("count", 8, "rounds, each running every benchmark in every flavour once")
 	benchtime := fs.String("benchtime", "100ms", "-test.benchtime of each benchmark")
 	flavours := fs.String("flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
 	libs := fs.String("libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
 	tests := fs.Bool("tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
-	summary := fs.String("summary", "", "summarize the results `file` of an earlier run and exit")
+	instructions := fs.Bool("instructions", false, "count instructions per operation under cachegrind (one round) instead of timing")
+	summary := fs.Bool("summary", false, "summarize the results files named as arguments (libbench.txt, instructions.txt) and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	suite := libbench.Suite()
+	if *summary {
+		if fs.NArg() == 0 {
+			return fmt.Errorf("libbench: -summary needs results files")
+		}
+		var rs []io.Reader
+		for _, p := range fs.Args() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rs = append(rs, f)
+		}
+		return libbench.Summarize(io.MultiReader(rs...), stdout, suite)
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("libbench: unexpected arguments %q", fs.Args())
-	}
-	suite := libbench.Suite()
-	if *summary != "" {
-		f, err := os.Open(*summary)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		return libbench.Summarize(f, stdout, suite)
 	}
 	selected, err := libbench.Select(suite, split(*libs))
 	if err != nil {
@@ -90,15 +100,19 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	}
 	defer os.RemoveAll(bins)
 	o.BinDir = bins
-	resPath := filepath.Join(bins, "libbench.txt")
+	name, run := "libbench.txt", libbench.Run
+	if *instructions {
+		name, run = "instructions.txt", libbench.Instructions
+	}
+	resPath := filepath.Join(bins, name)
 	if *outDir != "" {
-		resPath = filepath.Join(*outDir, "libbench.txt")
+		resPath = filepath.Join(*outDir, name)
 	}
 	f, err := os.Create(resPath)
 	if err != nil {
 		return err
 	}
-	err = libbench.Run(ctx, o, f, stderr)
+	err = run(ctx, o, f, stderr)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -112,7 +126,7 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	defer f.Close()
 	w := stdout
 	if *outDir != "" {
-		sf, err := os.Create(filepath.Join(*outDir, "summary.txt"))
+		sf, err := os.Create(filepath.Join(*outDir, strings.TrimSuffix(name, ".txt")+"-summary.txt"))
 		if err != nil {
 			return err
 		}

@@ -136,7 +136,7 @@ func TestResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := ReadResults(f)
+	res, err := ReadResults(f, "sec/op")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestRunOneLibrary(t *testing.T) {
 	if err := Run(context.Background(), o, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.Bytes())
 	}
-	res, err := ReadResults(bytes.NewReader(out.Bytes()))
+	res, err := ReadResults(bytes.NewReader(out.Bytes()), "sec/op")
 	if err != nil {
 		t.Fatal(err)
 	}

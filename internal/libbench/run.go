@@ -38,24 +38,9 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 	if o.Count < 1 {
 		o.Count = 1
 	}
-	bins := map[string]string{} // package and flavour -> test binary
-	binKey := func(pkg string, fl toolchain.Flavour) string { return pkg + " " + fl.Name }
-	for _, l := range o.Libraries {
-		for _, t := range l.Targets {
-			for _, fl := range o.Flavours {
-				key := binKey(t.Package, fl)
-				if bins[key] != "" {
-					continue
-				}
-				bin := filepath.Join(o.BinDir, fmt.Sprintf("%d.%s.test", len(bins), fl.Name))
-				fmt.Fprintf(log, "libbench: go test -c %s (%s)\n", t.Package, fl.Name)
-				args := append([]string{"test", "-c", "-o", bin}, tagArgs(fl)...)
-				if _, err := goCmd(ctx, o.Toolchain, &fl, o.WorkDir, append(args, t.Package)...); err != nil {
-					return err
-				}
-				bins[key] = bin
-			}
-		}
+	bins, err := buildTests(ctx, o, log)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
 	header := true
@@ -99,4 +84,31 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+func binKey(pkg string, fl toolchain.Flavour) string { return pkg + " " + fl.Name }
+
+// buildTests builds the test binary of every target's package in every
+// flavour (go test -c in the work module), each once, and returns their
+// paths by binKey.
+func buildTests(ctx context.Context, o Options, log io.Writer) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, l := range o.Libraries {
+		for _, t := range l.Targets {
+			for _, fl := range o.Flavours {
+				key := binKey(t.Package, fl)
+				if bins[key] != "" {
+					continue
+				}
+				bin := filepath.Join(o.BinDir, fmt.Sprintf("%d.%s.test", len(bins), fl.Name))
+				fmt.Fprintf(log, "libbench: go test -c %s (%s)\n", t.Package, fl.Name)
+				args := append([]string{"test", "-c", "-o", bin}, tagArgs(fl)...)
+				if _, err := goCmd(ctx, o.Toolchain, &fl, o.WorkDir, append(args, t.Package)...); err != nil {
+					return nil, err
+				}
+				bins[key] = bin
+			}
+		}
+	}
+	return bins, nil
 }

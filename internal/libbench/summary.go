@@ -1,6 +1,7 @@
 package libbench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -12,9 +13,11 @@ import (
 	"github.com/pctab/pctab/toolchain"
 )
 
-// Results are Run's results, read back: for each library, benchmark and
-// flavour, the times per operation in seconds, in round order.
+// Results are Run's or Instructions' results, read back: for each
+// library, benchmark and flavour, the values of one unit (seconds or
+// instructions per operation), in round order.
 type Results struct {
+	Unit      string
 	Libraries []string                                // in the order of first appearance
 	Keys      map[string][]Key                        // per library, in the order of first appearance
 	Flavours  []string                                // baseline first, then in toolchain.Flavours order, then others by name
@@ -22,11 +25,12 @@ type Results struct {
 	Baseline  string                                  // the stock flavour's name
 }
 
-// ReadResults reads the Go benchmark format as Run writes it (each result
-// under the configuration keys library, variant and toolchain). Results
-// without a library key belong to library "".
-func ReadResults(r io.Reader) (*Results, error) {
-	res := &Results{Keys: map[string][]Key{}, Times: map[string]map[Key]map[string][]float64{}}
+// ReadResults reads the values of unit (benchfmt's: "sec/op" for times,
+// "instructions/op") from the Go benchmark format as Run and Instructions
+// write it (each result under the configuration keys library, variant and
+// toolchain). Results without a library key belong to library "".
+func ReadResults(r io.Reader, unit string) (*Results, error) {
+	res := &Results{Unit: unit, Keys: map[string][]Key{}, Times: map[string]map[Key]map[string][]float64{}}
 	seenFl := map[string]bool{}
 	br := benchfmt.NewReader(r, "results")
 	for br.Scan() {
@@ -37,7 +41,7 @@ func ReadResults(r io.Reader) (*Results, error) {
 		lib, fl := rec.GetConfig("library"), rec.GetConfig("toolchain")
 		k := Key{Variant: rec.GetConfig("variant"), Name: string(rec.Name.Full())}
 		for _, v := range rec.Values {
-			if v.Unit != "sec/op" {
+			if v.Unit != unit {
 				continue
 			}
 			if res.Times[lib] == nil {
@@ -184,12 +188,42 @@ func (r *Results) Price(lib string, p Pair, fl string) (Price, bool) {
 // interval, the U test's p), each library's geomean of the ratios, and for
 // the suite's pairs the price of caller information.
 func Summarize(r io.Reader, w io.Writer, suite []Library) error {
-	res, err := ReadResults(r)
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return err
 	}
-	if res.Baseline == "" || len(res.Flavours) == 0 || res.Flavours[0] != res.Baseline {
-		return fmt.Errorf("libbench: the results have no %q flavour to compare with", res.Baseline)
+	n := 0
+	for _, u := range []struct{ unit, title string }{
+		{"sec/op", "time per operation"},
+		{"instructions/op", "instructions per operation (cachegrind)"},
+	} {
+		res, err := ReadResults(bytes.NewReader(data), u.unit)
+		if err != nil {
+			return err
+		}
+		if len(res.Libraries) == 0 {
+			continue
+		}
+		if res.Baseline == "" || len(res.Flavours) == 0 || res.Flavours[0] != res.Baseline {
+			return fmt.Errorf("libbench: the results have no %q flavour to compare with", res.Baseline)
+		}
+		if n > 0 {
+			fmt.Fprintln(w)
+		}
+		n++
+		fmt.Fprintf(w, "## %s\n\n", u.title)
+		summarizeUnit(res, w, suite)
+	}
+	if n == 0 {
+		return fmt.Errorf("libbench: no results")
+	}
+	return nil
+}
+
+func summarizeUnit(res *Results, w io.Writer, suite []Library) {
+	duration := duration
+	if res.Unit != "sec/op" {
+		duration = func(v float64) string { return fmt.Sprintf("%.0f", v) }
 	}
 	pairs := map[string][]Pair{}
 	for _, l := range suite {
@@ -251,7 +285,11 @@ func Summarize(r io.Reader, w io.Writer, suite []Library) error {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n# goals: every paired interval's upper bound <= 1.03; every price <= 0.6× stock's\n")
+	limit, what := 1.03, "paired intervals' upper bounds"
+	if res.Unit != "sec/op" {
+		limit, what = 1.00, "ratios"
+	}
+	fmt.Fprintf(w, "\n# goals: every one of the %s <= %.2f; every price <= 0.6× stock's\n", what, limit)
 	for _, fl := range res.Flavours[1:] {
 		var worst float64
 		var worstName string
@@ -263,11 +301,15 @@ func Summarize(r io.Reader, w io.Writer, suite []Library) error {
 					continue
 				}
 				total++
-				if c.Paired.Hi > 1.03 {
+				hi := c.Paired.Hi
+				if res.Unit != "sec/op" {
+					hi = c.Ratio
+				}
+				if hi > limit {
 					above++
 				}
-				if c.Paired.Hi > worst || worstName == "" {
-					worst, worstName = c.Paired.Hi, libName(lib)+" "+k.String()
+				if hi > worst || worstName == "" {
+					worst, worstName = hi, libName(lib)+" "+k.String()
 				}
 			}
 		}
@@ -282,9 +324,8 @@ func Summarize(r io.Reader, w io.Writer, suite []Library) error {
 				}
 			}
 		}
-		fmt.Fprintf(w, "%-18s %d of %d intervals above 1.03 (highest %.3f: %s); %d of %d prices <= 0.6× stock's\n", fl, above, total, worst, worstName, priceMet, prices)
+		fmt.Fprintf(w, "%-18s %d of %d above %.2f (highest %.3f: %s); %d of %d prices <= 0.6× stock's\n", fl, above, total, limit, worst, worstName, priceMet, prices)
 	}
-	return nil
 }
 
 func libName(lib string) string {
