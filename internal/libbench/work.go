@@ -52,8 +52,18 @@ func Prepare(ctx context.Context, tc *toolchain.Toolchain, dir string, libs []Li
 		fmt.Fprintf(&gomod, "\t%s %s\n", m.Path, m.Version)
 	}
 	gomod.WriteString(")\n")
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod.Bytes(), 0o644); err != nil {
-		return err
+	// go.mod.pinned keeps the generated go.mod, which go list completes
+	// with the tests' requirements: go.mod is written anew only when
+	// versions.txt changed, so that runs sharing the work module do not
+	// see it change under them.
+	pinned := filepath.Join(dir, "go.mod.pinned")
+	if old, err := os.ReadFile(pinned); err != nil || !bytes.Equal(old, gomod.Bytes()) || !exists(filepath.Join(dir, "go.mod")) {
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), gomod.Bytes(), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(pinned, gomod.Bytes(), 0o644); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "callerbench", "callerbench_test.go"), harnessSource, 0o644); err != nil {
 		return err
@@ -134,4 +144,9 @@ func tagArgs(fl toolchain.Flavour) []string {
 		return nil
 	}
 	return []string{"-tags", strings.Join(fl.Tags, ",")}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
