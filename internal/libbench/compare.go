@@ -184,12 +184,18 @@ var (
 	// functions' PC offsets, differ from stock's; arguments and
 	// pointers ("0xc000012345") differ from run to run.
 	hexRE = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+	// Clock times that log lines print, and klog's header: date, time,
+	// process ID ("I1126 15:01:37.180136   31995 klog_test.go:184]").
+	clockRE = regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`)
+	klogRE  = regexp.MustCompile(`(?m)^([IWEF])\d{4} hh:mm:ss\s+\d+ `)
 )
 
 // Normalize returns go test's output with what legitimately differs
 // between toolchains or runs replaced: the GOROOT directories in roots by
-// "$GOROOT", elapsed times by "(T)" and "Ts", and hexadecimal numbers
-// (PC offsets in tracebacks, pointers, goroutine arguments) by "0x?".
+// "$GOROOT", elapsed times by "(T)" and "Ts", clock times by "hh:mm:ss"
+// (and in klog's header the date by "MMDD", the process ID by "PID"), and
+// hexadecimal numbers (PC
+// offsets in tracebacks, pointers, goroutine arguments) by "0x?".
 // File names, line numbers, function names and the order of frames stay.
 func Normalize(s string, roots []string) string {
 	roots = slices.Clone(roots)
@@ -201,6 +207,8 @@ func Normalize(s string, roots []string) string {
 	}
 	s = elapsedRE.ReplaceAllString(s, "(T)")
 	s = pkgTimeRE.ReplaceAllString(s, "${1}${2}Ts")
+	s = clockRE.ReplaceAllString(s, "hh:mm:ss")
+	s = klogRE.ReplaceAllString(s, "${1}MMDD hh:mm:ss PID ")
 	return hexRE.ReplaceAllString(s, "0x?")
 }
 

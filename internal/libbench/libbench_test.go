@@ -269,6 +269,7 @@ func TestNormalize(t *testing.T) {
 		{"FAIL\tgithub.com/pkg/errors\t0.014s", "FAIL\tgithub.com/pkg/errors\t0.3s"},
 		{"\t/usr/local/go/src/testing/testing.go:2036 +0x1f", "\t/root/.cache/pctab-toolchain/k/go/src/testing/testing.go:2036 +0x2b"},
 		{"main.f(0xc000012345, 0x2)", "main.f(0xc000098765, 0x3)"},
+		{"E1126 15:01:37.180136    1234 klog_test.go:242] test", "E1127 09:00:00.000001   54321 klog_test.go:242] test"},
 	} {
 		if a, b := Normalize(tt.stock, roots), Normalize(tt.patched, roots); a != b {
 			t.Errorf("Normalize(%q) = %q, Normalize(%q) = %q", tt.stock, a, tt.patched, b)
@@ -279,6 +280,8 @@ func TestNormalize(t *testing.T) {
 		{"github.com/pkg/errors.TestFormatNew", "github.com/pkg/errors.TestFormatWrap"},
 		{"--- PASS: TestX (0.00s)", "--- FAIL: TestX (0.00s)"},
 		{"format_test.go:26", "format_test.go:27"},
+		{"E1126 15:01:37.180136    1234 klog_test.go:242] test", "E1126 15:01:37.180136    1234 klog_test.go:243] test"},
+		{"I1126 15:01:37.180136    1234 klog_test.go:242] test", "E1126 15:01:37.180136    1234 klog_test.go:242] test"},
 	} {
 		if a, b := Normalize(tt.stock, roots), Normalize(tt.patched, roots); a == b {
 			t.Errorf("Normalize makes %q and %q equal: %q", tt.stock, tt.patched, a)
