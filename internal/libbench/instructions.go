@@ -11,16 +11,24 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pctab/pctab/toolchain"
 )
 
-// Instruction counts: each benchmark runs alone under cachegrind, twice,
-// with -test.benchtime=InstrLowx and InstrHighx; the difference of the
-// process's instruction counts over InstrHigh-InstrLow iterations is the
-// benchmark's instructions per operation, free of the start-up and of the
-// b.N=1 run that both runs share.
+// Instruction counts: each benchmark runs alone under cachegrind with
+// -test.benchtime=InstrLowx and with InstrLow+n iterations; the difference
+// of the process's instruction counts over n iterations is the benchmark's
+// instructions per operation, free of the start-up and of the b.N=1 run
+// that both runs share. The runtime's background work (sysmon, timers)
+// adds instructions that grow with the run's wall time, which valgrind and
+// the machine's load make long: n is chosen so that the n iterations take
+// about InstrWork instructions (at least InstrMinN), measured on a stock
+// calibration run of InstrLow+InstrMinN iterations, and the longer run is
+// made twice and its smaller count kept (background work only adds).
 const (
 	InstrLow  = 200
-	InstrHigh = 1200
+	InstrMinN = 1000
+	InstrWork = 50e6
 )
 
 // Instructions builds the targets' tests in every flavour, as Run does,
@@ -52,7 +60,11 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, l := range o.Libraries {
 		for _, t := range l.Targets {
-			args := append([]string{"-test.run=^$", "-test.bench=" + t.Bench, "-test.benchtime=1x", "-test.count=1", "-test.cpu=1"}, t.Args...)
+			bench := t.Bench
+			if t.InstrBench != "" {
+				bench = t.InstrBench
+			}
+			args := append([]string{"-test.run=^$", "-test.bench=" + bench, "-test.benchtime=1x", "-test.count=1", "-test.cpu=1"}, t.Args...)
 			cmd := exec.CommandContext(ctx, bins[binKey(t.Package, o.Flavours[*stock])], args...)
 			cmd.Dir = o.WorkDir
 			out, err := cmd.Output()
@@ -66,19 +78,44 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 				}
 			}
 			for _, name := range names {
-				for _, fl := range o.Flavours {
-					var counts [2]uint64
-					for i, n := range []int{InstrLow, InstrHigh} {
-						fmt.Fprintf(log, "libbench: cachegrind %s %s -test.benchtime=%dx (%s)\n", name, t.Variant, n, fl.Name)
-						if counts[i], err = countInstructions(ctx, o, bins[binKey(t.Package, fl)], name, n, t.Args); err != nil {
+				count := func(fl toolchain.Flavour, iters int) (uint64, error) {
+					fmt.Fprintf(log, "libbench: cachegrind %s %s -test.benchtime=%dx (%s)\n", name, t.Variant, iters, fl.Name)
+					return countInstructions(ctx, o, bins[binKey(t.Package, fl)], name, iters, t.Args)
+				}
+				stockLow, err := count(o.Flavours[*stock], InstrLow)
+				if err != nil {
+					return err
+				}
+				cal, err := count(o.Flavours[*stock], InstrLow+InstrMinN)
+				if err != nil {
+					return err
+				}
+				n := InstrMinN
+				if cal > stockLow {
+					n = max(InstrMinN, int(InstrWork/(float64(cal-stockLow)/InstrMinN)))
+				}
+				for i, fl := range o.Flavours {
+					low := stockLow
+					if i != *stock {
+						if low, err = count(fl, InstrLow); err != nil {
 							return err
 						}
 					}
-					if counts[1] < counts[0] {
-						return fmt.Errorf("libbench: %s (%s): %d iterations took fewer instructions (%d) than %d (%d)", name, fl.Name, InstrHigh, counts[1], InstrLow, counts[0])
+					var high uint64
+					for range 2 {
+						c, err := count(fl, InstrLow+n)
+						if err != nil {
+							return err
+						}
+						if high == 0 || c < high {
+							high = c
+						}
+					}
+					if high < low {
+						return fmt.Errorf("libbench: %s (%s): %d iterations took fewer instructions (%d) than %d (%d)", name, fl.Name, InstrLow+n, high, InstrLow, low)
 					}
 					fmt.Fprintf(bw, "library: %s\nvariant: %s\ntoolchain: %s\npkg: %s\n", l.Name, t.Variant, fl.Name, t.Package)
-					fmt.Fprintf(bw, "%s\t%d\t%.1f instructions/op\n", name, InstrHigh-InstrLow, float64(counts[1]-counts[0])/float64(InstrHigh-InstrLow))
+					fmt.Fprintf(bw, "%s\t%d\t%.1f instructions/op\n", name, n, float64(high-low)/float64(n))
 				}
 				if err := bw.Flush(); err != nil {
 					return err

@@ -75,6 +75,9 @@ type Target struct {
 	Bench   string   // -test.bench
 	Variant string   // label of Args, the "variant" configuration key; "" for none
 	Args    []string // more test binary flags, e.g. slog's -nopc
+	// InstrBench, if set, narrows Bench for Instructions, whose
+	// cachegrind runs are slow.
+	InstrBench string
 }
 
 // A Pair is a benchmark with caller information and the same without it.
@@ -116,13 +119,14 @@ func Suite() []Library {
 		slogPairs = append(slogPairs, Pair{"slog " + h + ": AddSource on vs off", k("SlogSource/" + h + "/source"), k("SlogSource/" + h + "/nosource")})
 	}
 	const slogAttrs = "^BenchmarkAttrs$/^(fastText|Text|JSON)_discard$"
+	const slog5 = slogAttrs + "/^5_args$"
 	return []Library{
 		{
 			Name: "slog",
 			Hot:  "slog.Logger.log and logAttrs: runtime.Callers(3, pcs[:1]) on every enabled record; Record.Source (AddSource): runtime.CallersFrames",
 			Targets: []Target{
-				{Package: "log/slog/internal/benchmarks", Bench: slogAttrs},
-				{Package: "log/slog/internal/benchmarks", Bench: slogAttrs, Variant: "nopc", Args: []string{"-nopc"}},
+				{Package: "log/slog/internal/benchmarks", Bench: slogAttrs, InstrBench: slog5},
+				{Package: "log/slog/internal/benchmarks", Bench: slogAttrs, Variant: "nopc", Args: []string{"-nopc"}, InstrBench: slog5},
 				{Package: HarnessPackage, Bench: "^BenchmarkSlogSource$"},
 			},
 			Pairs: slogPairs,
