@@ -13,7 +13,7 @@ import (
 	"github.com/pctab/pctab/toolchain"
 )
 
-// Options configure [Run] and [Compare].
+// Options configure [Run], [Instructions] and [Compare].
 type Options struct {
 	Toolchain *toolchain.Toolchain
 	Flavours  []toolchain.Flavour // builds to compare; the first stock one is the baseline
