@@ -56,6 +56,7 @@ func program() *cli.Program {
 			benchCommand,
 			summaryCommand,
 			compareCommand,
+			libbenchCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
 		},
 	}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/libbench"
+	"github.com/pctab/pctab/toolchain"
+)
+
+// libbenchCommand is "pctab-toolchain libbench": the real-library
+// benchmark suite (package internal/libbench).
+var libbenchCommand = &cli.Command{
+	Name:  "libbench",
+	Args:  "[-o DIR] [-count N] [-benchtime T] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
+	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
+	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
+		"module proxy into a work module under the cache directory, builds their\n" +
+		"benchmarks with the stock toolchain and in each runtime flavour, runs them\n" +
+		"round-robin and prints the summary: ratios to stock with 95% intervals, each\n" +
+		"library's geomean, and the price of caller information. -instructions counts\n" +
+		"instructions per operation under cachegrind instead of timing; -tests runs the\n" +
+		"libraries' own tests stock and in each flavour and compares their normalized\n" +
+		"output; -summary summarizes earlier results files.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		var o libbenchFlags
+		fs.StringVar(&o.outDir, "outputdir", "", "write the results (libbench.txt or instructions.txt, its -summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
+		fs.IntVar(&o.count, "count", 8, "`n` rounds, each running every benchmark in every flavour once")
+		fs.StringVar(&o.benchtime, "benchtime", "100ms", "-test.benchtime of each benchmark")
+		fs.StringVar(&o.flavours, "flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
+		fs.StringVar(&o.libs, "libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
+		fs.BoolVar(&o.tests, "tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
+		fs.BoolVar(&o.instructions, "instructions", false, "count instructions per operation under cachegrind (one round) instead of timing")
+		fs.BoolVar(&o.summary, "summary", false, "summarize the results files named as arguments (libbench.txt, instructions.txt) and exit")
+		return func(env *cli.Env, args []string) error {
+			if o.summary && len(args) == 0 {
+				return cli.Usagef("-summary needs results files")
+			}
+			if !o.summary && len(args) > 0 {
+				return cli.Usagef("unexpected arguments %q", args)
+			}
+			if o.count < 1 {
+				return cli.Usagef("-count=%d: must be at least 1", o.count)
+			}
+			return runLibbench(env.Ctx, func() (*toolchain.Toolchain, error) { return getToolchain(env) }, o, args, env.Stdout, env.Stderr)
+		}
+	},
+}
+
+// libbenchFlags are libbench's flags.
+type libbenchFlags struct {
+	outDir, benchtime, flavours, libs string
+	count                             int
+	tests, instructions, summary      bool
+}
+
+// runLibbench runs libbench with its flags parsed; args are -summary's
+// files.
+func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), fl libbenchFlags, args []string, stdout, stderr io.Writer) error {
+	outDir, count, benchtime, flavours, libs := &fl.outDir, &fl.count, &fl.benchtime, &fl.flavours, &fl.libs
+	tests, instructions, summary := &fl.tests, &fl.instructions, &fl.summary
+	suite := libbench.Suite()
+	if *summary {
+		var rs []io.Reader
+		for _, p := range args {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			rs = append(rs, f)
+		}
+		return libbench.Summarize(io.MultiReader(rs...), stdout, suite)
+	}
+	selected, err := libbench.Select(suite, split(*libs))
+	if err != nil {
+		return err
+	}
+	fls, err := selectFlavours(split(*flavours))
+	if err != nil {
+		return err
+	}
+	tc, err := get()
+	if err != nil {
+		return err
+	}
+	work, err := libbench.DefaultWorkDir()
+	if err != nil {
+		return err
+	}
+	if err := libbench.Prepare(ctx, tc, work, selected, stderr); err != nil {
+		return err
+	}
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
+	}
+	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime}
+	if *tests {
+		w := stdout
+		if *outDir != "" {
+			f, err := os.Create(filepath.Join(*outDir, "tests.txt"))
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			w = io.MultiWriter(stdout, f)
+		}
+		return libbench.Compare(ctx, o, w, stderr)
+	}
+	bins, err := os.MkdirTemp("", "pctab-libbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(bins)
+	o.BinDir = bins
+	name, run := "libbench.txt", libbench.Run
+	if *instructions {
+		name, run = "instructions.txt", libbench.Instructions
+	}
+	resPath := filepath.Join(bins, name)
+	if *outDir != "" {
+		resPath = filepath.Join(*outDir, name)
+	}
+	f, err := os.Create(resPath)
+	if err != nil {
+		return err
+	}
+	err = run(ctx, o, f, stderr)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	f, err = os.Open(resPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := stdout
+	if *outDir != "" {
+		sf, err := os.Create(filepath.Join(*outDir, strings.TrimSuffix(name, ".txt")+"-summary.txt"))
+		if err != nil {
+			return err
+		}
+		defer sf.Close()
+		w = io.MultiWriter(stdout, sf)
+		fmt.Fprintf(stderr, "pctab-toolchain: results in %s; compare with: benchstat -col toolchain %s\n", resPath, resPath)
+	}
+	return libbench.Summarize(f, w, suite)
+}
+
+// selectFlavours returns the flavours of toolchain.Flavours named in
+// names (all if none), in its order; the stock one is always included.
+func selectFlavours(names []string) ([]toolchain.Flavour, error) {
+	all := toolchain.Flavours()
+	if len(names) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []toolchain.Flavour
+	for _, fl := range all {
+		if want[fl.Name] || fl.Stock {
+			out = append(out, fl)
+		}
+		delete(want, fl.Name)
+	}
+	for n := range want {
+		return nil, fmt.Errorf("libbench: no flavour %q (have %s)", n, flavourNames(all))
+	}
+	return out, nil
+}
+
+func split(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func flavourNames(fls []toolchain.Flavour) string {
+	var names []string
+	for _, fl := range fls {
+		names = append(names, fl.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func libraryNames(libs []libbench.Library) string {
+	var names []string
+	for _, l := range libs {
+		names = append(names, l.Name)
+	}
+	return strings.Join(names, ",")
+}
