@@ -456,6 +456,10 @@ func FuzzRequest(f *testing.F) {
 		}
 		switch w.Code {
 		case 200, 400, 403, 404, 405, 503:
+		case 301, 307, 308: // http.ServeMux cleaning a path: "/." to "/"
+			if loc := w.Header().Get("Location"); !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") {
+				t.Fatalf("%q: redirect to %q, off this server", target, loc)
+			}
 		default:
 			t.Fatalf("%q (Host %q): %d %s", target, host, w.Code, w.Body.Bytes())
 		}
