@@ -318,7 +318,7 @@ var aggCommand = &cli.Command{
 // serveCommand is "pctab-trace serve": the timeline viewer.
 var serveCommand = &cli.Command{
 	Name:  "serve",
-	Args:  "[-addr HOST:PORT] STORE",
+	Args:  "[-addr HOST:PORT] [-allowhost LIST] STORE",
 	Short: "serve the zoomable timeline viewer",
 	Long: "Serve serves the store's zoomable timeline viewer (package tracestore/view) over\n" +
 		"HTTP until it is stopped.",
