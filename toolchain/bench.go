@@ -20,16 +20,20 @@ type Flavour struct {
 	Stock bool
 }
 
-// Flavours returns the builds Bench compares: the stock toolchain, and the
-// patched one with spec tables (linear) and compact-fast tables (linear-cf),
-// each with the pcvalue cache kept and removed (-nocache). All derive
-// function lengths from the functab.
+// Flavours returns the builds Bench compares: the stock toolchain; the
+// patched toolchain's default flavour (no tags: compact-fast tables and the
+// direct-mapped pcvalue cache); and the earlier flavours, spec tables
+// (linear) and compact-fast tables (linear-cf), each with the stock
+// pcvalue cache and without a cache (-nocache). All derive function
+// lengths from the functab. The stock flavour is first and the default
+// second.
 func Flavours() []Flavour {
 	return []Flavour{
 		{Name: "stock", Stock: true},
-		{Name: "linear"},
-		{Name: "linear-nocache", Tags: []string{NoCacheTag}},
-		{Name: "linear-cf", Tags: []string{CompactFastTag}},
+		{Name: "default"},
+		{Name: "linear", Tags: []string{SpecTag, StockCacheTag}},
+		{Name: "linear-nocache", Tags: []string{SpecTag, NoCacheTag}},
+		{Name: "linear-cf", Tags: []string{CompactFastTag, StockCacheTag}},
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
 	}
 }

@@ -9,13 +9,15 @@
 //   - go: a copy of the local GOROOT with the patch applied and cmd/link
 //     rebuilt from the patched sources. Programs built with it carry linear
 //     tables and a runtime that reads them. The runtime's build tags choose
-//     the format and the linker follows (it reads runtime.linearFormat):
-//     by default spec tables whose function lengths are derived from the
-//     functab (pcHeader magic 0xffffffe2, objscan.LinearDerivedMagic);
-//     [CompactFastTag] selects the compact-fast variant, [FuncFieldTag] a
-//     length field in every _func (magic 0xffffffe1, objscan.LinearMagic),
-//     and [NoCacheTag] removes the runtime's pcvalue cache. [Formats] lists
-//     the table formats.
+//     the format and the linker follows (it reads runtime.linearFormat).
+//     With no tags it builds the default flavour: compact-fast tables whose
+//     function lengths are derived from the functab (pcHeader magic
+//     0xffffffe2, objscan.LinearDerivedMagic), read through a per-M
+//     direct-mapped pcvalue cache that needs no acquirem. [SpecTag]
+//     selects the spec variant, [FuncFieldTag] a length field in every
+//     _func (magic 0xffffffe1, objscan.LinearMagic), [StockCacheTag] the
+//     stock per-M pcvalue cache and [NoCacheTag] no cache. [Formats] lists
+//     the table formats and [Flavours] the runtime flavours Bench compares.
 //   - twin: the same patched sources with the stock linker. It builds the
 //     stock twin of a program: the same code at the same addresses with
 //     varint tables, the independent truth [Check] compares against.
@@ -55,13 +57,22 @@ import (
 var Patch []byte
 
 // The build tags that select a runtime flavour (go build -tags); the linker
-// writes what the runtime it links reads.
+// writes what the runtime it links reads. With none, the toolchain builds
+// the default flavour: compact-fast tables, lengths derived from the
+// functab, and the direct-mapped pcvalue cache.
 const (
-	// NoCacheTag removes the runtime's per-M pcvalue cache.
-	NoCacheTag = "pctab_nocache"
-	// CompactFastTag selects linearpc's compact-fast variant instead of
-	// the spec.
+	// SpecTag selects linearpc's spec variant instead of compact-fast.
+	SpecTag = "pctab_spec"
+	// CompactFastTag selects linearpc's compact-fast variant. It is the
+	// default variant, so the tag changes nothing; it is kept so that
+	// the tag lists of earlier comparisons still build what they built.
 	CompactFastTag = "pctab_compactfast"
+	// StockCacheTag replaces the default flavour's pcvalue cache with the
+	// stock one (2 sets of 8 entries per M, under acquirem), as the
+	// patched runtime had before the default flavour.
+	StockCacheTag = "pctab_stockcache"
+	// NoCacheTag removes the runtime's pcvalue cache.
+	NoCacheTag = "pctab_nocache"
 	// FuncFieldTag stores each function's length in a uint32 _func field
 	// (magic 0xffffffe1) instead of deriving it from the functab (magic
 	// 0xffffffe2, the default).
@@ -153,9 +164,15 @@ func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, err
 	if err := os.WriteFile(filepath.Join(tmp, "done"), []byte(version+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	os.RemoveAll(dir) // a half-made directory of an interrupted run
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
+		// Another process built it meanwhile: use its copy.
+		if _, serr := os.Stat(filepath.Join(dir, "done")); serr == nil {
+			return tc, nil
+		}
+		os.RemoveAll(dir) // a half-made directory of an interrupted run
+		if err := os.Rename(tmp, dir); err != nil {
+			return nil, err
+		}
 	}
 	return tc, nil
 }
@@ -305,13 +322,14 @@ type Format struct {
 
 // Formats returns the formats the patched toolchain writes: the spec and
 // compact-fast variants, each with function lengths derived from the
-// functab (the default, no bytes) or stored in a _func field.
+// functab (no bytes) or stored in a _func field. The last,
+// compact-fast with derived lengths, is the default.
 func Formats() []Format {
 	return []Format{
-		{Name: "spec-field", Tags: []string{FuncFieldTag}},
-		{Name: "spec"},
-		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
-		{Name: "compact-fast", Tags: []string{CompactFastTag}},
+		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
+		{Name: "spec", Tags: []string{SpecTag}},
+		{Name: "compact-fast-field", Tags: []string{FuncFieldTag}},
+		{Name: "compact-fast"},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
@@ -29,7 +30,8 @@ func TestPatchedFiles(t *testing.T) {
 	want := map[string]bool{
 		"src/cmd/link/internal/ld/pcln.go": true, "src/cmd/link/internal/ld/pclinear.go": true,
 		"src/runtime/symtab.go": true, "src/runtime/symtab_linear.go": true, "src/runtime/symtab_linear_cf.go": true,
-		"src/runtime/symtab_linear_derived.go": true, "src/debug/gosym/pclntab.go": true,
+		"src/runtime/symtab_linear_derived.go": true, "src/runtime/symtab_linear_dmcache.go": true,
+		"src/runtime/runtime2.go": true, "src/debug/gosym/pclntab.go": true,
 	}
 	for _, f := range files {
 		delete(want, f)
@@ -87,9 +89,7 @@ func buildFor(t *testing.T, tc *Toolchain, goarch string, twin bool, tags ...str
 }
 
 func testToolchain(t *testing.T) *Toolchain {
-	if testing.Short() {
-		t.Skip("builds the patched toolchain and the standard library with it")
-	}
+	testenv.SkipUnlessLong(t, "builds the patched toolchain and the standard library with it")
 	cache, err := DefaultCacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -102,20 +102,20 @@ func testToolchain(t *testing.T) *Toolchain {
 }
 
 // TestRuntime builds a program with the patched toolchain in every runtime
-// flavour (spec and compact-fast tables, lengths derived or in a _func
-// field, with and without the pcvalue cache), checks its tables against its
+// flavour (the default; spec and compact-fast tables, lengths derived or in
+// a _func field, with the stock pcvalue cache and without one), checks its tables against its
 // twin, and asks its runtime about every PC of every function (FuncForPC,
 // FileLine, and the runtime's own funcspdelta and pcdatavalue), comparing
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {NoCacheTag}, {CompactFastTag}, {CompactFastTag, NoCacheTag}, {FuncFieldTag}, {CompactFastTag, FuncFieldTag}} {
+	for _, tags := range [][]string{nil, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {StockCacheTag}, {NoCacheTag}, {FuncFieldTag}, {SpecTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
-			wantVariant, wantDerived := "spec", !slices.Contains(tags, FuncFieldTag)
-			if slices.Contains(tags, CompactFastTag) {
-				wantVariant = "compact-fast"
+			wantVariant, wantDerived := "compact-fast", !slices.Contains(tags, FuncFieldTag)
+			if slices.Contains(tags, SpecTag) {
+				wantVariant = "spec"
 			}
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
 				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
@@ -126,7 +126,7 @@ func TestRuntime(t *testing.T) {
 }
 
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
-// linux/s390x under qemu-user, in the default and compact-fast flavours:
+// linux/s390x under qemu-user, in the default flavour and with spec tables:
 // the runtime's decoders answer every PC of their own binary as linearpc
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
@@ -137,7 +137,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {CompactFastTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))

@@ -12,10 +12,12 @@
 //	pctab-toolchain summary FILE...       summarize bench's results against stock (benchstat's statistics)
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
 //
-// The patched go command builds spec tables with lengths derived from the
-// functab by default; -tags pctab_compactfast selects the compact-fast
-// variant, pctab_funcfield a length field in _func, and pctab_nocache
-// removes the runtime's pcvalue cache.
+// The patched go command builds the default flavour with no tags:
+// compact-fast tables with lengths derived from the functab, read through a
+// direct-mapped per-M pcvalue cache. -tags pctab_spec selects the spec
+// variant, pctab_funcfield a length field in _func, pctab_stockcache the
+// stock pcvalue cache and pctab_nocache none (pctab_compactfast is
+// accepted and changes nothing).
 package main
 
 import (
