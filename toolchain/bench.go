@@ -59,27 +59,9 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 		o.Count = 1
 	}
 	flavours := Flavours()
-	bins := make([]string, len(flavours))
-	for i, fl := range flavours {
-		bins[i] = filepath.Join(o.Work, fl.Name+".test")
-		args := []string{"test", "-c", "-o", bins[i]}
-		if len(fl.Tags) > 0 {
-			args = append(args, "-tags", strings.Join(fl.Tags, ","))
-		}
-		args = append(args, o.Package)
-		var cmd *exec.Cmd
-		if fl.Stock {
-			cmd = exec.CommandContext(ctx, tc.StockGoCommand(), args...)
-			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
-		} else {
-			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
-			cmd.Env = tc.Env(false)
-		}
-		cmd.Dir = o.Dir
-		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", o.Package, fl.Name)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, o.Package, err, out)
-		}
+	bins, err := tc.buildTests(ctx, o.Dir, o.Package, o.Work, log)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
 	header := true
@@ -110,4 +92,34 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 		}
 	}
 	return bw.Flush()
+}
+
+// buildTests builds the tests of pkg (in the module at dir, "" for the
+// standard library) in every Flavour (go test -c) into work and returns
+// the binaries' paths in Flavours order.
+func (tc *Toolchain) buildTests(ctx context.Context, dir, pkg, work string, log io.Writer) ([]string, error) {
+	flavours := Flavours()
+	bins := make([]string, len(flavours))
+	for i, fl := range flavours {
+		bins[i] = filepath.Join(work, fl.Name+".test")
+		args := []string{"test", "-c", "-o", bins[i]}
+		if len(fl.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(fl.Tags, ","))
+		}
+		args = append(args, pkg)
+		var cmd *exec.Cmd
+		if fl.Stock {
+			cmd = exec.CommandContext(ctx, tc.StockGoCommand(), args...)
+			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		} else {
+			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
+			cmd.Env = tc.Env(false)
+		}
+		cmd.Dir = dir
+		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", pkg, fl.Name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, pkg, err, out)
+		}
+	}
+	return bins, nil
 }

@@ -10,6 +10,7 @@
 //	pctab-toolchain sizes [-ldflags F] [PKG...]  build packages stock and in every table format, check and compare sizes
 //	pctab-toolchain bench [flags] [PKG]   benchmark a package's tests built stock and in every runtime flavour (toolchain.Flavours)
 //	pctab-toolchain summary FILE...       summarize bench's results against stock (benchstat's statistics)
+//	pctab-toolchain instr [flags] [PKG]   count each flavour's instructions per benchmark operation (cachegrind)
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
 //
 // The patched go command builds the default flavour with no tags:
@@ -53,6 +54,7 @@ func usage(w io.Writer) {
 		"       pctab-toolchain sizes [-ldflags FLAGS] [PKG...]\n"+
 		"       pctab-toolchain bench [-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]\n"+
 		"       pctab-toolchain summary FILE...\n"+
+		"       pctab-toolchain instr [-dir DIR] [-bench RE] [-target D] [-p N] [-o FILE] [PKG]\n"+
 		"       pctab-toolchain compare [-count N] [-benchtime T] [-o DIR]\n")
 }
 
@@ -186,6 +188,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "compare":
 		return runCompare(ctx, get, args[1:], stdout, stderr)
+	case "instr":
+		return runInstr(ctx, get, args[1:], stdout, stderr)
 	}
 	usage(stderr)
 	return fmt.Errorf("unknown subcommand %q", args[0])
