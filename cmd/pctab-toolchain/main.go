@@ -4,6 +4,11 @@
 //
 // Usage:
 //
+//	pctab-toolchain [-go RELEASE] SUBCOMMAND ...
+//
+// -go go1.27.3 builds and uses that release (GOTOOLCHAIN downloads it) with
+// its own patch (toolchain.PatchFor) instead of the local Go.
+//
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
 //	pctab-toolchain go [-twin] ARGS...    run its go command (or the twin's: stock linker)
 //	pctab-toolchain check PATCHED TWIN    check a patched binary against its twin
@@ -38,8 +43,9 @@ import (
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		// The go subcommand's own failure: its exit code, its messages
+		// already printed. Any other error says what failed.
+		if ee, ok := err.(*exec.ExitError); ok {
 			os.Exit(ee.ExitCode())
 		}
 		fmt.Fprintln(os.Stderr, "pctab-toolchain:", err)
@@ -48,7 +54,8 @@ func main() {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprint(w, "usage: pctab-toolchain build\n"+
+	fmt.Fprint(w, "usage: pctab-toolchain [-go RELEASE] SUBCOMMAND ...\n"+
+		"       pctab-toolchain build\n"+
 		"       pctab-toolchain go [-twin] ARGS...\n"+
 		"       pctab-toolchain check PATCHED TWIN\n"+
 		"       pctab-toolchain sizes [-ldflags FLAGS] [PKG...]\n"+
@@ -59,6 +66,13 @@ func usage(w io.Writer) {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	top := flag.NewFlagSet("pctab-toolchain", flag.ContinueOnError)
+	top.SetOutput(stderr)
+	release := top.String("go", "", "Go `release` to patch, e.g. go1.27.3 (default: the local go command's)")
+	if err := top.Parse(args); err != nil {
+		return err
+	}
+	args = top.Args()
 	if len(args) == 0 {
 		usage(stderr)
 		return errors.New("no subcommand")
@@ -69,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	get := func() (*toolchain.Toolchain, error) {
 		start := time.Now()
-		tc, err := toolchain.Build(ctx, cache, stderr)
+		tc, err := toolchain.BuildRelease(ctx, cache, *release, stderr)
 		if err != nil {
 			return nil, err
 		}
