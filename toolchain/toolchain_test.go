@@ -39,6 +39,16 @@ func TestPatchedFiles(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("the patch does not touch %v (it touches %v)", want, files)
 	}
+	// Each release's patch is the same change.
+	for _, r := range []string{"go1.27.3"} {
+		rf, err := patchedFiles(PatchFor(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rf, files) || bytes.Equal(PatchFor(r), Patch) {
+			t.Errorf("%s's patch touches %v; go1.26.8's %v", r, rf, files)
+		}
+	}
 }
 
 func TestExtend(t *testing.T) {
@@ -123,6 +133,33 @@ func TestRuntime(t *testing.T) {
 			selfWalk(t, nil, lin, fl)
 		})
 	}
+}
+
+// TestRuntimeRelease is TestRuntime's default flavour on the other
+// release the toolchain has a patch for, Go 1.27.3, which GOTOOLCHAIN
+// downloads into the module cache.
+func TestRuntimeRelease(t *testing.T) {
+	testenv.SkipUnlessLong(t, "downloads go1.27.3 and builds the patched toolchain")
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := BuildRelease(context.Background(), cache, "go1.27.3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Version != "go1.27.3" || !bytes.Equal(tc.Patch, PatchFor("go1.27.3")) || bytes.Equal(tc.Patch, Patch) {
+		t.Fatalf("toolchain %s with a patch of %d bytes, want go1.27.3's own", tc.Version, len(tc.Patch))
+	}
+	lin := build(t, tc, false)
+	fl := checkTwin(t, lin, build(t, tc, true))
+	if fl.Linear.Variant != "compact-fast" || !fl.Linear.Derived {
+		t.Fatalf("the binary has variant %s, derived lengths %v; want compact-fast, true", fl.Linear.Variant, fl.Linear.Derived)
+	}
+	if v := fl.GoVersion; !strings.HasPrefix(v, "go1.27.3") {
+		t.Errorf("the binary says it was built by %q", v)
+	}
+	selfWalk(t, nil, lin, fl)
 }
 
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
