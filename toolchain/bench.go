@@ -59,7 +59,7 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 		o.Count = 1
 	}
 	flavours := Flavours()
-	bins, err := tc.buildTests(ctx, o.Dir, o.Package, o.Work, log)
+	bins, err := tc.buildTests(ctx, flavours, o.Dir, o.Package, o.Work, log)
 	if err != nil {
 		return err
 	}
@@ -95,10 +95,9 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 }
 
 // buildTests builds the tests of pkg (in the module at dir, "" for the
-// standard library) in every Flavour (go test -c) into work and returns
-// the binaries' paths in Flavours order.
-func (tc *Toolchain) buildTests(ctx context.Context, dir, pkg, work string, log io.Writer) ([]string, error) {
-	flavours := Flavours()
+// standard library) in each flavour (go test -c) into work and returns
+// the binaries' paths in the same order.
+func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pkg, work string, log io.Writer) ([]string, error) {
 	bins := make([]string, len(flavours))
 	for i, fl := range flavours {
 		bins[i] = filepath.Join(work, fl.Name+".test")

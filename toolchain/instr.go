@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,9 @@ type InstrOptions struct {
 	Parallel int
 	// Valgrind is the valgrind command (default "valgrind").
 	Valgrind string
+	// Flavours names the flavours to count (default: all of Flavours);
+	// stock is always counted.
+	Flavours []string
 }
 
 // Instructions builds the tests of a package in every Flavour, as Bench
@@ -60,8 +64,11 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 	if _, err := exec.LookPath(o.Valgrind); err != nil {
 		return fmt.Errorf("toolchain: counting instructions needs valgrind: %w", err)
 	}
-	flavours := Flavours()
-	bins, err := tc.buildTests(ctx, o.Dir, o.Package, o.Work, log)
+	flavours, err := selectFlavours(o.Flavours)
+	if err != nil {
+		return err
+	}
+	bins, err := tc.buildTests(ctx, flavours, o.Dir, o.Package, o.Work, log)
 	if err != nil {
 		return err
 	}
@@ -258,4 +265,25 @@ func sign(v float64) float64 {
 		return -1
 	}
 	return 1
+}
+
+// selectFlavours returns the stock flavour and those of Flavours named in
+// names, in Flavours order; all of them if names is empty.
+func selectFlavours(names []string) ([]Flavour, error) {
+	all := Flavours()
+	if len(names) == 0 {
+		return all, nil
+	}
+	var fls []Flavour
+	for _, fl := range all {
+		if fl.Stock || slices.Contains(names, fl.Name) {
+			fls = append(fls, fl)
+		}
+	}
+	for _, n := range names {
+		if !slices.ContainsFunc(all, func(fl Flavour) bool { return fl.Name == n }) {
+			return nil, fmt.Errorf("toolchain: no flavour %q", n)
+		}
+	}
+	return fls, nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/pctab/pctab/toolchain"
 )
@@ -22,6 +23,7 @@ func runInstr(ctx context.Context, get func() (*toolchain.Toolchain, error), arg
 	target := fs.Duration("target", 0, "native time of each benchmark's smaller run (default 2ms)")
 	par := fs.Int("p", 1, "valgrind runs at once")
 	outPath := fs.String("o", "", "also write the counts (Go benchmark format) to `file`")
+	flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to count besides stock (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,6 +44,9 @@ func runInstr(ctx context.Context, get func() (*toolchain.Toolchain, error), arg
 	defer os.RemoveAll(work)
 	var raw bytes.Buffer
 	o := toolchain.InstrOptions{Dir: *dir, Package: pkg, Bench: *bench, Work: work, Target: *target, Parallel: *par}
+	if *flavours != "" {
+		o.Flavours = strings.Split(*flavours, ",")
+	}
 	if err := tc.Instructions(ctx, o, &raw, stderr); err != nil {
 		return err
 	}
