@@ -26,7 +26,7 @@ type InstrOptions struct {
 	Bench   string // -test.bench regular expression
 	Work    string // directory for the test binaries
 	// Target is about how long the smaller of each benchmark's two runs
-	// takes natively (default 2ms); the larger runs 5 times as many
+	// takes natively (default 20ms); the larger runs 5 times as many
 	// iterations.
 	Target time.Duration
 	// Parallel is how many valgrind runs go at once (default 1).
@@ -53,7 +53,7 @@ type InstrOptions struct {
 // to log.
 func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writer, log io.Writer) error {
 	if o.Target <= 0 {
-		o.Target = 2 * time.Millisecond
+		o.Target = 20 * time.Millisecond
 	}
 	if o.Parallel < 1 {
 		o.Parallel = 1

@@ -20,7 +20,7 @@ func runInstr(ctx context.Context, get func() (*toolchain.Toolchain, error), arg
 	fs := flag.NewFlagSet("instr", flag.ContinueOnError)
 	dir := fs.String("dir", "", "module directory of the package (default: a standard-library package)")
 	bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench)")
-	target := fs.Duration("target", 0, "native time of each benchmark's smaller run (default 2ms)")
+	target := fs.Duration("target", 0, "native time of each benchmark's smaller run (default 20ms)")
 	par := fs.Int("p", 1, "valgrind runs at once")
 	outPath := fs.String("o", "", "also write the counts (Go benchmark format) to `file`")
 	flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to count besides stock (default: all)")
