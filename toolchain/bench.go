@@ -46,6 +46,9 @@ type BenchOptions struct {
 	BenchTime string // -test.benchtime, e.g. "200ms" or "1x"
 	Count     int    // rounds; each runs every flavour once, in turn
 	Work      string // directory for the test binaries
+	// Flavours names the flavours to run besides stock (default: all of
+	// Flavours).
+	Flavours []string
 }
 
 // Bench builds the tests of a package in every Flavour (go test -c) and
@@ -58,7 +61,10 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	if o.Count < 1 {
 		o.Count = 1
 	}
-	flavours := Flavours()
+	flavours, err := selectFlavours(o.Flavours)
+	if err != nil {
+		return err
+	}
 	bins, err := tc.buildTests(ctx, flavours, o.Dir, o.Package, o.Work, log)
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/pctab/pctab/objscan"
@@ -155,6 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		benchtime := fs.String("benchtime", "200ms", "-test.benchtime")
 		count := fs.Int("count", 6, "rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to run besides stock (default: all)")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -183,6 +185,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			w = f
 		}
 		o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
+		if *flavours != "" {
+			o.Flavours = strings.Split(*flavours, ",")
+		}
 		if err := tc.Bench(ctx, o, w, stderr); err != nil {
 			return err
 		}
