@@ -20,16 +20,20 @@ type Flavour struct {
 	Stock bool
 }
 
-// Flavours returns the builds Bench compares: the stock toolchain, and the
-// patched one with spec tables (linear) and compact-fast tables (linear-cf),
-// each with the pcvalue cache kept and removed (-nocache). All derive
-// function lengths from the functab.
+// Flavours returns the builds Bench compares: the stock toolchain; the
+// patched toolchain's default flavour (no tags: compact-fast tables and the
+// direct-mapped pcvalue cache); and the earlier flavours, spec tables
+// (linear) and compact-fast tables (linear-cf), each with the stock
+// pcvalue cache and without a cache (-nocache). All derive function
+// lengths from the functab. The stock flavour is first and the default
+// second.
 func Flavours() []Flavour {
 	return []Flavour{
 		{Name: "stock", Stock: true},
-		{Name: "linear"},
-		{Name: "linear-nocache", Tags: []string{NoCacheTag}},
-		{Name: "linear-cf", Tags: []string{CompactFastTag}},
+		{Name: "default"},
+		{Name: "linear", Tags: []string{SpecTag, StockCacheTag}},
+		{Name: "linear-nocache", Tags: []string{SpecTag, NoCacheTag}},
+		{Name: "linear-cf", Tags: []string{CompactFastTag, StockCacheTag}},
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
 	}
 }
@@ -42,6 +46,9 @@ type BenchOptions struct {
 	BenchTime string // -test.benchtime, e.g. "200ms" or "1x"
 	Count     int    // rounds; each runs every flavour once, in turn
 	Work      string // directory for the test binaries
+	// Flavours names the flavours to run besides stock (default: all of
+	// Flavours).
+	Flavours []string
 }
 
 // Bench builds the tests of a package in every Flavour (go test -c) and
@@ -54,28 +61,13 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	if o.Count < 1 {
 		o.Count = 1
 	}
-	flavours := Flavours()
-	bins := make([]string, len(flavours))
-	for i, fl := range flavours {
-		bins[i] = filepath.Join(o.Work, fl.Name+".test")
-		args := []string{"test", "-c", "-o", bins[i]}
-		if len(fl.Tags) > 0 {
-			args = append(args, "-tags", strings.Join(fl.Tags, ","))
-		}
-		args = append(args, o.Package)
-		var cmd *exec.Cmd
-		if fl.Stock {
-			cmd = exec.CommandContext(ctx, tc.StockGoCommand(), args...)
-			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
-		} else {
-			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
-			cmd.Env = tc.Env(false)
-		}
-		cmd.Dir = o.Dir
-		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", o.Package, fl.Name)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, o.Package, err, out)
-		}
+	flavours, err := selectFlavours(o.Flavours)
+	if err != nil {
+		return err
+	}
+	bins, err := tc.buildTests(ctx, flavours, o.Dir, o.Package, o.Work, log)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
 	header := true
@@ -106,4 +98,33 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 		}
 	}
 	return bw.Flush()
+}
+
+// buildTests builds the tests of pkg (in the module at dir, "" for the
+// standard library) in each flavour (go test -c) into work and returns
+// the binaries' paths in the same order.
+func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pkg, work string, log io.Writer) ([]string, error) {
+	bins := make([]string, len(flavours))
+	for i, fl := range flavours {
+		bins[i] = filepath.Join(work, fl.Name+".test")
+		args := []string{"test", "-c", "-o", bins[i]}
+		if len(fl.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(fl.Tags, ","))
+		}
+		args = append(args, pkg)
+		var cmd *exec.Cmd
+		if fl.Stock {
+			cmd = exec.CommandContext(ctx, tc.StockGoCommand(), args...)
+			cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		} else {
+			cmd = exec.CommandContext(ctx, tc.GoCommand(false), args...)
+			cmd.Env = tc.Env(false)
+		}
+		cmd.Dir = dir
+		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", pkg, fl.Name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, pkg, err, out)
+		}
+	}
+	return bins, nil
 }

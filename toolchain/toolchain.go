@@ -9,13 +9,15 @@
 //   - go: a copy of the local GOROOT with the patch applied and cmd/link
 //     rebuilt from the patched sources. Programs built with it carry linear
 //     tables and a runtime that reads them. The runtime's build tags choose
-//     the format and the linker follows (it reads runtime.linearFormat):
-//     by default spec tables whose function lengths are derived from the
-//     functab (pcHeader magic 0xffffffe2, objscan.LinearDerivedMagic);
-//     [CompactFastTag] selects the compact-fast variant, [FuncFieldTag] a
-//     length field in every _func (magic 0xffffffe1, objscan.LinearMagic),
-//     and [NoCacheTag] removes the runtime's pcvalue cache. [Formats] lists
-//     the table formats.
+//     the format and the linker follows (it reads runtime.linearFormat).
+//     With no tags it builds the default flavour: compact-fast tables whose
+//     function lengths are derived from the functab (pcHeader magic
+//     0xffffffe2, objscan.LinearDerivedMagic), read through a per-M
+//     direct-mapped pcvalue cache that needs no acquirem. [SpecTag]
+//     selects the spec variant, [FuncFieldTag] a length field in every
+//     _func (magic 0xffffffe1, objscan.LinearMagic), [StockCacheTag] the
+//     stock per-M pcvalue cache and [NoCacheTag] no cache. [Formats] lists
+//     the table formats and [Flavours] the runtime flavours Bench compares.
 //   - twin: the same patched sources with the stock linker. It builds the
 //     stock twin of a program: the same code at the same addresses with
 //     varint tables, the independent truth [Check] compares against.
@@ -35,7 +37,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	_ "embed"
+	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,20 +50,44 @@ import (
 	"strings"
 )
 
-// Patch is the change to Go (cmd/link, internal/abi, runtime, debug/gosym) as a unified
-// diff against the Go release's GOROOT.
+// Patch is the change to Go (cmd/link, runtime, debug/gosym) as a unified
+// diff against Go 1.26.8's GOROOT.
 //
 //go:embed patches/linear.diff
 var Patch []byte
 
+// releasePatches holds the same change for other releases,
+// patches/linear-RELEASE.diff, each a diff against that release's GOROOT.
+//
+//go:embed patches/linear-*.diff
+var releasePatches embed.FS
+
+// PatchFor returns the patch for a Go release ("go1.27.3"):
+// patches/linear-RELEASE.diff if there is one, else Patch (Go 1.26.8's).
+func PatchFor(release string) []byte {
+	if b, err := releasePatches.ReadFile("patches/linear-" + release + ".diff"); err == nil {
+		return b
+	}
+	return Patch
+}
+
 // The build tags that select a runtime flavour (go build -tags); the linker
-// writes what the runtime it links reads.
+// writes what the runtime it links reads. With none, the toolchain builds
+// the default flavour: compact-fast tables, lengths derived from the
+// functab, and the direct-mapped pcvalue cache.
 const (
-	// NoCacheTag removes the runtime's per-M pcvalue cache.
-	NoCacheTag = "pctab_nocache"
-	// CompactFastTag selects linearpc's compact-fast variant instead of
-	// the spec.
+	// SpecTag selects linearpc's spec variant instead of compact-fast.
+	SpecTag = "pctab_spec"
+	// CompactFastTag selects linearpc's compact-fast variant. It is the
+	// default variant, so the tag changes nothing; it is kept so that
+	// the tag lists of earlier comparisons still build what they built.
 	CompactFastTag = "pctab_compactfast"
+	// StockCacheTag replaces the default flavour's pcvalue cache with the
+	// stock one (2 sets of 8 entries per M, under acquirem), as the
+	// patched runtime had before the default flavour.
+	StockCacheTag = "pctab_stockcache"
+	// NoCacheTag removes the runtime's pcvalue cache.
+	NoCacheTag = "pctab_nocache"
 	// FuncFieldTag stores each function's length in a uint32 _func field
 	// (magic 0xffffffe1) instead of deriving it from the functab (magic
 	// 0xffffffe2, the default).
@@ -75,6 +101,7 @@ type Toolchain struct {
 	TwinGOROOT string // patched sources, stock linker: varint tables
 	StockRoot  string // the local GOROOT it was made from
 	Version    string // Go release, e.g. "go1.26.8"
+	Patch      []byte // the patch applied (PatchFor(Version))
 	Key        string // hash of the patch and the release
 	Cached     bool   // whether Build found it ready
 }
@@ -91,21 +118,29 @@ func DefaultCacheDir() (string, error) {
 // Build returns the toolchain for Patch and the local Go release, building
 // it under cacheDir if it is missing. Progress goes to log (may be nil).
 func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, error) {
+	return BuildRelease(ctx, cacheDir, "", log)
+}
+
+// BuildRelease is Build for a Go release ("go1.27.3"; "" for the local
+// one), which the go command downloads into the module cache
+// (GOTOOLCHAIN=release), patched with PatchFor(release).
+func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) (*Toolchain, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	root, version, err := stockRoot(ctx)
+	root, version, err := stockRoot(ctx, release)
 	if err != nil {
 		return nil, err
 	}
+	patch := PatchFor(version)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", version, runtime.GOOS, runtime.GOARCH)
-	h.Write(Patch)
+	h.Write(patch)
 	key := hex.EncodeToString(h.Sum(nil))[:16]
 	dir := filepath.Join(cacheDir, key)
 	tc := &Toolchain{
 		Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"),
-		StockRoot: root, Version: version, Key: key,
+		StockRoot: root, Version: version, Patch: patch, Key: key,
 	}
 	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
 		tc.Cached = true
@@ -124,20 +159,38 @@ func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, err
 	if err := run(ctx, "", nil, "cp", "-a", root, goroot); err != nil {
 		return nil, err
 	}
-	patchFile := filepath.Join(tmp, "linear.diff")
-	if err := os.WriteFile(patchFile, Patch, 0o644); err != nil {
+	// A release from the module cache is read-only.
+	if err := run(ctx, "", nil, "chmod", "-R", "u+w", goroot); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(log, "toolchain: applying the patch (%d bytes)\n", len(Patch))
+	patchFile := filepath.Join(tmp, "linear.diff")
+	if err := os.WriteFile(patchFile, patch, 0o644); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(log, "toolchain: applying the patch (%d bytes)\n", len(patch))
 	if err := run(ctx, goroot, nil, "git", "apply", "--unsafe-paths", "--whitespace=nowarn", patchFile); err != nil {
 		return nil, fmt.Errorf("applying %s to a copy of %s: %w", patchFile, root, err)
 	}
 	tools := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
 	link := filepath.Join(tools, "link"+exeSuffix())
-	for _, t := range patchedTools {
-		if err := buildTool(ctx, root, goroot, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
+	// The go command refuses an overlay of files in the module cache,
+	// where GOTOOLCHAIN puts a downloaded release: the tools are then
+	// built from a hard-linked copy of it.
+	toolRoot := root
+	if release != "" {
+		toolRoot = filepath.Join(tmp, "stock")
+		if err := run(ctx, "", nil, "cp", "-al", root, toolRoot); err != nil {
 			return nil, err
 		}
+		defer os.RemoveAll(toolRoot)
+	}
+	for _, t := range patchedTools {
+		if err := buildTool(ctx, toolRoot, goroot, patch, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
+			return nil, err
+		}
+	}
+	if release != "" {
+		os.RemoveAll(toolRoot) // before tmp becomes dir
 	}
 	fmt.Fprintf(log, "toolchain: making the twin GOROOT (stock linker)\n")
 	if err := run(ctx, "", nil, "cp", "-al", goroot, twin); err != nil {
@@ -153,9 +206,15 @@ func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, err
 	if err := os.WriteFile(filepath.Join(tmp, "done"), []byte(version+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	os.RemoveAll(dir) // a half-made directory of an interrupted run
 	if err := os.Rename(tmp, dir); err != nil {
-		return nil, err
+		// Another process built it meanwhile: use its copy.
+		if _, serr := os.Stat(filepath.Join(dir, "done")); serr == nil {
+			return tc, nil
+		}
+		os.RemoveAll(dir) // a half-made directory of an interrupted run
+		if err := os.Rename(tmp, dir); err != nil {
+			return nil, err
+		}
 	}
 	return tc, nil
 }
@@ -176,8 +235,8 @@ var patchedTools = []struct{ pkg, prefix string }{
 
 // buildTool builds the command pkg from the stock GOROOT with the patched
 // files under prefix overlaid, writing it to out.
-func buildTool(ctx context.Context, root, patched, pkg, out, prefix, tmp string, log io.Writer) error {
-	files, err := PatchedFiles()
+func buildTool(ctx context.Context, root, patched string, patch []byte, pkg, out, prefix, tmp string, log io.Writer) error {
+	files, err := patchedFiles(patch)
 	if err != nil {
 		return err
 	}
@@ -207,9 +266,11 @@ func buildTool(ctx context.Context, root, patched, pkg, out, prefix, tmp string,
 }
 
 // PatchedFiles returns the GOROOT-relative paths Patch changes or adds.
-func PatchedFiles() ([]string, error) {
+func PatchedFiles() ([]string, error) { return patchedFiles(Patch) }
+
+func patchedFiles(patch []byte) ([]string, error) {
 	var files []string
-	sc := bufio.NewScanner(bytes.NewReader(Patch))
+	sc := bufio.NewScanner(bytes.NewReader(patch))
 	for sc.Scan() {
 		if f, ok := strings.CutPrefix(sc.Text(), "+++ b/"); ok {
 			files = append(files, f)
@@ -221,11 +282,16 @@ func PatchedFiles() ([]string, error) {
 	return files, sc.Err()
 }
 
-// stockRoot returns the GOROOT and version of the go command on PATH.
-func stockRoot(ctx context.Context) (root, version string, err error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOVERSION").Output()
+// stockRoot returns the GOROOT and version of the go command on PATH, or
+// of release ("go1.27.3"), which the go command downloads.
+func stockRoot(ctx context.Context, release string) (root, version string, err error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOVERSION")
+	if release != "" {
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+release)
+	}
+	out, err := cmd.Output()
 	if err != nil {
-		return "", "", fmt.Errorf("toolchain: go env: %w", err)
+		return "", "", fmt.Errorf("toolchain: go env (GOTOOLCHAIN=%s): %w", release, err)
 	}
 	f := strings.Fields(string(out))
 	if len(f) != 2 {
@@ -305,13 +371,14 @@ type Format struct {
 
 // Formats returns the formats the patched toolchain writes: the spec and
 // compact-fast variants, each with function lengths derived from the
-// functab (the default, no bytes) or stored in a _func field.
+// functab (no bytes) or stored in a _func field. The last,
+// compact-fast with derived lengths, is the default.
 func Formats() []Format {
 	return []Format{
-		{Name: "spec-field", Tags: []string{FuncFieldTag}},
-		{Name: "spec"},
-		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
-		{Name: "compact-fast", Tags: []string{CompactFastTag}},
+		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
+		{Name: "spec", Tags: []string{SpecTag}},
+		{Name: "compact-fast-field", Tags: []string{FuncFieldTag}},
+		{Name: "compact-fast"},
 	}
 }
 

@@ -30,13 +30,24 @@ func TestPatchedFiles(t *testing.T) {
 	want := map[string]bool{
 		"src/cmd/link/internal/ld/pcln.go": true, "src/cmd/link/internal/ld/pclinear.go": true,
 		"src/runtime/symtab.go": true, "src/runtime/symtab_linear.go": true, "src/runtime/symtab_linear_cf.go": true,
-		"src/runtime/symtab_linear_derived.go": true, "src/debug/gosym/pclntab.go": true,
+		"src/runtime/symtab_linear_derived.go": true, "src/runtime/symtab_linear_dmcache.go": true,
+		"src/runtime/runtime2.go": true, "src/debug/gosym/pclntab.go": true,
 	}
 	for _, f := range files {
 		delete(want, f)
 	}
 	if len(want) > 0 {
 		t.Errorf("the patch does not touch %v (it touches %v)", want, files)
+	}
+	// Each release's patch is the same change.
+	for _, r := range []string{"go1.27.3"} {
+		rf, err := patchedFiles(PatchFor(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rf, files) || bytes.Equal(PatchFor(r), Patch) {
+			t.Errorf("%s's patch touches %v; go1.26.8's %v", r, rf, files)
+		}
 	}
 }
 
@@ -101,20 +112,20 @@ func testToolchain(t *testing.T) *Toolchain {
 }
 
 // TestRuntime builds a program with the patched toolchain in every runtime
-// flavour (spec and compact-fast tables, lengths derived or in a _func
-// field, with and without the pcvalue cache), checks its tables against its
+// flavour (the default; spec and compact-fast tables, lengths derived or in
+// a _func field, with the stock pcvalue cache and without one), checks its tables against its
 // twin, and asks its runtime about every PC of every function (FuncForPC,
 // FileLine, and the runtime's own funcspdelta and pcdatavalue), comparing
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {NoCacheTag}, {CompactFastTag}, {CompactFastTag, NoCacheTag}, {FuncFieldTag}, {CompactFastTag, FuncFieldTag}} {
+	for _, tags := range [][]string{nil, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {StockCacheTag}, {NoCacheTag}, {FuncFieldTag}, {SpecTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
-			wantVariant, wantDerived := "spec", !slices.Contains(tags, FuncFieldTag)
-			if slices.Contains(tags, CompactFastTag) {
-				wantVariant = "compact-fast"
+			wantVariant, wantDerived := "compact-fast", !slices.Contains(tags, FuncFieldTag)
+			if slices.Contains(tags, SpecTag) {
+				wantVariant = "spec"
 			}
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
 				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
@@ -124,8 +135,35 @@ func TestRuntime(t *testing.T) {
 	}
 }
 
+// TestRuntimeRelease is TestRuntime's default flavour on the other
+// release the toolchain has a patch for, Go 1.27.3, which GOTOOLCHAIN
+// downloads into the module cache.
+func TestRuntimeRelease(t *testing.T) {
+	testenv.SkipUnlessLong(t, "downloads go1.27.3 and builds the patched toolchain")
+	cache, err := DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := BuildRelease(context.Background(), cache, "go1.27.3", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Version != "go1.27.3" || !bytes.Equal(tc.Patch, PatchFor("go1.27.3")) || bytes.Equal(tc.Patch, Patch) {
+		t.Fatalf("toolchain %s with a patch of %d bytes, want go1.27.3's own", tc.Version, len(tc.Patch))
+	}
+	lin := build(t, tc, false)
+	fl := checkTwin(t, lin, build(t, tc, true))
+	if fl.Linear.Variant != "compact-fast" || !fl.Linear.Derived {
+		t.Fatalf("the binary has variant %s, derived lengths %v; want compact-fast, true", fl.Linear.Variant, fl.Linear.Derived)
+	}
+	if v := fl.GoVersion; !strings.HasPrefix(v, "go1.27.3") {
+		t.Errorf("the binary says it was built by %q", v)
+	}
+	selfWalk(t, nil, lin, fl)
+}
+
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
-// linux/s390x under qemu-user, in the default and compact-fast flavours:
+// linux/s390x under qemu-user, in the default flavour and with spec tables:
 // the runtime's decoders answer every PC of their own binary as linearpc
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
@@ -136,7 +174,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {CompactFastTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))

@@ -4,21 +4,30 @@
 //
 // Usage:
 //
+//	pctab-toolchain [-go RELEASE] SUBCOMMAND ...
+//
+// -go go1.27.3 builds and uses that release (GOTOOLCHAIN downloads it) with
+// its own patch (toolchain.PatchFor) instead of the local Go.
+//
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
 //	pctab-toolchain go ARGS...            run its go command
 //	pctab-toolchain twin ARGS...          run the twin's go command (patched sources, stock linker)
 //	pctab-toolchain sizes [-ldflags F] [PKG...]  build packages stock and in every table format, check and compare sizes
 //	pctab-toolchain bench [flags] [PKG]   benchmark a package's tests built stock and in every runtime flavour (toolchain.Flavours)
 //	pctab-toolchain summary FILE...       summarize bench's results against stock (benchstat's statistics)
+//	pctab-toolchain instr [flags] [PKG]   count each flavour's instructions per benchmark operation (cachegrind)
+//	pctab-toolchain libbench [flags]      benchmark real libraries that unwind on hot paths, stock against every flavour
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
 //
 // A patched binary is checked against its twin by pctab-stats verify -twin
 // TWIN PATCHED. Run "pctab-toolchain help COMMAND" for a command's flags.
 //
-// The patched go command builds spec tables with lengths derived from the
-// functab by default; -tags pctab_compactfast selects the compact-fast
-// variant, pctab_funcfield a length field in _func, and pctab_nocache
-// removes the runtime's pcvalue cache.
+// The patched go command builds the default flavour with no tags:
+// compact-fast tables with lengths derived from the functab, read through a
+// direct-mapped per-M pcvalue cache. -tags pctab_spec selects the spec
+// variant, pctab_funcfield a length field in _func, pctab_stockcache the
+// stock pcvalue cache and pctab_nocache none (pctab_compactfast is
+// accepted and changes nothing).
 package main
 
 import (
@@ -29,25 +38,25 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/toolchain"
 )
 
-func main() {
-	program().Main()
-}
-
 // program returns the command's table of subcommands.
 func program() *cli.Program {
 	return &cli.Program{
 		Name: "pctab-toolchain",
 		Doc: "Pctab-toolchain builds and uses the Go toolchain whose linker writes, and whose\n" +
-			"runtime reads, linear-index PC-value tables (package toolchain). The patched go\n" +
-			"command builds spec tables with lengths derived from the functab by default;\n" +
-			"-tags pctab_compactfast selects the compact-fast variant, pctab_funcfield a\n" +
-			"length field in _func, and pctab_nocache removes the runtime's pcvalue cache.",
+			"runtime reads, linear-index PC-value tables (package toolchain). With no tags the\n" +
+			"patched go command builds the default flavour: compact-fast tables, lengths\n" +
+			"derived from the functab, a direct-mapped per-M pcvalue cache. -tags pctab_spec\n" +
+			"selects spec tables, pctab_funcfield a length field in _func, pctab_stockcache\n" +
+			"the stock pcvalue cache and pctab_nocache none.\n\n" +
+			"pctab-toolchain -go RELEASE COMMAND ... (for example -go go1.27.3) builds and\n" +
+			"uses that Go release, which GOTOOLCHAIN downloads, with its own patch.",
 		Commands: []*cli.Command{
 			buildCommand,
 			goCommand(false),
@@ -55,6 +64,7 @@ func program() *cli.Program {
 			sizesCommand,
 			benchCommand,
 			summaryCommand,
+			instrCommand,
 			compareCommand,
 			libbenchCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
@@ -62,9 +72,33 @@ func program() *cli.Program {
 	}
 }
 
-// run is main without the process: it returns the exit status.
+// run is main without the process: it returns the exit status. A leading
+// -go RELEASE selects the Go release every subcommand patches and uses.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-go" || strings.HasPrefix(args[0], "-go=")) {
+		release, ok := strings.CutPrefix(args[0], "-go=")
+		args = args[1:]
+		if !ok {
+			release = ""
+			if len(args) > 0 {
+				release, args = args[0], args[1:]
+			}
+		}
+		if release == "" {
+			fmt.Fprintln(stderr, "pctab-toolchain: -go needs a RELEASE, for example -go go1.27.3")
+			return cli.ExitUsage
+		}
+		ctx = context.WithValue(ctx, releaseKey{}, release)
+	}
 	return program().Run(ctx, args, stdout, stderr)
+}
+
+// releaseKey is the context key of -go's release.
+type releaseKey struct{}
+
+// main runs the program on the process's arguments.
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // getToolchain builds the toolchain, or finds it in the cache.
@@ -74,7 +108,8 @@ func getToolchain(env *cli.Env) (*toolchain.Toolchain, error) {
 		return nil, err
 	}
 	start := time.Now()
-	tc, err := toolchain.Build(env.Ctx, cache, env.Stderr)
+	release, _ := env.Ctx.Value(releaseKey{}).(string)
+	tc, err := toolchain.BuildRelease(env.Ctx, cache, release, env.Stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +183,7 @@ func goCommand(twin bool) *cli.Command {
 // benchCommand is "pctab-toolchain bench".
 var benchCommand = &cli.Command{
 	Name:  "bench",
-	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-o FILE] [PKG]",
+	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-flavours LIST] [-o FILE] [PKG]",
 	Short: "benchmark a package built stock and in every runtime flavour",
 	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
 		"stock toolchain and in every runtime flavour of the patched one\n" +
@@ -160,6 +195,7 @@ var benchCommand = &cli.Command{
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
 		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to run besides stock (default: all)")
 		return func(env *cli.Env, args []string) error {
 			pkg := "runtime"
 			if len(args) > 1 {
@@ -189,6 +225,9 @@ var benchCommand = &cli.Command{
 				w = f
 			}
 			o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
+			if *flavours != "" {
+				o.Flavours = strings.Split(*flavours, ",")
+			}
 			if err := tc.Bench(env.Ctx, o, w, env.Stderr); err != nil {
 				return err
 			}

@@ -51,3 +51,26 @@ func TestCommandLine(t *testing.T) {
 		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "× stock"}, NoStderr: true},
 	}...))
 }
+
+// TestGoRelease checks the leading -go RELEASE: it needs a value, and it
+// passes the rest of the command line to the subcommands.
+func TestGoRelease(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"-go"}, cli.ExitUsage, "", "-go needs a RELEASE"},
+		{[]string{"-go="}, cli.ExitUsage, "", "-go needs a RELEASE"},
+		{[]string{"-go", "go1.27.3", "help", "instr"}, cli.ExitOK, "usage: pctab-toolchain instr", ""},
+		{[]string{"-go=go1.27.3", "build", "x"}, cli.ExitUsage, "", "no arguments wanted"},
+	} {
+		var stdout, stderr strings.Builder
+		code := run(t.Context(), tc.args, &stdout, &stderr)
+		if code != tc.code || !strings.Contains(stdout.String(), tc.stdout) || !strings.Contains(stderr.String(), tc.stderr) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
+				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}

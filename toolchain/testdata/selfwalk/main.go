@@ -111,6 +111,12 @@ func main() {
 		}
 		for pc := start; pc < end; pc += step {
 			sp, pcdata := tableValues(pc)
+			// Again: now the runtime's pcvalue cache holds most of
+			// these keys, so this asks the cache what the tables said.
+			if sp2, pcdata2 := tableValues(pc); sp2 != sp || pcdata2 != pcdata {
+				fmt.Fprintf(os.Stderr, "selfwalk: at %#x the cache says %d %v, the tables %d %v\n", pc, sp2, pcdata2, sp, pcdata)
+				os.Exit(1)
+			}
 			fn := runtime.FuncForPC(pc)
 			if fn == nil {
 				fmt.Fprintf(out, "- - - - %d %d %d %d %d\n", sp, pcdata[0], pcdata[1], pcdata[2], pcdata[3])

@@ -1,3 +1,5 @@
+//go:generate go run gen_wide.go
+
 // Package stackbench holds benchmarks of the runtime work that reads
 // PC-value tables on deep stacks: panics unwinding through many frames,
 // runtime.Stack of many goroutines, GC stack scans, and the CPU profiler's
