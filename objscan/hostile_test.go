@@ -5,22 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"runtime"
 	"strings"
 	"testing"
-)
 
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc),
-// which counts every allocation, collected or not. The tests that use it
-// must not run in parallel with others.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/pctab/pctab/internal/allocs"
+)
 
 // varintTable encodes runs of (value, units) in Go's varint format.
 func varintTable(runs ...[2]int64) []byte {
@@ -86,7 +75,7 @@ func TestHostileInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
 			var f *File
-			alloc := allocatedBy(func() { f, err = NewFile(bytes.NewReader(tc.data)) })
+			alloc := allocs.Bytes(func() { f, err = NewFile(bytes.NewReader(tc.data)) })
 			if limit := 64*uint64(len(tc.data)) + 8<<20; alloc > limit {
 				t.Errorf("opening %d bytes allocated %d bytes, more than the ceiling %d", len(tc.data), alloc, limit)
 			}

@@ -7,26 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 )
-
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc),
-// which counts every allocation, collected or not. The tests that use it
-// do not run in parallel.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // hostileCeiling is what a rewrite of n bytes may allocate: objscan's
 // ceiling for reading it, the tables (a few times the pclntab, at most
@@ -49,7 +37,7 @@ func rewriteBounded(t *testing.T, what string, data []byte) (errs [2]error) {
 	for i, mode := range []Mode{Append, Replace} {
 		var out []byte
 		var err error
-		alloc := allocatedBy(func() {
+		alloc := allocs.Bytes(func() {
 			defer func() {
 				if p := recover(); p != nil {
 					err = fmt.Errorf("panic: %v", p)

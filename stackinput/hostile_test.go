@@ -5,24 +5,13 @@ import (
 	"compress/gzip"
 	"errors"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/pprof/profile"
+	"github.com/pctab/pctab/internal/allocs"
 )
-
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc).
-// The tests that use it do not run in parallel.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 func gz(t testing.TB, data []byte) []byte {
 	var b bytes.Buffer
@@ -80,7 +69,7 @@ func TestHostilePprof(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			alloc := allocatedBy(func() { _, err = ReadPprof(bytes.NewReader(tc.data)) })
+			alloc := allocs.Bytes(func() { _, err = ReadPprof(bytes.NewReader(tc.data)) })
 			if limit := costCeiling(len(tc.data)); alloc > limit {
 				t.Errorf("reading %d bytes allocated %d bytes, more than the ceiling %d", len(tc.data), alloc, limit)
 			}
@@ -131,7 +120,7 @@ func TestPprofCostBound(t *testing.T) {
 		{0x12, 6, 0x1a, 4, 0x08, 1, 0x10, 2},
 	} {
 		data := bytes.Repeat(unit, (256<<10)/len(unit))
-		got := allocatedBy(func() { profile.ParseData(data) })
+		got := allocs.Bytes(func() { profile.ParseData(data) })
 		est, _ := pprofCost(data, 1<<62)
 		if uint64(est) < got {
 			t.Errorf("% x repeated (%d bytes): estimate %d, the decoder allocated %d", unit, len(data), est, got)
@@ -140,7 +129,7 @@ func TestPprofCostBound(t *testing.T) {
 	}
 	// A real profile's estimate.
 	data := mustGunzip(t, seedProfile(t))
-	got := allocatedBy(func() { profile.ParseData(data) })
+	got := allocs.Bytes(func() { profile.ParseData(data) })
 	est, _ := pprofCost(data, 1<<62)
 	if uint64(est) < got {
 		t.Errorf("real profile: estimate %d, allocated %d", est, got)
@@ -164,6 +153,6 @@ func TestPprofCostOf(t *testing.T) {
 		data = mustGunzip(t, b)
 	}
 	est, _ := pprofCost(data, 1<<62)
-	got := allocatedBy(func() { profile.ParseData(data) })
+	got := allocs.Bytes(func() { profile.ParseData(data) })
 	t.Logf("%s: %d bytes, %d decompressed; estimate %d (%.1f times the input), allocated %d; budget %d", path, len(b), len(data), est, float64(est)/float64(len(b)), got, MaxCost(int64(len(b))))
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/internal/cputime"
 	xtrace "golang.org/x/exp/trace"
 )
@@ -184,7 +185,7 @@ func TestLeakedRegionsLinear(t *testing.T) {
 	}
 	// And memory: a small multiple of the trace's size, beyond the
 	// builder's fixed buffers.
-	got := allocatedBy(func() {
+	got := allocs.Bytes(func() {
 		if _, err := Build(bytes.NewReader(large), filepath.Join(t.TempDir(), "store"), Options{}); err != nil {
 			t.Fatal(err)
 		}

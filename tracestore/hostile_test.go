@@ -8,23 +8,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-)
 
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc),
-// which counts every allocation, collected or not. The tests that use it
-// must not run in parallel with others.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
+	"github.com/pctab/pctab/internal/allocs"
+)
 
 var (
 	smallTraceOnce sync.Once
@@ -146,7 +135,7 @@ func openHostile(t *testing.T, dir string) error {
 	t.Helper()
 	var err error
 	limit := uint64(8*storeBytes(t, dir)) + 1<<20
-	if got := allocatedBy(func() {
+	if got := allocs.Bytes(func() {
 		var s *Store
 		s, err = Open(dir)
 		if err == nil {
@@ -327,7 +316,7 @@ func FuzzManifest(f *testing.F) {
 			t.Fatal(err)
 		}
 		var s *Store
-		if got := allocatedBy(func() {
+		if got := allocs.Bytes(func() {
 			if s, err = Open(base); err == nil {
 				exercise(s)
 				s.Close()
@@ -368,7 +357,7 @@ func TestPageHeaderCounts(t *testing.T) {
 			}
 			var evs []Event
 			var err error
-			got := allocatedBy(func() { evs, err = decodePage(nil, p, 0, MinPageSize) })
+			got := allocs.Bytes(func() { evs, err = decodePage(nil, p, 0, MinPageSize) })
 			if got > 64*MinPageSize {
 				t.Errorf("%s = %#x: allocated %d bytes for a %d-byte page", f.name, v, got, MinPageSize)
 			}

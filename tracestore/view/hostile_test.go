@@ -23,19 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/tracestore"
 )
-
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc).
-// The tests that use it must not run in parallel with others.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // serve calls h for a GET of target from a loopback Host, in process.
 func serve(h http.Handler, target string) *httptest.ResponseRecorder {
@@ -127,7 +117,7 @@ func TestRequestLimits(t *testing.T) {
 		r := httptest.NewRequest("GET", c.target, nil)
 		r.Host = "localhost"
 		w := &discardWriter{h: http.Header{}, code: 200}
-		got := allocatedBy(func() { h.ServeHTTP(w, r) })
+		got := allocs.Bytes(func() { h.ServeHTTP(w, r) })
 		t.Logf("%.60s...: %d, %d bytes written, %d allocated", c.target, w.code, w.n, got)
 		if w.code != c.code {
 			t.Errorf("%.60s: %d, want %d", c.target, w.code, c.code)
@@ -451,7 +441,7 @@ func FuzzRequest(f *testing.F) {
 		}
 		r.Host = host
 		w := httptest.NewRecorder()
-		if got := allocatedBy(func() { h.ServeHTTP(w, r) }); got > limit+uint64(64*len(target)) {
+		if got := allocs.Bytes(func() { h.ServeHTTP(w, r) }); got > limit+uint64(64*len(target)) {
 			t.Fatalf("%q: allocated %d bytes", target, got)
 		}
 		switch w.Code {

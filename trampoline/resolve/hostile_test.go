@@ -11,21 +11,11 @@ import (
 
 	"github.com/google/pprof/profile"
 
+	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/trampoline"
 	"github.com/pctab/pctab/trampoline/resolve"
 )
-
-// allocatedBy returns the bytes fn allocates (runtime.MemStats.TotalAlloc).
-// The tests that use it do not run in parallel.
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // cpuBy returns the CPU time fn takes on its thread, and whether the
 // platform measures it.
@@ -77,7 +67,7 @@ func TestHostileHistory(t *testing.T) {
 		t.Run(tc.trampolines, func(t *testing.T) {
 			in := fmt.Sprintf(`{"schema_version":1,"trampolines":%s,"bindings":[]}`, tc.trampolines)
 			var err error
-			alloc := allocatedBy(func() {
+			alloc := allocs.Bytes(func() {
 				var h trampoline.History
 				h, err = trampoline.ReadHistory(strings.NewReader(in))
 				if err == nil {
@@ -108,7 +98,7 @@ func TestHostileHistoryAPI(t *testing.T) {
 			{Trampoline: 0, Key: "q", Value: "a"}, {Trampoline: 1 << 40, Key: "q", Value: "b"}, {Trampoline: -5}}}
 		var st resolve.Stats
 		var err error
-		alloc := allocatedBy(func() { _, st, err = resolve.Profile(p, &resolve.Trampolines{}, h) })
+		alloc := allocs.Bytes(func() { _, st, err = resolve.Profile(p, &resolve.Trampolines{}, h) })
 		if err != nil {
 			t.Fatalf("trampolines %d: %v", n, err)
 		}
