@@ -106,7 +106,7 @@ func TestVerifyTwin(t *testing.T) {
 		code    int
 		wantOut []string
 	}{
-		{"twin", []string{"-twin", twin, patched}, 0, []string{": ok ", "(linear tables: replace mode, variant spec)", " 0 mismatches"}},
+		{"twin", []string{"-twin", twin, patched}, 0, []string{": ok ", "(linear tables: replace mode, variant compact-fast)", " 0 mismatches"}},
 		{"no twin", []string{patched}, 1, []string{"ERROR", "the twin with -twin"}},
 		{"another program's twin", []string{"-twin", other, patched}, 1, []string{patched + ": "}},
 	} {
