@@ -52,8 +52,9 @@ type BenchOptions struct {
 }
 
 // Bench builds the tests of a package in every Flavour (go test -c) and
-// runs their benchmarks round-robin, o.Count rounds, so that the machine's
-// drift over time falls on every flavour alike. It writes the results to w
+// runs their benchmarks round-robin, o.Count rounds, the flavours' order
+// rotated by one each round, so that the machine's drift over time falls
+// on every flavour alike. It writes the results to w
 // in the Go benchmark format, each run's block after a "toolchain: NAME"
 // configuration line: `benchstat -col toolchain FILE` compares them.
 // Progress goes to log.
@@ -72,9 +73,13 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	bw := bufio.NewWriter(w)
 	header := true
 	for round := range o.Count {
-		for i, fl := range flavours {
+		for i := range flavours {
+			// Rotate the order by one each round, so that no flavour
+			// always runs first, or always after the same one.
+			j := (i + round) % len(flavours)
+			fl := flavours[j]
 			fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, fl.Name)
-			cmd := exec.CommandContext(ctx, bins[i], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime="+o.BenchTime, "-test.count=1")
+			cmd := exec.CommandContext(ctx, bins[j], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime="+o.BenchTime, "-test.count=1")
 			cmd.Dir = o.Dir
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr

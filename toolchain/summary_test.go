@@ -25,13 +25,19 @@ func TestSummarize(t *testing.T) {
 	got := out.String()
 	var rows []string
 	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if line == "" {
+			continue
+		}
 		rows = append(rows, strings.Join(strings.Fields(line), " "))
 	}
 	want := []string{
-		"benchmark flavour median ± CI × stock p n",
-		"X-2 stock 102.5ns 2% 1.000 6",
-		"linear 52.5ns 5% 0.512 0.002 6",
-		"linear-nocache 202.5ns 1% 1.976 0.002 6",
+		"benchmark flavour median ± ×stock paired ×stock [95%] p n",
+		"X-2 stock 102.5ns 2% 6",
+		"linear 52.5ns 5% 0.512 0.512 [0.500, 0.524] 0.002 6",
+		"linear-nocache 202.5ns 1% 1.976 1.976 [1.952, 2.000] 0.002 6",
+		"# goals: every median ×stock <= 1.00 and every paired interval's upper bound <= 1.03",
+		"linear 0 of 1 medians above 1.00; 0 of 1 upper bounds above 1.03 (highest 0.524: X-2)",
+		"linear-nocache 1 of 1 medians above 1.00; 1 of 1 upper bounds above 1.03 (highest 2.000: X-2)",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("summary:\n%s\nwant rows:\n%s", got, strings.Join(want, "\n"))

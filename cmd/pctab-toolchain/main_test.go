@@ -48,7 +48,7 @@ func TestCommandLine(t *testing.T) {
 		{Name: "compare -o", Args: []string{"compare", "-o", dir}, Code: cli.ExitUsage, Stderr: []string{"not defined: -o"}, NoStdout: true},
 		{Name: "summary without files", Args: []string{"summary"}, Code: cli.ExitUsage, Stderr: []string{"no result FILE"}, NoStdout: true},
 		{Name: "summary of a missing file", Args: []string{"summary", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-toolchain: ", "no such file"}, NoStdout: true},
-		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "× stock"}, NoStderr: true},
+		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "paired ×stock [95%]"}, NoStderr: true},
 	}...))
 }
 

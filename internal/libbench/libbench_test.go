@@ -1,6 +1,8 @@
 package libbench
 
 import (
+	"github.com/pctab/pctab/internal/benchcmp"
+
 	"bufio"
 	"bytes"
 	"math"
@@ -140,14 +142,14 @@ func TestResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"logrus", "go-kit/log"}; !slices.Equal(res.Libraries, want) {
-		t.Fatalf("libraries %v, want %v", res.Libraries, want)
+	if want := []string{"logrus", "go-kit/log"}; !slices.Equal(res.Groups, want) {
+		t.Fatalf("libraries %v, want %v", res.Groups, want)
 	}
 	if want := []string{"stock", "linear-cf", "linear-cf-nocache"}; !slices.Equal(res.Flavours, want) || res.Baseline != "stock" {
 		t.Fatalf("flavours %v (baseline %q), want %v", res.Flavours, res.Baseline, want)
 	}
 	n := 0
-	for _, lib := range res.Libraries {
+	for _, lib := range res.Groups {
 		gsum := map[string]float64{}
 		for _, k := range res.Keys[lib] {
 			base := raw[lib+"|"+k.Variant+"|"+k.Name+"|stock"]
@@ -165,8 +167,8 @@ func TestResults(t *testing.T) {
 				for i := range vals {
 					ratios = append(ratios, vals[i]/base[i])
 				}
-				if !near(c.Time.Center, median(vals)) || !near(c.Time.Lo, slices.Min(vals)) || !near(c.Time.Hi, slices.Max(vals)) || c.Time.N != 6 {
-					t.Errorf("%s %s %s: time %+v, want median %g in [%g, %g]", lib, k, fl, c.Time, median(vals), slices.Min(vals), slices.Max(vals))
+				if !near(c.Value.Center, median(vals)) || !near(c.Value.Lo, slices.Min(vals)) || !near(c.Value.Hi, slices.Max(vals)) || c.Value.N != 6 {
+					t.Errorf("%s %s %s: time %+v, want median %g in [%g, %g]", lib, k, fl, c.Value, median(vals), slices.Min(vals), slices.Max(vals))
 				}
 				if !near(c.Ratio, median(vals)/median(base)) {
 					t.Errorf("%s %s %s: ratio %g, want %g", lib, k, fl, c.Ratio, median(vals)/median(base))
@@ -197,10 +199,10 @@ func TestResults(t *testing.T) {
 	prices := 0
 	for _, l := range sel {
 		for _, p := range l.Pairs {
-			get := func(k Key, fl string) []float64 { return raw[l.Name+"|"+k.Variant+"|"+k.Name+"|"+fl] }
+			get := func(k benchcmp.Key, fl string) []float64 { return raw[l.Name+"|"+k.Variant+"|"+k.Name+"|"+fl] }
 			stock := median(get(p.With, "stock")) - median(get(p.Without, "stock"))
 			for _, fl := range res.Flavours {
-				pr, ok := res.Price(l.Name, p, fl)
+				pr, ok := PriceOf(res, l.Name, p, fl)
 				if !ok {
 					t.Fatalf("%s: no price in %s", p.Name, fl)
 				}

@@ -1,6 +1,8 @@
 package libbench
 
 import (
+	"github.com/pctab/pctab/internal/benchcmp"
+
 	"bytes"
 	"context"
 	"errors"
@@ -48,15 +50,15 @@ func TestRunOneLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Libraries) != 1 || res.Libraries[0] != "go-kit/log" {
-		t.Fatalf("libraries %q, want go-kit/log:\n%s", res.Libraries, out.Bytes())
+	if len(res.Groups) != 1 || res.Groups[0] != "go-kit/log" {
+		t.Fatalf("libraries %q, want go-kit/log:\n%s", res.Groups, out.Bytes())
 	}
 	if len(res.Flavours) != len(o.Flavours) || res.Flavours[0] != "stock" {
 		t.Errorf("flavours %q, want every one of toolchain.Flavours, stock first", res.Flavours)
 	}
 	for _, name := range []string{"OneWith", "ValueBindingCaller"} {
 		for _, fl := range o.Flavours {
-			if v := res.Times["go-kit/log"][Key{Name: name}][fl.Name]; len(v) != 1 || !(v[0] > 0) {
+			if v := res.Values["go-kit/log"][benchcmp.Key{Name: name}][fl.Name]; len(v) != 1 || !(v[0] > 0) {
 				t.Errorf("%s %s: times %v, want one positive", name, fl.Name, v)
 			}
 		}

@@ -12,6 +12,8 @@
 package libbench
 
 import (
+	"github.com/pctab/pctab/internal/benchcmp"
+
 	"bufio"
 	_ "embed"
 	"fmt"
@@ -84,22 +86,8 @@ type Target struct {
 // The price of the caller is the difference of their medians.
 type Pair struct {
 	Name    string
-	With    Key
-	Without Key
-}
-
-// A Key names a benchmark result of a library: the variant of its target
-// and the benchmark's name without "Benchmark" (e.g. "AddCallerHook").
-type Key struct {
-	Variant string
-	Name    string
-}
-
-func (k Key) String() string {
-	if k.Variant == "" {
-		return k.Name
-	}
-	return k.Name + " [" + k.Variant + "]"
+	With    benchcmp.Key
+	Without benchcmp.Key
 }
 
 // HarnessPackage is the import path, in the work module, of
@@ -109,11 +97,11 @@ const HarnessPackage = workModule + "/callerbench"
 
 // Suite returns the libraries of the suite.
 func Suite() []Library {
-	k := func(name string) Key { return Key{Name: name} }
+	k := func(name string) benchcmp.Key { return benchcmp.Key{Name: name} }
 	slogPairs := []Pair{}
 	for _, h := range []string{"fastText", "Text", "JSON"} {
 		name := "Attrs/" + h + "_discard/5_args"
-		slogPairs = append(slogPairs, Pair{"slog " + h + " 5 args: PC vs -nopc", k(name), Key{"nopc", name}})
+		slogPairs = append(slogPairs, Pair{"slog " + h + " 5 args: PC vs -nopc", k(name), benchcmp.Key{Variant: "nopc", Name: name}})
 	}
 	for _, h := range []string{"Text", "JSON"} {
 		slogPairs = append(slogPairs, Pair{"slog " + h + ": AddSource on vs off", k("SlogSource/" + h + "/source"), k("SlogSource/" + h + "/nosource")})

@@ -1,0 +1,149 @@
+package benchcmp
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// IsTime reports whether the results are times (sec/op), whose goal is
+// checked on the paired intervals' upper bounds; other units (instruction
+// counts, one run each) are checked on the ratios.
+func (r *Results) IsTime() bool { return r.Unit == "sec/op" }
+
+// Bound returns what a goal checks of c: the upper bound of the paired
+// interval for times, the ratio of medians otherwise.
+func (r *Results) Bound(c Comparison) float64 {
+	if r.IsTime() {
+		return c.Paired.Hi
+	}
+	return c.Ratio
+}
+
+// Above counts, over every benchmark of every group measured in flavour fl,
+// those whose Bound exceeds limit, and names the highest.
+func (r *Results) Above(fl string, limit float64) (above, total int, worst float64, worstName string) {
+	for _, g := range r.Groups {
+		for _, k := range r.Keys[g] {
+			c, ok := r.Compare(g, k, fl)
+			if !ok {
+				continue
+			}
+			total++
+			b := r.Bound(c)
+			if b > limit {
+				above++
+			}
+			if b > worst || worstName == "" {
+				worst, worstName = b, k.String()
+				if g != "" {
+					worstName = g + " " + worstName
+				}
+			}
+		}
+	}
+	return above, total, worst, worstName
+}
+
+// GroupName is the name a table gives group g.
+func GroupName(g string) string {
+	if g == "" {
+		return "(no library)"
+	}
+	return g
+}
+
+// Format formats a value per operation in r's unit.
+func (r *Results) Format(v float64) string {
+	if r.IsTime() {
+		return Duration(v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// WriteTables writes, for each group, a table of every benchmark in every
+// flavour: the median and its interval's half-width, the ratio of medians
+// to the baseline, the paired ratio with its 95% interval, the U test's p
+// and the number of rounds. A group's table is headed "# NAME" when there
+// is more than one group or the group has a name.
+func (r *Results) WriteTables(w io.Writer) {
+	for _, g := range r.Groups {
+		if g != "" || len(r.Groups) > 1 {
+			fmt.Fprintf(w, "# %s\n", GroupName(g))
+		}
+		fmt.Fprintf(w, "%-44s %-18s %10s %5s %7s %21s %6s %3s\n", "benchmark", "flavour", "median", "±", "×stock", "paired ×stock [95%]", "p", "n")
+		for _, k := range r.Keys[g] {
+			name := k.String()
+			for _, fl := range r.Flavours {
+				c, ok := r.Compare(g, k, fl)
+				if !ok {
+					continue
+				}
+				ratio, paired, p := "", "", ""
+				if fl != r.Baseline {
+					ratio = fmt.Sprintf("%.3f", c.Ratio)
+					paired = Interval(c.Paired)
+					p = fmt.Sprintf("%.3f", c.P)
+				}
+				fmt.Fprintf(w, "%-44s %-18s %10s %5s %7s %21s %6s %3d\n", name, fl, r.Format(c.Value.Center), Pct(c.Value), ratio, paired, p, c.Value.N)
+				name = ""
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// WriteGeomeans writes each group's geomean of the ratios to the baseline,
+// one column per flavour.
+func (r *Results) WriteGeomeans(w io.Writer, title string) {
+	fmt.Fprintf(w, "# %s\n%-12s %4s", title, "library", "n")
+	for _, fl := range r.Flavours[1:] {
+		fmt.Fprintf(w, " %18s", fl)
+	}
+	fmt.Fprintln(w)
+	for _, g := range r.Groups {
+		_, n := r.Geomean(g, r.Baseline)
+		fmt.Fprintf(w, "%-12s %4d", GroupName(g), n)
+		for _, fl := range r.Flavours[1:] {
+			m, _ := r.Geomean(g, fl)
+			fmt.Fprintf(w, " %18.3f", m)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Interval formats a paired ratio and its interval.
+func Interval(s Stat) string {
+	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) || math.IsNaN(s.Lo) {
+		return fmt.Sprintf("%.3f [∞]", s.Center)
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", s.Center, s.Lo, s.Hi)
+}
+
+// Pct formats the half-width of a median's interval as benchstat does
+// (the larger distance to a bound, in percent of the median).
+func Pct(s Stat) string {
+	if math.IsInf(s.Lo, 0) || math.IsInf(s.Hi, 0) {
+		return "∞"
+	}
+	if s.Center == 0 {
+		return "?"
+	}
+	d := math.Max(s.Center-s.Lo, s.Hi-s.Center) / math.Abs(s.Center)
+	return fmt.Sprintf("%.0f%%", 100*d)
+}
+
+// Duration formats seconds per operation.
+func Duration(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v):
+		return "-"
+	case a >= 1:
+		return fmt.Sprintf("%.3fs", v)
+	case a >= 1e-3:
+		return fmt.Sprintf("%.3fms", v*1e3)
+	case a >= 1e-6:
+		return fmt.Sprintf("%.3fµs", v*1e6)
+	}
+	return fmt.Sprintf("%.1fns", v*1e9)
+}
