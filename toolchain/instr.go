@@ -1,6 +1,10 @@
 package toolchain
 
 import (
+	"path/filepath"
+
+	cg "github.com/pctab/pctab/internal/cachegrind"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -31,8 +35,6 @@ type InstrOptions struct {
 	Target time.Duration
 	// Parallel is how many valgrind runs go at once (default 1).
 	Parallel int
-	// Valgrind is the valgrind command (default "valgrind").
-	Valgrind string
 	// Flavours names the flavours to count (default: all of Flavours);
 	// stock is always counted.
 	Flavours []string
@@ -58,10 +60,7 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 	if o.Parallel < 1 {
 		o.Parallel = 1
 	}
-	if o.Valgrind == "" {
-		o.Valgrind = "valgrind"
-	}
-	if _, err := exec.LookPath(o.Valgrind); err != nil {
+	if _, err := exec.LookPath("valgrind"); err != nil {
 		return fmt.Errorf("toolchain: counting instructions needs valgrind: %w", err)
 	}
 	flavours, err := selectFlavours(o.Flavours)
@@ -126,7 +125,7 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 			logMu.Lock()
 			fmt.Fprintf(log, "toolchain: cachegrind %d of %d: %s %s %dx\n", i+1, len(jobs), flavours[j.f].Name, benches[j.b].name, j.n)
 			logMu.Unlock()
-			j.ir, j.err = cachegrind(ctx, o.Valgrind, o.Dir, bins[j.f], benchRegexp(benches[j.b].name), j.n)
+			j.ir, j.err = cachegrind(ctx, o.Dir, bins[j.f], BenchRegexp("Benchmark"+benches[j.b].name), j.n)
 		}()
 	}
 	wg.Wait()
@@ -145,10 +144,12 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 	return bw.Flush()
 }
 
-// benchRegexp returns the -test.bench expression that selects exactly
-// the benchmark name (without "Benchmark"; sub-benchmarks after '/').
-func benchRegexp(name string) string {
-	parts := strings.Split("Benchmark"+name, "/")
+// BenchRegexp returns the -test.bench expression that selects exactly the
+// benchmark of full name name (e.g. "BenchmarkCallers/no-cache"): each
+// slash-separated element anchored and quoted, as the testing package
+// splits both the name and the expression at slashes.
+func BenchRegexp(name string) string {
+	parts := strings.Split(name, "/")
 	for i, p := range parts {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
@@ -157,34 +158,31 @@ func benchRegexp(name string) string {
 
 // cachegrind returns the instructions a test binary executes running the
 // benchmarks re n times each.
-func cachegrind(ctx context.Context, valgrind, dir, bin, re string, n int) (int64, error) {
-	cmd := exec.CommandContext(ctx, valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
-		bin, "-test.run=NONE", "-test.bench="+re, "-test.benchtime="+strconv.Itoa(n)+"x", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOGC=off", "GOMAXPROCS=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if out, err := cmd.Output(); err != nil {
-		return 0, fmt.Errorf("%s: %w\n%s%s", cmd, err, out, stderr.Bytes())
+func cachegrind(ctx context.Context, dir, bin, re string, n int) (int64, error) {
+	_, p, err := cg.Run(ctx, cg.Cmd{
+		Path: bin,
+		Args: []string{"-test.run=NONE", "-test.bench=" + re, "-test.benchtime=" + strconv.Itoa(n) + "x", "-test.count=1"},
+		Dir:  dir,
+		Env:  append(os.Environ(), "GOGC=off", "GOMAXPROCS=1"),
+	})
+	if err != nil {
+		return 0, err
 	}
-	return parseIRefs(stderr.Bytes())
+	return p.Total, nil
 }
 
-// parseIRefs returns the instruction count in cachegrind's summary
-// ("==pid== I refs:      1,234,567").
-func parseIRefs(out []byte) (int64, error) {
-	for _, line := range strings.Split(string(out), "\n") {
-		_, rest, ok := strings.Cut(line, " I ")
-		if !ok {
-			continue
-		}
-		rest, ok = strings.CutPrefix(strings.TrimSpace(rest), "refs:")
-		if !ok {
-			continue
-		}
-		return strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(rest), ",", ""), 10, 64)
+// IsSymtabFile reports whether path, a source file's path as the compiler
+// records it, is one of the runtime's files that unwind the stack and read
+// the symbol tables (runtime/symtab*.go, symtabinl.go, traceback.go and
+// extern.go, which holds Caller and Callers): the code the table format
+// and the pcvalue cache change.
+func IsSymtabFile(path string) bool {
+	dir, file := filepath.Split(filepath.ToSlash(path))
+	if !strings.HasSuffix(dir, "/runtime/") && dir != "runtime/" {
+		return false
 	}
-	return 0, fmt.Errorf("no instruction count in cachegrind's output:\n%s", out)
+	return strings.HasPrefix(file, "symtab") && strings.HasSuffix(file, ".go") ||
+		file == "traceback.go" || file == "extern.go"
 }
 
 // SummarizeInstructions reads Instructions' output and writes one row per

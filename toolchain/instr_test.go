@@ -7,24 +7,6 @@ import (
 	"testing"
 )
 
-func TestParseIRefs(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"==12== Cachegrind\n==12== \n==12== I   refs:      1,234,567\n", 1234567, true},
-		{"==7== I refs:        42\n==7== I1  misses: 3\n", 42, true},
-		{"==7== I1  misses: 3\n", 0, false},
-		{"==7== I refs: 1,2x\n", 0, false},
-	} {
-		got, err := parseIRefs([]byte(tc.in))
-		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseIRefs(%q) = %d, %v; want %d, ok %v", tc.in, got, err, tc.want, tc.ok)
-		}
-	}
-}
-
 func TestBenchRegexp(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -35,7 +17,7 @@ func TestBenchRegexp(t *testing.T) {
 		{"StackCopy", []string{"BenchmarkStackCopy"}, []string{"BenchmarkStackCopyPtr"}},
 		{"X/a+b", []string{"BenchmarkX/a+b"}, []string{"BenchmarkX/aab"}},
 	} {
-		re := strings.Split(benchRegexp(tc.name), "/")
+		re := strings.Split(BenchRegexp("Benchmark"+tc.name), "/")
 		matches := func(full string) bool {
 			parts := strings.Split(full, "/")
 			if len(parts) != len(re) {
@@ -50,12 +32,12 @@ func TestBenchRegexp(t *testing.T) {
 		}
 		for _, m := range tc.match {
 			if !matches(m) {
-				t.Errorf("benchRegexp(%q) = %q does not match %s", tc.name, benchRegexp(tc.name), m)
+				t.Errorf("benchRegexp(%q) = %q does not match %s", tc.name, BenchRegexp("Benchmark"+tc.name), m)
 			}
 		}
 		for _, m := range tc.not {
 			if matches(m) {
-				t.Errorf("benchRegexp(%q) = %q matches %s", tc.name, benchRegexp(tc.name), m)
+				t.Errorf("benchRegexp(%q) = %q matches %s", tc.name, BenchRegexp("Benchmark"+tc.name), m)
 			}
 		}
 	}
@@ -74,5 +56,26 @@ func TestSummarizeInstructions(t *testing.T) {
 		"| StackCopy | 488,951,328 | 358,552,070 (0.733×) |\n"
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestIsSymtabFile(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/usr/local/go/src/runtime/symtab.go", true},
+		{"/root/.cache/pctab-toolchain/x/go/src/runtime/symtab_linear_cf.go", true},
+		{"/usr/local/go/src/runtime/symtabinl.go", true},
+		{"/usr/local/go/src/runtime/traceback.go", true},
+		{"runtime/extern.go", true},
+		{"/usr/local/go/src/runtime/malloc.go", false},
+		{"/usr/local/go/src/runtime/symtab.s", false},
+		{"/home/x/myruntime/symtab.go", false},
+		{"/usr/local/go/src/debug/gosym/symtab.go", false},
+	} {
+		if got := IsSymtabFile(tc.path); got != tc.want {
+			t.Errorf("IsSymtabFile(%q) = %v, want %v", tc.path, got, tc.want)
+		}
 	}
 }

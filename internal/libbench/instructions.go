@@ -1,15 +1,14 @@
 package libbench
 
 import (
+	"github.com/pctab/pctab/internal/cachegrind"
+
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/pctab/pctab/toolchain"
@@ -25,6 +24,12 @@ import (
 // about InstrWork instructions (at least InstrMinN), measured on a stock
 // calibration run of InstrLow+InstrMinN iterations, and the longer run is
 // made twice and its smaller count kept (background work only adds).
+// SymtabUnit is the unit of the instructions per operation that
+// Instructions counts in the runtime's unwinder and symbol tables
+// (toolchain.IsSymtabFile): the part of a benchmark the table format and
+// the pcvalue cache change.
+const SymtabUnit = "symtab-instructions/op"
+
 const (
 	InstrLow  = 200
 	InstrMinN = 1000
@@ -37,7 +42,9 @@ const (
 // collector's timing does not move the counts, GOMAXPROCS=1). The counts
 // do not depend on the machine's load: one round is enough. It finds the
 // benchmarks by running the stock binary with -test.benchtime=1x, and
-// writes the counts to w in the Go benchmark format ("instructions/op"),
+// writes the counts to w in the Go benchmark format ("instructions/op", and
+// the part of them in the runtime's unwinder and symbol tables as
+// SymtabUnit),
 // under the same configuration keys as Run.
 func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 	if _, err := exec.LookPath("valgrind"); err != nil {
@@ -78,44 +85,44 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 				}
 			}
 			for _, name := range names {
-				count := func(fl toolchain.Flavour, iters int) (uint64, error) {
+				run := func(fl toolchain.Flavour, iters int) (count, error) {
 					fmt.Fprintf(log, "libbench: cachegrind %s %s -test.benchtime=%dx (%s)\n", name, t.Variant, iters, fl.Name)
 					return countInstructions(ctx, o, bins[binKey(t.Package, fl)], name, iters, t.Args)
 				}
-				stockLow, err := count(o.Flavours[*stock], InstrLow)
+				stockLow, err := run(o.Flavours[*stock], InstrLow)
 				if err != nil {
 					return err
 				}
-				cal, err := count(o.Flavours[*stock], InstrLow+InstrMinN)
+				cal, err := run(o.Flavours[*stock], InstrLow+InstrMinN)
 				if err != nil {
 					return err
 				}
 				n := InstrMinN
-				if cal > stockLow {
-					n = max(InstrMinN, int(InstrWork/(float64(cal-stockLow)/InstrMinN)))
+				if cal.all > stockLow.all {
+					n = max(InstrMinN, int(InstrWork/(float64(cal.all-stockLow.all)/InstrMinN)))
 				}
 				for i, fl := range o.Flavours {
 					low := stockLow
 					if i != *stock {
-						if low, err = count(fl, InstrLow); err != nil {
+						if low, err = run(fl, InstrLow); err != nil {
 							return err
 						}
 					}
-					var high uint64
+					var high count
 					for range 2 {
-						c, err := count(fl, InstrLow+n)
+						c, err := run(fl, InstrLow+n)
 						if err != nil {
 							return err
 						}
-						if high == 0 || c < high {
+						if high.all == 0 || c.all < high.all {
 							high = c
 						}
 					}
-					if high < low {
-						return fmt.Errorf("libbench: %s (%s): %d iterations took fewer instructions (%d) than %d (%d)", name, fl.Name, InstrLow+n, high, InstrLow, low)
+					if high.all < low.all {
+						return fmt.Errorf("libbench: %s (%s): %d iterations took fewer instructions (%d) than %d (%d)", name, fl.Name, InstrLow+n, high.all, InstrLow, low.all)
 					}
 					fmt.Fprintf(bw, "library: %s\nvariant: %s\ntoolchain: %s\npkg: %s\n", l.Name, t.Variant, fl.Name, t.Package)
-					fmt.Fprintf(bw, "%s\t%d\t%.1f instructions/op\n", name, n, float64(high-low)/float64(n))
+					fmt.Fprintf(bw, "%s\t%d\t%.1f instructions/op\t%.1f %s\n", name, n, float64(high.all-low.all)/float64(n), float64(high.symtab-low.symtab)/float64(n), SymtabUnit)
 				}
 				if err := bw.Flush(); err != nil {
 					return err
@@ -126,22 +133,22 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 	return bw.Flush()
 }
 
-var irefsRE = regexp.MustCompile(`I\s+refs:\s+([0-9,]+)`)
+// count is one cachegrind run's instructions, in all and in the runtime's
+// unwinder and symbol tables (toolchain.IsSymtabFile).
+type count struct{ all, symtab int64 }
 
 // countInstructions runs benchmark name (a full name, e.g.
 // "BenchmarkAttrs/Text_discard/5_args") of test binary bin, n iterations,
-// under cachegrind and returns the process's instruction count.
-func countInstructions(ctx context.Context, o Options, bin, name string, n int, extra []string) (uint64, error) {
-	args := []string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", bin,
-		"-test.run=^$", "-test.bench=" + BenchRegexp(name), fmt.Sprintf("-test.benchtime=%dx", n), "-test.count=1", "-test.cpu=1"}
-	cmd := exec.CommandContext(ctx, "valgrind", append(args, extra...)...)
-	cmd.Dir = o.WorkDir
-	cmd.Env = append(os.Environ(), "GOGC=off", "GOMAXPROCS=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// under cachegrind and returns the process's instruction counts.
+func countInstructions(ctx context.Context, o Options, bin, name string, n int, extra []string) (count, error) {
+	out, p, err := cachegrind.Run(ctx, cachegrind.Cmd{
+		Path: bin,
+		Args: append([]string{"-test.run=^$", "-test.bench=" + toolchain.BenchRegexp(name), fmt.Sprintf("-test.benchtime=%dx", n), "-test.count=1", "-test.cpu=1"}, extra...),
+		Dir:  o.WorkDir,
+		Env:  append(os.Environ(), "GOGC=off", "GOMAXPROCS=1"),
+	})
 	if err != nil {
-		return 0, fmt.Errorf("libbench: cachegrind %s: %w\n%s%s", name, err, out, stderr.Bytes())
+		return count{}, fmt.Errorf("libbench: %s: %w", name, err)
 	}
 	var ran []string
 	for _, line := range strings.Split(string(out), "\n") {
@@ -150,23 +157,7 @@ func countInstructions(ctx context.Context, o Options, bin, name string, n int, 
 		}
 	}
 	if len(ran) != 1 || ran[0] != name {
-		return 0, fmt.Errorf("libbench: cachegrind %s ran %q", name, ran)
+		return count{}, fmt.Errorf("libbench: cachegrind %s ran %q", name, ran)
 	}
-	m := irefsRE.FindSubmatch(stderr.Bytes())
-	if m == nil {
-		return 0, fmt.Errorf("libbench: cachegrind %s printed no instruction count:\n%s", name, stderr.Bytes())
-	}
-	return strconv.ParseUint(strings.ReplaceAll(string(m[1]), ",", ""), 10, 64)
-}
-
-// BenchRegexp returns the -test.bench expression that selects exactly the
-// benchmark of full name name: each slash-separated element anchored and
-// quoted, as the testing package splits both the name and the expression
-// at slashes.
-func BenchRegexp(name string) string {
-	parts := strings.Split(name, "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	return strings.Join(parts, "/")
+	return count{p.Total, p.Sum(toolchain.IsSymtabFile)}, nil
 }

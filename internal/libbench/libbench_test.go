@@ -1,6 +1,8 @@
 package libbench
 
 import (
+	"fmt"
+
 	"github.com/pctab/pctab/internal/benchcmp"
 
 	"bufio"
@@ -257,6 +259,31 @@ func TestSummarize(t *testing.T) {
 	}
 	if rows != 6 {
 		t.Errorf("%d benchmark rows, want 6:\n%s", rows, s)
+	}
+	// Instruction counts with their part in the symbol tables: the
+	// price of the caller, and the part of it in the tables.
+	var in strings.Builder
+	for _, fl := range []struct {
+		name             string
+		with, withSymtab int
+	}{{"stock", 3000, 1000}, {"default", 2500, 400}} {
+		fmt.Fprintf(&in, "library: logrus\ntoolchain: %s\nBenchmarkEntry_ReportCaller_WithCaller 1000 %d instructions/op %d %s\n", fl.name, fl.with, fl.withSymtab, SymtabUnit)
+		fmt.Fprintf(&in, "library: logrus\ntoolchain: %s\nBenchmarkEntry_ReportCaller_NoCaller 1000 2000 instructions/op 0 %s\n", fl.name, SymtabUnit)
+	}
+	out.Reset()
+	if err := Summarize(strings.NewReader(in.String()), &out, Suite()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## instructions per operation (cachegrind)",
+		"## instructions per operation in the runtime's unwinder and symbol tables",
+		"default                   500   0.500",
+		"default                   400   0.400",
+		"default            1 of 1 prices <= 0.6× stock's",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("instruction summary lacks %q:\n%s", want, out.String())
+		}
 	}
 	if err := Summarize(strings.NewReader("toolchain: linear\nBenchmarkX 1 1 ns/op\n"), &out, nil); err == nil {
 		t.Errorf("Summarize without stock results succeeded")
