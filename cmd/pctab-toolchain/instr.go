@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/toolchain"
@@ -23,37 +22,22 @@ var instrCommand = &cli.Command{
 		"with GOGC=off, as the difference of two run lengths, which the machine's load\n" +
 		"does not move, and prints them with each flavour's ratio to stock.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
-		dir := fs.String("dir", "", "module `directory` of the package (default: a standard-library package)")
-		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench `regexp`)")
+		pf := addPkgBenchFlags(fs)
 		target := fs.Duration("target", 0, "native time of each benchmark's smaller run (default 20ms)")
 		par := fs.Int("p", 1, "`n` valgrind runs at once")
 		outPath := fs.String("o", "", "also write the counts (Go benchmark format) to `file`")
-		flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to count besides stock (default: all)")
 		return func(env *cli.Env, args []string) error {
-			pkg := "runtime"
-			if len(args) > 1 {
-				return cli.Usagef("at most one package")
-			} else if len(args) == 1 {
-				pkg = args[0]
-			}
 			if *par < 1 {
 				return cli.Usagef("-p=%d: must be at least 1", *par)
 			}
-			tc, err := getToolchain(env)
+			pb, err := pf.setup(env, args)
 			if err != nil {
 				return err
 			}
-			work, err := os.MkdirTemp("", "pctab-instr-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
+			defer pb.done()
 			var raw bytes.Buffer
-			o := toolchain.InstrOptions{Dir: *dir, Package: pkg, Bench: *bench, Work: work, Target: *target, Parallel: *par}
-			if *flavours != "" {
-				o.Flavours = strings.Split(*flavours, ",")
-			}
-			if err := tc.Instructions(env.Ctx, o, &raw, env.Stderr); err != nil {
+			o := toolchain.InstrOptions{Dir: pb.dir, Package: pb.pkg, Bench: pb.bench, Work: pb.work, Target: *target, Parallel: *par, Flavours: pb.flavours}
+			if err := pb.tc.Instructions(env.Ctx, o, &raw, env.Stderr); err != nil {
 				return err
 			}
 			if *outPath != "" {

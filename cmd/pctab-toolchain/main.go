@@ -180,65 +180,6 @@ func goCommand(twin bool) *cli.Command {
 	return c
 }
 
-// benchCommand is "pctab-toolchain bench".
-var benchCommand = &cli.Command{
-	Name:  "bench",
-	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-flavours LIST] [-o FILE] [PKG]",
-	Short: "benchmark a package built stock and in every runtime flavour",
-	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
-		"stock toolchain and in every runtime flavour of the patched one\n" +
-		"(toolchain.Flavours), round-robin, and writes the results in the Go benchmark\n" +
-		"format with a toolchain key, for benchstat -col toolchain.",
-	Flags: func(fs *flag.FlagSet) cli.RunFunc {
-		dir := fs.String("dir", "", "module `directory` of the package (default: a standard-library package)")
-		bench := fs.String("bench", "^BenchmarkCallers$", "benchmarks to run (-test.bench `regexp`)")
-		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
-		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
-		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
-		flavours := fs.String("flavours", "", "comma-separated `names` of the flavours to run besides stock (default: all)")
-		return func(env *cli.Env, args []string) error {
-			pkg := "runtime"
-			if len(args) > 1 {
-				return cli.Usagef("at most one package")
-			} else if len(args) == 1 {
-				pkg = args[0]
-			}
-			if *count < 1 {
-				return cli.Usagef("-count=%d: must be at least 1", *count)
-			}
-			tc, err := getToolchain(env)
-			if err != nil {
-				return err
-			}
-			work, err := os.MkdirTemp("", "pctab-bench-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			w := env.Stdout
-			if *outPath != "" {
-				f, err := os.Create(*outPath)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				w = f
-			}
-			o := toolchain.BenchOptions{Dir: *dir, Package: pkg, Bench: *bench, BenchTime: *benchtime, Count: *count, Work: work}
-			if *flavours != "" {
-				o.Flavours = strings.Split(*flavours, ",")
-			}
-			if err := tc.Bench(env.Ctx, o, w, env.Stderr); err != nil {
-				return err
-			}
-			if *outPath != "" {
-				fmt.Fprintf(env.Stderr, "pctab-toolchain: compare with: benchstat -col toolchain %s\n", *outPath)
-			}
-			return nil
-		}
-	},
-}
-
 // summaryCommand is "pctab-toolchain summary".
 var summaryCommand = &cli.Command{
 	Name:  "summary",
