@@ -7,7 +7,7 @@
 //	pctab-toolchain [-go RELEASE] SUBCOMMAND ...
 //
 // -go go1.27.3 builds and uses that release (GOTOOLCHAIN downloads it) with
-// its own patch (toolchain.PatchFor) instead of the local Go.
+// its own patch series (toolchain.SeriesFor) instead of the local Go.
 //
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
 //	pctab-toolchain go ARGS...            run its go command
