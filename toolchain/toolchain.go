@@ -2,11 +2,12 @@
 // whose runtime reads, PC-value tables in the linear index format of
 // golang/go#61984 (package linearpc's spec or compact-fast variant).
 //
-// The change to Go is one reviewable patch, patches/linear.diff, against the
-// local Go release (the go command on PATH). [Build] makes, once per patch
-// and release, two GOROOTs under a cache directory:
+// The change to Go is a series of patches, one concern each, in git
+// format-patch form: patches/RELEASE/NNNN-*.patch, applied in order
+// ([Series]). [Build] makes, once per series and release, two GOROOTs
+// under a cache directory:
 //
-//   - go: a copy of the local GOROOT with the patch applied and cmd/link
+//   - go: a copy of the release's GOROOT with the series applied and cmd/link
 //     rebuilt from the patched sources. Programs built with it carry linear
 //     tables and a runtime that reads them. The runtime's build tags choose
 //     the format and the linker follows (it reads runtime.linearFormat).
@@ -28,18 +29,15 @@
 // toolchain, its own sources overlaid (go build -overlay), so that the
 // linker binary itself keeps a stock runtime. Each GOROOT gets its own
 // GOCACHE: a release's go command identifies the linker by its version
-// line, which the patch does not change, so a shared cache could hand a
+// line, which the series does not change, so a shared cache could hand a
 // stock link's output to the patched toolchain.
 package toolchain
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,27 +47,6 @@ import (
 	"runtime"
 	"strings"
 )
-
-// Patch is the change to Go (cmd/link, runtime, debug/gosym) as a unified
-// diff against Go 1.26.8's GOROOT.
-//
-//go:embed patches/linear.diff
-var Patch []byte
-
-// releasePatches holds the same change for other releases,
-// patches/linear-RELEASE.diff, each a diff against that release's GOROOT.
-//
-//go:embed patches/linear-*.diff
-var releasePatches embed.FS
-
-// PatchFor returns the patch for a Go release ("go1.27.3"):
-// patches/linear-RELEASE.diff if there is one, else Patch (Go 1.26.8's).
-func PatchFor(release string) []byte {
-	if b, err := releasePatches.ReadFile("patches/linear-" + release + ".diff"); err == nil {
-		return b
-	}
-	return Patch
-}
 
 // The build tags that select a runtime flavour (go build -tags); the linker
 // writes what the runtime it links reads. With none, the toolchain builds
@@ -96,14 +73,14 @@ const (
 
 // Toolchain is a built patched toolchain and its twin.
 type Toolchain struct {
-	Dir        string // cache directory of this patch and release
-	GOROOT     string // patched GOROOT: linear tables
-	TwinGOROOT string // patched sources, stock linker: varint tables
-	StockRoot  string // the local GOROOT it was made from
-	Version    string // Go release, e.g. "go1.26.8"
-	Patch      []byte // the patch applied (PatchFor(Version))
-	Key        string // hash of the patch and the release
-	Cached     bool   // whether Build found it ready
+	Dir        string  // cache directory of this series and release
+	GOROOT     string  // patched GOROOT: linear tables
+	TwinGOROOT string  // patched sources, stock linker: varint tables
+	StockRoot  string  // the local GOROOT it was made from
+	Version    string  // Go release, e.g. "go1.26.8"
+	Series     []Patch // the patches applied, in order (SeriesFor(Version))
+	Key        string  // hash of the series and the release
+	Cached     bool    // whether Build found it ready
 }
 
 // DefaultCacheDir returns $HOME/.cache/pctab-toolchain (os.UserCacheDir).
@@ -115,16 +92,24 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(d, "pctab-toolchain"), nil
 }
 
-// Build returns the toolchain for Patch and the local Go release, building
-// it under cacheDir if it is missing. Progress goes to log (may be nil).
+// Build returns the toolchain for the local Go release (the go command on
+// PATH) and its series, building it under cacheDir if it is missing.
+// Progress goes to log (may be nil).
 func Build(ctx context.Context, cacheDir string, log io.Writer) (*Toolchain, error) {
 	return BuildRelease(ctx, cacheDir, "", log)
 }
 
 // BuildRelease is Build for a Go release ("go1.27.3"; "" for the local
 // one), which the go command downloads into the module cache
-// (GOTOOLCHAIN=release), patched with PatchFor(release).
+// (GOTOOLCHAIN=release), patched with SeriesFor(release).
 func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) (*Toolchain, error) {
+	return BuildSeries(ctx, cacheDir, release, nil, log)
+}
+
+// BuildSeries is BuildRelease with the given series instead of the
+// release's own (nil: SeriesFor the release), for example a prefix of it.
+// Each series has its own cache directory.
+func BuildSeries(ctx context.Context, cacheDir, release string, series []Patch, log io.Writer) (*Toolchain, error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -132,15 +117,26 @@ func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	patch := PatchFor(version)
+	if series == nil {
+		if series, err = SeriesFor(version); err != nil {
+			return nil, err
+		}
+	}
+	files, err := PatchedFiles(series)
+	if err != nil {
+		return nil, err
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", version, runtime.GOOS, runtime.GOARCH)
-	h.Write(patch)
+	for _, p := range series {
+		fmt.Fprintf(h, "%s %d\n", p.Name, len(p.Data))
+		h.Write(p.Data)
+	}
 	key := hex.EncodeToString(h.Sum(nil))[:16]
 	dir := filepath.Join(cacheDir, key)
 	tc := &Toolchain{
 		Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"),
-		StockRoot: root, Version: version, Patch: patch, Key: key,
+		StockRoot: root, Version: version, Series: series, Key: key,
 	}
 	if _, err := os.Stat(filepath.Join(dir, "done")); err == nil {
 		tc.Cached = true
@@ -163,13 +159,8 @@ func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) 
 	if err := run(ctx, "", nil, "chmod", "-R", "u+w", goroot); err != nil {
 		return nil, err
 	}
-	patchFile := filepath.Join(tmp, "linear.diff")
-	if err := os.WriteFile(patchFile, patch, 0o644); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(log, "toolchain: applying the patch (%d bytes)\n", len(patch))
-	if err := run(ctx, goroot, nil, "git", "apply", "--unsafe-paths", "--whitespace=nowarn", patchFile); err != nil {
-		return nil, fmt.Errorf("applying %s to a copy of %s: %w", patchFile, root, err)
+	if err := applySeries(ctx, goroot, series, tmp, log); err != nil {
+		return nil, fmt.Errorf("toolchain: patching a copy of %s: %w", root, err)
 	}
 	tools := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
 	link := filepath.Join(tools, "link"+exeSuffix())
@@ -185,7 +176,7 @@ func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) 
 		defer os.RemoveAll(toolRoot)
 	}
 	for _, t := range patchedTools {
-		if err := buildTool(ctx, toolRoot, goroot, patch, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
+		if err := buildTool(ctx, toolRoot, goroot, files, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
 			return nil, err
 		}
 	}
@@ -202,7 +193,6 @@ func BuildRelease(ctx context.Context, cacheDir, release string, log io.Writer) 
 	if err := run(ctx, "", nil, "cp", filepath.Join(root, link), filepath.Join(twin, link)); err != nil {
 		return nil, err
 	}
-	os.Remove(patchFile)
 	if err := os.WriteFile(filepath.Join(tmp, "done"), []byte(version+"\n"), 0o644); err != nil {
 		return nil, err
 	}
@@ -235,11 +225,7 @@ var patchedTools = []struct{ pkg, prefix string }{
 
 // buildTool builds the command pkg from the stock GOROOT with the patched
 // files under prefix overlaid, writing it to out.
-func buildTool(ctx context.Context, root, patched string, patch []byte, pkg, out, prefix, tmp string, log io.Writer) error {
-	files, err := patchedFiles(patch)
-	if err != nil {
-		return err
-	}
+func buildTool(ctx context.Context, root, patched string, files []string, pkg, out, prefix, tmp string, log io.Writer) error {
 	var ov bytes.Buffer
 	ov.WriteString(`{"Replace":{`)
 	n := 0
@@ -260,26 +246,28 @@ func buildTool(ctx context.Context, root, patched string, patch []byte, pkg, out
 	}
 	fmt.Fprintf(log, "toolchain: building %s with %d patched files\n", pkg, n)
 	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=", "CGO_ENABLED=0")
-	err = run(ctx, filepath.Join(root, "src"), env, filepath.Join(root, "bin", "go"+exeSuffix()), "build", "-overlay", ovFile, "-o", out, pkg)
+	err := run(ctx, filepath.Join(root, "src"), env, filepath.Join(root, "bin", "go"+exeSuffix()), "build", "-overlay", ovFile, "-o", out, pkg)
 	os.Remove(ovFile)
 	return err
 }
 
-// PatchedFiles returns the GOROOT-relative paths Patch changes or adds.
-func PatchedFiles() ([]string, error) { return patchedFiles(Patch) }
-
-func patchedFiles(patch []byte) ([]string, error) {
-	var files []string
-	sc := bufio.NewScanner(bytes.NewReader(patch))
-	for sc.Scan() {
-		if f, ok := strings.CutPrefix(sc.Text(), "+++ b/"); ok {
-			files = append(files, f)
+// applySeries applies the series to the GOROOT goroot in order, one
+// git apply per patch (git apply reads a format-patch mail's diff),
+// writing each patch to a file in tmp.
+func applySeries(ctx context.Context, goroot string, series []Patch, tmp string, log io.Writer) error {
+	for _, p := range series {
+		f := filepath.Join(tmp, p.Name)
+		if err := os.WriteFile(f, p.Data, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "toolchain: applying %s\n", p.Name)
+		err := run(ctx, goroot, nil, "git", "apply", "--unsafe-paths", "--whitespace=nowarn", f)
+		os.Remove(f)
+		if err != nil {
+			return fmt.Errorf("applying %s: %w", p.Name, err)
 		}
 	}
-	if len(files) == 0 {
-		return nil, errors.New("toolchain: the patch changes no files")
-	}
-	return files, sc.Err()
+	return nil
 }
 
 // stockRoot returns the GOROOT and version of the go command on PATH, or

@@ -23,7 +23,11 @@ import (
 )
 
 func TestPatchedFiles(t *testing.T) {
-	files, err := PatchedFiles()
+	series, err := Series(DefaultRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := PatchedFiles(series)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +41,20 @@ func TestPatchedFiles(t *testing.T) {
 		delete(want, f)
 	}
 	if len(want) > 0 {
-		t.Errorf("the patch does not touch %v (it touches %v)", want, files)
+		t.Errorf("the series does not touch %v (it touches %v)", want, files)
 	}
-	// Each release's patch is the same change.
-	for _, r := range []string{"go1.27.3"} {
-		rf, err := patchedFiles(PatchFor(r))
+	// Each release's series is the same change.
+	for _, r := range Releases() {
+		rs, err := Series(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(rf, files) || bytes.Equal(PatchFor(r), Patch) {
-			t.Errorf("%s's patch touches %v; go1.26.8's %v", r, rf, files)
+		rf, err := PatchedFiles(rs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rf, files) {
+			t.Errorf("%s's series touches %v; %s's %v", r, rf, DefaultRelease, files)
 		}
 	}
 }
@@ -148,8 +156,12 @@ func TestRuntimeRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc.Version != "go1.27.3" || !bytes.Equal(tc.Patch, PatchFor("go1.27.3")) || bytes.Equal(tc.Patch, Patch) {
-		t.Fatalf("toolchain %s with a patch of %d bytes, want go1.27.3's own", tc.Version, len(tc.Patch))
+	own, err := Series("go1.27.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc.Version != "go1.27.3" || len(tc.Series) != len(own) || !bytes.Equal(tc.Series[0].Data, own[0].Data) {
+		t.Fatalf("toolchain %s with a series of %d patches, want go1.27.3's own", tc.Version, len(tc.Series))
 	}
 	lin := build(t, tc, false)
 	fl := checkTwin(t, lin, build(t, tc, true))

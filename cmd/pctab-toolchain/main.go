@@ -7,7 +7,7 @@
 //	pctab-toolchain [-go RELEASE] SUBCOMMAND ...
 //
 // -go go1.27.3 builds and uses that release (GOTOOLCHAIN downloads it) with
-// its own patch (toolchain.PatchFor) instead of the local Go.
+// its own patch series (toolchain.SeriesFor) instead of the local Go.
 //
 //	pctab-toolchain build                 build the toolchain (cached) and print where it is
 //	pctab-toolchain go ARGS...            run its go command
@@ -18,6 +18,7 @@
 //	pctab-toolchain instr [flags] [PKG]   count each flavour's instructions per benchmark operation (cachegrind)
 //	pctab-toolchain libbench [flags]      benchmark real libraries that unwind on hot paths, stock against every flavour
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
+//	pctab-toolchain testsuite [flags] -o DIR [PKGS]  go test -short std cmd stock and in runtime flavours; the packages whose outcome differs
 //
 // A patched binary is checked against its twin by pctab-stats verify -twin
 // TWIN PATCHED. Run "pctab-toolchain help COMMAND" for a command's flags.
@@ -67,6 +68,7 @@ func program() *cli.Program {
 			instrCommand,
 			compareCommand,
 			libbenchCommand,
+			testsuiteCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
 		},
 	}

@@ -37,7 +37,7 @@ func TestCommandLine(t *testing.T) {
 	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"The commands are:"}, NoStdout: true},
 		{Name: "help lists the commands", Args: []string{"help"},
-			Stdout: []string{"build", "go", "twin", "sizes", "bench", "summary", "compare"}, NoStderr: true},
+			Stdout: []string{"build", "go", "twin", "sizes", "bench", "summary", "compare", "testsuite"}, NoStderr: true},
 		{Name: "go -h", Args: []string{"go", "-h"}, Stdout: []string{"usage: pctab-toolchain go ARGS..."}, NoStderr: true},
 		{Name: "go -twin", Args: []string{"go", "-twin", "build"}, Code: cli.ExitUsage, Stderr: []string{"pctab-toolchain twin ARGS..."}, NoStdout: true},
 		{Name: "check moved", Args: []string{"check", "a", "b"}, Code: cli.ExitUsage, Stderr: []string{"use pctab-stats verify -twin TWIN PATCHED"}, NoStdout: true},
@@ -48,6 +48,10 @@ func TestCommandLine(t *testing.T) {
 		{Name: "compare -o", Args: []string{"compare", "-o", dir}, Code: cli.ExitUsage, Stderr: []string{"not defined: -o"}, NoStdout: true},
 		{Name: "summary without files", Args: []string{"summary"}, Code: cli.ExitUsage, Stderr: []string{"no result FILE"}, NoStdout: true},
 		{Name: "summary of a missing file", Args: []string{"summary", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-toolchain: ", "no such file"}, NoStdout: true},
+		{Name: "testsuite without -o", Args: []string{"testsuite"}, Code: cli.ExitUsage, Stderr: []string{"-o DIR is required"}, NoStdout: true},
+		{Name: "testsuite -batch=0", Args: []string{"testsuite", "-o", dir, "-batch=0"}, Code: cli.ExitUsage, Stderr: []string{"-batch=0"}, NoStdout: true},
+		{Name: "testsuite unknown flavour", Args: []string{"testsuite", "-o", dir, "-flavours", "default,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown flavour "nope"`}, NoStdout: true},
+		{Name: "testsuite stock as a flavour", Args: []string{"testsuite", "-o", dir, "-flavours", "stock"}, Code: cli.ExitUsage, Stderr: []string{`unknown flavour "stock"`}, NoStdout: true},
 		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "paired ×stock [95%]"}, NoStderr: true},
 	}...))
 }

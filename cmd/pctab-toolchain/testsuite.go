@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/testsuite"
+	"github.com/pctab/pctab/toolchain"
+)
+
+// testsuiteCommand is "pctab-toolchain testsuite": Go's own test suite,
+// stock and in runtime flavours (package internal/testsuite).
+var testsuiteCommand = &cli.Command{
+	Name:  "testsuite",
+	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-report] -o DIR [PACKAGES]",
+	Short: "run go test -short std cmd stock and in runtime flavours, and list the packages whose outcome differs",
+	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
+		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
+		"prints the packages whose outcome (pass, fail, skip) differs between them, the\n" +
+		"packages failing in all, and each run's totals; the table is also written to\n" +
+		"DIR/table.txt. Each run's go test -json output goes to DIR/NAME.json (NAME: stock\n" +
+		"or the flavour), batch by batch, the runs taking turns; a run that is stopped\n" +
+		"resumes where it was: packages already finished in DIR are not run again.\n" +
+		"A flavour's build tags go in GOFLAGS, so that the programs the tests build\n" +
+		"with the go command get them too. -report prints the table of what DIR holds\n" +
+		"without running anything.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		flavours := fs.String("flavours", "default,linear-cf-nocache", "comma-separated `names` of the flavours (toolchain.Flavours) to run besides stock")
+		dir := fs.String("o", "", "`directory` of the runs' JSON files and the table (required)")
+		batch := fs.Int("batch", 20, "`n` packages per go test command")
+		timeout := fs.String("timeout", "20m", "go test -timeout of each package's tests")
+		report := fs.Bool("report", false, "print the table of the runs in DIR without running anything")
+		return func(env *cli.Env, args []string) error {
+			if *dir == "" {
+				return cli.Usagef("-o DIR is required")
+			}
+			if *batch < 1 {
+				return cli.Usagef("-batch=%d: must be at least 1", *batch)
+			}
+			var fls []toolchain.Flavour
+			for _, name := range strings.Split(*flavours, ",") {
+				fl, ok := flavourByName(name)
+				if !ok || fl.Stock {
+					return cli.Usagef("-flavours: unknown flavour %q (want some of %s)", name, flavourNames(toolchain.Flavours()[1:]))
+				}
+				fls = append(fls, fl)
+			}
+			if len(args) == 0 {
+				args = []string{"std", "cmd"}
+			}
+			tc, err := getToolchain(env)
+			if err != nil {
+				return err
+			}
+			pkgs, err := listPackages(tc, args)
+			if err != nil {
+				return err
+			}
+			runs := []testsuite.Run{stockRun(tc)}
+			for _, fl := range fls {
+				runs = append(runs, flavourRun(tc, fl))
+			}
+			if !*report {
+				fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %d packages, runs %s, in %s\n", len(pkgs), runNames(runs), *dir)
+				o := testsuite.Options{Dir: *dir, Packages: pkgs, Runs: runs, Batch: *batch,
+					TestArgs: []string{"-short", "-count=1", "-timeout=" + *timeout}, Log: env.Stderr}
+				if err := testsuite.Execute(env.Ctx, o); err != nil {
+					return err
+				}
+			}
+			t, err := testsuite.Load(*dir, strings.Split(runNames(runs), ","), pkgs)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if err := t.Write(&buf); err != nil {
+				return err
+			}
+			if !*report {
+				if err := os.WriteFile(filepath.Join(*dir, "table.txt"), buf.Bytes(), 0o644); err != nil {
+					return err
+				}
+			}
+			_, err = env.Stdout.Write(buf.Bytes())
+			return err
+		}
+	},
+}
+
+// flavourByName returns the flavour of toolchain.Flavours called name.
+func flavourByName(name string) (toolchain.Flavour, bool) {
+	for _, fl := range toolchain.Flavours() {
+		if fl.Name == name {
+			return fl, true
+		}
+	}
+	return toolchain.Flavour{}, false
+}
+
+func runNames(runs []testsuite.Run) string {
+	var s []string
+	for _, r := range runs {
+		s = append(s, r.Name)
+	}
+	return strings.Join(s, ",")
+}
+
+// stockRun is the suite run with the local, unpatched toolchain.
+func stockRun(tc *toolchain.Toolchain) testsuite.Run {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOROOT", "GOTOOLCHAIN", "GOFLAGS", "PATH":
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "GOTOOLCHAIN=local", "GOFLAGS=", "PATH="+withGoBin(tc.StockRoot))
+	return testsuite.Run{Name: "stock", Go: tc.StockGoCommand(), Env: env}
+}
+
+// flavourRun is the suite run with the patched toolchain in flavour fl,
+// whose tags go in GOFLAGS so that what the tests build gets them too.
+func flavourRun(tc *toolchain.Toolchain, fl toolchain.Flavour) testsuite.Run {
+	extra := []string{"PATH=" + withGoBin(tc.GOROOT)}
+	if len(fl.Tags) > 0 {
+		extra = append(extra, "GOFLAGS=-tags="+strings.Join(fl.Tags, ","))
+	}
+	return testsuite.Run{Name: fl.Name, Go: tc.GoCommand(false), Env: tc.Env(false, extra...)}
+}
+
+// withGoBin returns $PATH with goroot's bin directory first, for the tests
+// that run "go" from PATH.
+func withGoBin(goroot string) string {
+	return filepath.Join(goroot, "bin") + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// listPackages returns the import paths of patterns, as the stock go
+// command lists them, the packages that read or write the PC-value tables
+// first (so that a partial run covers them): the runtime's, debug/...,
+// the linker's and the tools that read binaries.
+func listPackages(tc *toolchain.Toolchain, patterns []string) ([]string, error) {
+	cmd := exec.Command(tc.StockGoCommand(), append([]string{"list", "-e", "-f", "{{.ImportPath}}"}, patterns...)...)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list %s: %w\n%s", strings.Join(patterns, " "), err, stderr.Bytes())
+	}
+	var first, rest []string
+	for _, p := range strings.Fields(string(out)) {
+		if readsTables(p) {
+			first = append(first, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(first)+len(rest) == 0 {
+		return nil, fmt.Errorf("go list %s: no packages", strings.Join(patterns, " "))
+	}
+	return append(first, rest...), nil
+}
+
+// readsTables reports whether package p is one the change touches or one
+// that reads a binary's PC-value tables.
+func readsTables(p string) bool {
+	for _, pre := range []string{"runtime", "debug/", "cmd/link", "internal/trace", "cmd/internal/objfile", "internal/runtime/"} {
+		if p == strings.TrimSuffix(pre, "/") || strings.HasPrefix(p, strings.TrimSuffix(pre, "/")+"/") {
+			return true
+		}
+	}
+	switch p {
+	case "cmd/addr2line", "cmd/objdump", "cmd/pprof", "cmd/trace", "internal/abi":
+		return true
+	}
+	return false
+}
