@@ -40,10 +40,17 @@ type Manifest struct {
 }
 
 // A FileSum is the size and CRC-32C of one file of a store.
+//
+// The manifest may list files beyond those Open reads (a later writer's
+// extra indexes): Open ignores the names it does not know, and File reads
+// any listed file, checked against its size and CRC-32C. A file marked
+// Optional may be absent or fail its check without the store failing to
+// open: its reader falls back to what the other files give.
 type FileSum struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-	CRC32 uint32 `json:"crc32c"`
+	Name     string `json:"name"`
+	Bytes    int64  `json:"bytes"`
+	CRC32    uint32 `json:"crc32c"`
+	Optional bool   `json:"optional,omitempty"`
 }
 
 // Options configure Build.

@@ -6,15 +6,19 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strings"
 )
 
 // SchemaVersion is the version of the store's format and of its
-// manifest.json. Version 2 added the manifest's truncated field; Open
-// reads stores of versions 1 and 2, whose files are the same.
-const SchemaVersion = 2
+// manifest.json. Version 2 added the manifest's truncated field. Version 3
+// is the compact format (compressed event pages, narrow timeline files)
+// and lets the manifest list files this reader does not know (see
+// FileSum.Optional); Open reads only version 3: a store of an older
+// version is rebuilt from its trace.
+const SchemaVersion = 3
 
 // oldestSchemaVersion is the oldest version Open reads.
-const oldestSchemaVersion = 1
+const oldestSchemaVersion = 3
 
 // PageSize is the default size of a page of the event log.
 const PageSize = 64 << 10
@@ -332,10 +336,21 @@ func (m *Manifest) checkCounts() error {
 	case m.Pages == 0 && m.Events > 0:
 		return fmt.Errorf("tracestore: %s: %d events in no pages", fileManifest, m.Events)
 	}
+	seen := map[string]bool{}
 	for _, f := range m.Files {
 		if f.Bytes < 0 {
 			return fmt.Errorf("tracestore: %s: %s has %d bytes", fileManifest, f.Name, f.Bytes)
 		}
+		if !plainName(f.Name) || f.Name == fileManifest || seen[f.Name] {
+			return fmt.Errorf("tracestore: %s: file name %q is not a plain name, or repeated", fileManifest, f.Name)
+		}
+		seen[f.Name] = true
 	}
 	return nil
+}
+
+// plainName reports whether name is a file name of a store directory: not
+// empty, no path separator, not "." or "..".
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"sync"
 
 	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/forest"
@@ -36,6 +37,7 @@ type Store struct {
 	lineIdx  *diskmap.Map
 	closers  []func() error
 	dagMu    chanMutex
+	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
 }
 
@@ -317,6 +319,31 @@ func (s *Store) Close() error {
 	}
 	s.closers = nil
 	return first
+}
+
+// File returns the bytes of the file name that the manifest lists,
+// checked against the size and CRC-32C the manifest gives: for files a
+// later writer added that Open does not read. The bytes are mapped
+// read-only and valid until Close; read them under Guard.
+func (s *Store) File(name string) ([]byte, error) {
+	for _, f := range s.m.Files {
+		if f.Name != name {
+			continue
+		}
+		s.fileMu.Lock()
+		defer s.fileMu.Unlock()
+		var b []byte
+		var err error
+		if gerr := s.Guard(func() {
+			if b, err = mapFile(s.path(name), f.Bytes, &s.closers); err == nil && crc(b) != f.CRC32 {
+				err = fmt.Errorf("tracestore: %s: checksum mismatch", name)
+			}
+		}); gerr != nil {
+			err = gerr
+		}
+		return b, err
+	}
+	return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
 }
 
 // Dir returns the store's directory.
