@@ -128,8 +128,9 @@ func sumFile(path string) (FileSum, error) {
 // writeLanes sorts the lanes, gathers each lane's spans from the
 // temporary file, and writes every lane's blocks, block index and forest.
 //
-// The spans are gathered in groups of lanes whose spans fit in half the
-// builder's memory limit: with one group, the temporary file is read into
+// The spans are gathered in groups of lanes whose spans fit in a quarter
+// of the builder's memory limit (the garbage collector lets the heap grow
+// to twice what is live): with one group, the temporary file is read into
 // memory and scattered there; with more, one pass copies each span into
 // its group's file and each group is then read and scattered in turn. A
 // lane larger than the limit has a group of its own, read straight from
@@ -236,7 +237,7 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	limit := max(b.mem/2, 1<<20) / spanBytes // spans a group may hold
+	limit := max(b.mem/4, 1<<20) / spanBytes // spans a group may hold
 	// Groups of consecutive lanes: group g holds lanes [gl[g], gl[g+1]).
 	gl := []int{0}
 	for n := range lanes {
@@ -316,8 +317,9 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			}
 			continue
 		}
-		if int64(cap(buf)) < n*spanBytes {
-			buf = make([]byte, n*spanBytes)
+		if buf == nil {
+			// Once, for the largest group.
+			buf = make([]byte, min(limit, b.numSpans)*spanBytes)
 		}
 		buf = buf[:n*spanBytes]
 		placed := make([]int64, hi-lo)
