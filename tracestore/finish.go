@@ -92,7 +92,7 @@ func (b *builder) finish() (*Manifest, error) {
 		Spans:         b.numSpans,
 		TimeQuantum:   b.quantum(),
 	}
-	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileFuncIdx, fileLineIdx} {
+	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx, fileFuncIdx, fileLineIdx} {
 		s, err := sumFile(filepath.Join(b.dir, name))
 		if err != nil {
 			return nil, err
@@ -177,6 +177,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer ff.Close()
+	af, aw, err := create(fileAttrs)
+	if err != nil {
+		return err
+	}
+	defer af.Close()
 	// The block index's offsets are written wide to a temporary file,
 	// then narrowed once spans.bin's size is known.
 	bt, err := os.CreateTemp(b.dir, "blocks-*.tmp")
@@ -187,11 +192,15 @@ func (b *builder) writeLanes() error {
 	defer bt.Close()
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
-	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw}
+	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw}
 	if err := b.gatherSpans(lanes, first, newID, enc.lane); err != nil {
 		return err
 	}
-	for _, x := range []*bufio.Writer{sw, btw, fw} {
+	enc.flushAttrs()
+	if err := os.WriteFile(filepath.Join(b.dir, fileAttrIdx), enc.attrIdx, 0o666); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	for _, x := range []*bufio.Writer{sw, btw, fw, aw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
@@ -357,12 +366,43 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 // A laneEncoder writes lanes' blocks to spans.bin, their wide block index
 // records to a temporary file and their forests to forest.bin.
 type laneEncoder struct {
-	w          widths
-	q          int64 // time quantum
-	sw, bw, fw *bufio.Writer
-	off        int64 // bytes of spans.bin written
-	enc, rec   []byte
-	blk        []Span
+	w              widths
+	q              int64 // time quantum
+	sw, bw, fw, aw *bufio.Writer
+	off            int64 // bytes of spans.bin written
+	enc, rec       []byte
+	blk            []Span
+
+	// spanattr.bin: the current chunk's records and spans, the last
+	// stack of each kind in it, the bytes written and attr.idx.
+	attrs    []byte
+	attrN    int
+	attrLast [numSpanKinds]uint32
+	attrOff  int64
+	attrIdx  []byte
+	attrEnc  pageEncoder
+}
+
+// addAttr adds span s's kind, name and stack to spanattr.bin.
+func (e *laneEncoder) addAttr(s Span) {
+	e.attrs = appendAttr(e.attrs, s, &e.attrLast)
+	if e.attrN++; e.attrN == AttrChunk {
+		e.flushAttrs()
+	}
+}
+
+// flushAttrs writes the current chunk of spanattr.bin.
+func (e *laneEncoder) flushAttrs() {
+	if e.attrN == 0 {
+		return
+	}
+	codec, data := e.attrEnc.compress(e.attrs)
+	e.aw.Write(data)
+	e.attrIdx = binary.LittleEndian.AppendUint64(e.attrIdx, uint64(e.attrOff))
+	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, uint32(len(e.attrs)))
+	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, codec)
+	e.attrOff += int64(len(data))
+	e.attrs, e.attrN, e.attrLast = e.attrs[:0], 0, [numSpanKinds]uint32{}
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
@@ -377,6 +417,7 @@ func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
 				return err
 			}
 			e.blk = append(e.blk, sp)
+			e.addAttr(sp)
 			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
 		}
 		e.enc = appendBlock(e.enc[:0], e.blk, e.q)
