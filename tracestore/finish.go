@@ -246,7 +246,7 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	limit := max(b.mem/4, 1<<20) / spanBytes // spans a group may hold
+	limit := max(b.mem/4, minGroupBytes) / spanBytes // spans a group may hold
 	// Groups of consecutive lanes: group g holds lanes [gl[g], gl[g+1]).
 	gl := []int{0}
 	for n := range lanes {
@@ -289,6 +289,9 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			l, _, err := readRec(r)
 			if err != nil {
 				return err
+			}
+			if int64(l) >= int64(len(newID)) {
+				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", l, len(newID))
 			}
 			n := newID[l]
 			binary.LittleEndian.PutUint32(rec[:4], n)
@@ -338,7 +341,7 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 				return err
 			}
 			k := int(l)
-			if newID != nil {
+			if newID != nil && int64(l) < int64(len(newID)) {
 				k = int(newID[l])
 			}
 			if k < lo || k >= hi || placed[k-lo] >= lanes[k].Spans {
@@ -362,6 +365,10 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	}
 	return nil
 }
+
+// minGroupBytes is the least memory a group of spans may take (tests
+// lower it).
+var minGroupBytes int64 = 1 << 20
 
 // A laneEncoder writes lanes' blocks to spans.bin, their wide block index
 // records to a temporary file and their forests to forest.bin.
