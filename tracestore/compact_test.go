@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"os"
@@ -157,5 +158,65 @@ func TestGatherGroups(t *testing.T) {
 	}
 	if _, err := Build(bytes.NewReader(data), filepath.Join(t.TempDir(), "x"), Options{MemLimit: MinMemLimit - 1}); err == nil {
 		t.Error("a memory limit below MinMemLimit: no error")
+	}
+}
+
+// TestGatherMemory gathers 200,000 spans of 100 lanes under memory limits
+// and counts the bytes allocated: within a limit's quarter (the group
+// buffer) and the buffers of the files, whatever the spans take.
+func TestGatherMemory(t *testing.T) {
+	defer func(v int64) { minGroupBytes = v }(minGroupBytes)
+	minGroupBytes = spanBytes
+	const nlanes, per = 100, 2000
+	dir := t.TempDir()
+	tmp, err := os.Create(filepath.Join(dir, "spans.tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	w := bufio.NewWriter(tmp)
+	var rec [4 + spanBytes]byte
+	for i := range per {
+		for l := range nlanes {
+			binary.LittleEndian.PutUint32(rec[:4], uint32(l))
+			putSpan(rec[4:], Span{Start: int64(i) * 10, Dur: 5})
+			w.Write(rec[:])
+		}
+	}
+	w.Flush()
+	lanes := make([]Lane, nlanes)
+	first := make([]int64, nlanes)
+	newID := make([]uint32, nlanes)
+	for l := range lanes {
+		lanes[l] = Lane{Spans: per}
+		first[l] = int64(l) * per
+		newID[l] = uint32(l)
+	}
+	spansBytes := uint64(nlanes * per * spanBytes)
+	for _, mem := range []int64{1 << 20, 4 << 20, 1 << 30} {
+		b := &builder{dir: dir, spanTmp: tmp, numSpans: nlanes * per, mem: mem}
+		var n int
+		got := allocs.Bytes(func() {
+			err = b.gatherSpans(lanes, first, newID, func(_ int, l Lane, next func() (Span, error)) error {
+				for range l.Spans {
+					if _, err := next(); err != nil {
+						return err
+					}
+					n++
+				}
+				return nil
+			})
+		})
+		if err != nil || n != nlanes*per {
+			t.Fatalf("mem %d: %d spans, %v", mem, n, err)
+		}
+		// The group buffer, and per group file a 16 KiB writer and a
+		// 64 KiB reader.
+		groups := (spansBytes + uint64(mem/4) - 1) / uint64(mem/4)
+		limit := min(uint64(mem/4), spansBytes) + groups*(80<<10) + 256<<10
+		t.Logf("mem %d: %d groups, %d bytes allocated for %d bytes of spans", mem, groups, got, spansBytes)
+		if got > limit {
+			t.Errorf("mem %d: gathering %d bytes of spans allocated %d bytes, more than %d", mem, spansBytes, got, limit)
+		}
 	}
 }
