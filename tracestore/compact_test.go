@@ -220,3 +220,17 @@ func TestGatherMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherNoLanes: a trace whose events make no span.
+func TestGatherNoLanes(t *testing.T) {
+	b := &builder{dir: t.TempDir()}
+	tmp, err := os.CreateTemp(b.dir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	b.spanTmp = tmp
+	if err := b.gatherSpans(nil, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
