@@ -234,3 +234,27 @@ func TestGatherNoLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBlockRoundTrip encodes and decodes blocks with gaps, remainders and
+// long durations in every time quantum's form.
+func TestBlockRoundTrip(t *testing.T) {
+	spans := []Span{
+		{Start: 64, Dur: 64},
+		{Start: 130, Dur: 0},       // a gap of 2
+		{Start: 130, Dur: 1 << 40}, // none
+		{Start: 1<<40 + 130 + 640, Dur: 63},
+		{Start: 1<<40 + 130 + 640 + 63 + 1, Dur: 1},
+	}
+	for _, q := range []int64{1, 2, 64, MaxTimeQuantum} {
+		b := appendBlock(nil, spans, q)
+		got, err := decodeBlock(nil, b, spans[0].Start, len(spans), q)
+		if err != nil {
+			t.Fatalf("q %d: %v", q, err)
+		}
+		for i := range spans {
+			if got[i].Start != spans[i].Start || got[i].Dur != spans[i].Dur {
+				t.Errorf("q %d: span %d: %+v, want %+v", q, i, got[i], spans[i])
+			}
+		}
+	}
+}
