@@ -1,0 +1,257 @@
+package tracestore
+
+import (
+	"encoding/binary"
+
+	"github.com/pctab/pctab/internal/gallop"
+)
+
+// QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
+// equal pixel ranges (PixelStart): for each pixel, the longest span that
+// overlaps it, how many do and which share of it they cover, as Query
+// answers for the pixel's range.
+//
+// It sweeps the row once. Each pixel boundary is located with a galloping
+// search of the lane's block index from the previous boundary, and at most
+// one block is decoded per boundary: the one it falls in, which also holds
+// the spans that the pixels on either side of the boundary fold one by
+// one. The whole blocks between two boundaries come from the lane's
+// forest.
+func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
+	px := int64(len(cells))
+	if px == 0 {
+		return
+	}
+	for i := range cells {
+		cells[i] = Cell{Kind: NoSpan, Span: -1}
+	}
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return
+	}
+	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans}
+	r.bufs[0].k, r.bufs[1].k = -1, -1
+	first := r.blockStart(0)
+	last := r.span(ln.Spans - 1).End()
+	// Pixel p is [a, b), b = t0 + ⌊w·(p+1)/px⌋, stepped as a quotient
+	// and a remainder: exact, without a 128-bit division per pixel.
+	w := uint64(t1) - uint64(t0)
+	qs, rs := w/uint64(px), w%uint64(px)
+	var q, rem uint64
+	a := t0
+	ja := r.locate(a) // the first span starting at or after a
+	endBefore, startAt := r.endBefore, r.startAt
+	for p := int64(0); p < px; p++ {
+		q += qs
+		rem += rs
+		if rem >= uint64(px) {
+			q++
+			rem -= uint64(px)
+		}
+		b := int64(uint64(t0) + q)
+		if b == a {
+			continue // an empty pixel: the range is narrower than px
+		}
+		if a >= last {
+			break
+		}
+		pa := a
+		if b <= first {
+			a, ja = b, r.locate(b)
+			endBefore, startAt = r.endBefore, r.startAt
+			continue
+		}
+		// Spans [i0, i1) overlap [pa, b): those that start before b,
+		// from the one before ja if it ends after pa.
+		i0, startI0 := ja, startAt
+		if ja > 0 && endBefore > pa {
+			i0, startI0 = ja-1, r.startBefore
+		}
+		// i0's block is the one decoded for pa (or i0 starts a block):
+		// fold its spans up to the block's end before b's block
+		// replaces it.
+		// (A block-aligned i0's block is whole in the forest, or holds
+		// i1-1 too.)
+		k0 := i0 / BlockSpans
+		head := noAgg
+		if i0%BlockSpans != 0 {
+			head = r.fold(i0, min((k0+1)*BlockSpans, r.n))
+		}
+		i1 := r.locate(b)
+		a, ja = b, i1
+		endBefore, startAt = r.endBefore, r.startAt
+		if i0 >= i1 {
+			continue
+		}
+		var agg Agg
+		if k1 := (i1 - 1) / BlockSpans; k1 == k0 {
+			agg = r.fold(i0, i1)
+		} else {
+			agg = head
+			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
+				agg = combine(agg, s.forests[l].Query(int(lo), int(hi)))
+			}
+			agg = combine(agg, r.fold(i1/BlockSpans*BlockSpans, i1))
+		}
+		busy := agg.Busy
+		if startI0 < pa {
+			busy -= pa - startI0
+		}
+		if e := r.endBefore; e > b { // the end of span i1-1
+			busy -= e - b
+		}
+		c := &cells[p]
+		c.Count = uint16(min(i1-i0, 65535))
+		c.Busy = share(busy, uint64(b)-uint64(pa))
+		if agg.Index >= i0 && agg.Index < i1 {
+			kn := s.kindName[s.laneSpan[l]+agg.Index]
+			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+		}
+	}
+}
+
+// rowSweep reads one lane for QueryRow: the last two blocks it decoded
+// (the blocks of the previous and the current pixel boundary), and what it
+// found about the last time it located.
+type rowSweep struct {
+	s    *Store
+	l    int
+	off  int64 // the lane's first block in blocks.idx
+	nb   int64 // blocks
+	n    int64 // spans
+	hint int   // the block of the last time located
+	bufs [2]decodedBlock
+	next int // the buffer to decode into
+
+	// Of the last time t located, at span index j: the end of span j-1
+	// and the start of span j-2 (when j > 0), and the start of span j
+	// (when j < n).
+	endBefore, startBefore, startAt int64
+}
+
+// A decodedBlock is block k of a lane, decoded: its spans' starts and
+// durations (kind and name come from Store.kindName).
+type decodedBlock struct {
+	k     int64
+	n     int
+	start [BlockSpans]int64
+	dur   [BlockSpans]int64
+}
+
+// blockStart returns the first start of the lane's block k.
+func (r *rowSweep) blockStart(k int64) int64 {
+	return int64(binary.LittleEndian.Uint64(r.s.blockIdx[(r.off+k)*blockIndexBytes+8:]))
+}
+
+// blk returns the lane's block k, decoded.
+func (r *rowSweep) blk(k int64) *decodedBlock {
+	if r.bufs[0].k == k {
+		return &r.bufs[0]
+	}
+	if r.bufs[1].k == k {
+		return &r.bufs[1]
+	}
+	d := &r.bufs[r.next]
+	r.next ^= 1
+	lo, hi, start := r.s.blockAt(r.off + k)
+	d.k = k
+	d.n = int(min(BlockSpans, r.n-k*BlockSpans))
+	decodeTimes(d, r.s.spans[lo:hi], start)
+	return d
+}
+
+// decodeTimes decodes the starts and durations of d.n spans of a block
+// from b (see appendBlock), the first starting at start, skipping their
+// kinds, names and stacks. Open checked every block; should the bytes have
+// changed since, it decodes what they say, without panicking.
+func decodeTimes(d *decodedBlock, b []byte, start int64) {
+	prev := start
+	n := min(d.n, BlockSpans)
+	for i := 0; i < n; i++ {
+		gap, m := uvarint(b)
+		b = b[m:]
+		dur, m := uvarint(b)
+		b = b[m:]
+		for range 2 { // kind and name, stack
+			for len(b) > 0 && b[0] >= 0x80 {
+				b = b[1:]
+			}
+			if len(b) > 0 {
+				b = b[1:]
+			}
+		}
+		d.start[i] = prev + int64(gap)
+		d.dur[i] = int64(dur)
+		prev = d.start[i] + d.dur[i]
+	}
+}
+
+// uvarint decodes a varint from b: its value and length, at most len(b)
+// (0 for an empty b).
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	var x uint64
+	for i, c := range b {
+		if i == 10 {
+			return x, i
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return x, i + 1
+		}
+	}
+	return x, len(b)
+}
+
+func (r *rowSweep) span(i int64) Span {
+	d := r.blk(i / BlockSpans)
+	j := i % BlockSpans
+	return Span{Start: d.start[j], Dur: d.dur[j]}
+}
+
+// locate returns the index j of the first span of the lane that starts at
+// or after t, which must not be before the last time located, and records
+// endBefore, startBefore and startAt. It decodes at most one block: the
+// last whose first span starts before t, which holds span j-1.
+func (r *rowSweep) locate(t int64) int64 {
+	k := int64(gallop.Search(int(r.nb), r.hint, func(k int) bool { return r.blockStart(int64(k)) >= t }))
+	r.hint = max(0, int(k)-1)
+	if k == 0 {
+		r.startAt = r.blockStart(0)
+		return 0
+	}
+	d := r.blk(k - 1)
+	j := 1 // the block's first span starts before t
+	for j < d.n && d.start[j] < t {
+		j++
+	}
+	r.endBefore = d.start[j-1] + d.dur[j-1]
+	r.startBefore = d.start[j-1]
+	switch {
+	case j < d.n:
+		r.startAt = d.start[j]
+	case k < r.nb:
+		r.startAt = r.blockStart(k)
+	}
+	return (k-1)*BlockSpans + int64(j)
+}
+
+// fold combines spans [i0, i1), which lie in one block.
+func (r *rowSweep) fold(i0, i1 int64) Agg {
+	a := noAgg
+	if i0 >= i1 {
+		return a
+	}
+	d := r.blk(i0 / BlockSpans)
+	base := d.k * BlockSpans
+	for i := i0; i < i1; i++ {
+		dur := d.dur[i-base]
+		a.Busy += dur
+		if dur > a.Longest {
+			a.Longest, a.Index = dur, i
+		}
+	}
+	return a
+}
