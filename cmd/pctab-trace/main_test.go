@@ -80,6 +80,8 @@ var jsonOutputs = []struct {
 	{"view-span", reflect.TypeFor[view.SpanInfo](), view.SchemaVersion},
 	{"view-func", reflect.TypeFor[view.FuncCounts](), view.SchemaVersion},
 	{"view-active", reflect.TypeFor[view.Active](), view.SchemaVersion},
+	{"query-label", reflect.TypeFor[labelResult](), labelSchemaVersion},
+	{"view-label", reflect.TypeFor[view.LabelCounts](), view.SchemaVersion},
 }
 
 // TestJSONSchemas fails when a field of a JSON output (the -json outputs,
