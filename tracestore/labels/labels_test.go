@@ -2,104 +2,20 @@ package labels_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
-	"runtime/trace"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/labels"
-	"github.com/pctab/pctab/trampoline"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
 	"github.com/pctab/pctab/trampoline/resolve"
 )
-
-//go:noinline
-func spin(n int) int {
-	x := 0
-	for i := range n {
-		x += i * i % 7
-	}
-	return x
-}
-
-// weights are the CPU shares of the workload's labels, as in
-// trampoline/resolve's tests.
-var weights = map[string]int{"q1": 1, "q2": 2, "q3": 3, "q4": 4}
-
-// Workload runs trampoline/resolve's labelled workload for d of the
-// process's CPU time (or a minute) while it records an execution trace
-// with CPU samples, and returns the trace and the trampoline history.
-func Workload(t testing.TB, d time.Duration) (traceData []byte, h trampoline.History) {
-	if trace.IsEnabled() {
-		t.Fatal("tracing is already enabled")
-	}
-	var pbuf, tbuf bytes.Buffer
-	if err := pprof.StartCPUProfile(&pbuf); err != nil { // CPU samples in the trace
-		t.Fatal(err)
-	}
-	if err := trace.Start(&tbuf); err != nil {
-		t.Fatal(err)
-	}
-	ls := map[string]*trampoline.Label{}
-	for name := range weights {
-		l, err := trampoline.New("query", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls[name] = l
-	}
-	names := []string{"q1", "q2", "q3", "q4"}
-	const unit = 20000
-	tasks := make(chan string, 64)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for name := range tasks {
-				pprof.Do(context.Background(), pprof.Labels("pprof_query", name), func(context.Context) {
-					ls[name].Do(func() { spin(weights[name] * unit) })
-				})
-			}
-		}()
-	}
-	cpu0, _ := cputime.Process()
-	for start := time.Now(); time.Since(start) < time.Minute; {
-		if c, _ := cputime.Process(); c-cpu0 >= d {
-			break
-		}
-		for range 8 {
-			for _, name := range names {
-				tasks <- name
-			}
-		}
-	}
-	close(tasks)
-	wg.Wait()
-	trace.Stop()
-	pprof.StopCPUProfile()
-	for _, l := range ls {
-		l.Close()
-	}
-	var hbuf bytes.Buffer
-	if err := trampoline.WriteHistory(&hbuf); err != nil {
-		t.Fatal(err)
-	}
-	h, err := trampoline.ReadHistory(&hbuf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbuf.Bytes(), h
-}
 
 // TestAgreesWithResolve builds a store and its label index of the
 // labelled workload, and checks the index sample by sample against
@@ -111,7 +27,7 @@ func TestAgreesWithResolve(t *testing.T) {
 	if testenv.Full() {
 		d = 10 * time.Second // scaled up: some 1,000 samples
 	}
-	data, h := Workload(t, d)
+	data, h := labelstest.Workload(t, d)
 	dir := filepath.Join(t.TempDir(), "store")
 	m, err := tracestore.Build(bytes.NewReader(data), dir, tracestore.Options{})
 	if err != nil {
