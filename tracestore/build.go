@@ -23,37 +23,61 @@ type Manifest struct {
 	TraceBytes    int64  `json:"trace_bytes"` // size of the trace read
 	// BaseTime is the trace clock's time of the first event; every time
 	// in the store is nanoseconds since it.
-	BaseTime int64     `json:"base_time"`
-	Duration int64     `json:"duration_ns"` // last event's time
-	Events   uint64    `json:"events"`
-	Pages    int       `json:"pages"`
-	PageSize int       `json:"page_size"`
-	Stacks   uint64    `json:"stack_nodes"` // DAG nodes
-	Frames   int       `json:"frames"`
-	Strings  int       `json:"strings"`
-	Lanes    int       `json:"lanes"`
-	Spans    int64     `json:"spans"`
-	Files    []FileSum `json:"files"`
+	BaseTime int64  `json:"base_time"`
+	Duration int64  `json:"duration_ns"` // last event's time
+	Events   uint64 `json:"events"`
+	Pages    int    `json:"pages"`
+	PageSize int    `json:"page_size"`
+	Stacks   uint64 `json:"stack_nodes"` // DAG nodes
+	Frames   int    `json:"frames"`
+	Strings  int    `json:"strings"`
+	Lanes    int    `json:"lanes"`
+	Spans    int64  `json:"spans"`
+	// TimeQuantum is the unit spans.bin stores durations in (with a
+	// remainder where they are not whole), a power of two from 1 to
+	// MaxTimeQuantum.
+	TimeQuantum int64     `json:"time_quantum"`
+	Files       []FileSum `json:"files"`
 	// Truncated, if set, says that the trace ended early or turned
 	// unreadable, and what the store lacks.
 	Truncated *Truncation `json:"truncated,omitempty"`
 }
 
 // A FileSum is the size and CRC-32C of one file of a store.
+//
+// The manifest may list files beyond those Open reads (a later writer's
+// extra indexes): Open ignores the names it does not know, and File reads
+// any listed file, checked against its size and CRC-32C. A file marked
+// Optional may be absent or fail its check without the store failing to
+// open: its reader falls back to what the other files give.
 type FileSum struct {
-	Name  string `json:"name"`
-	Bytes int64  `json:"bytes"`
-	CRC32 uint32 `json:"crc32c"`
+	Name     string `json:"name"`
+	Bytes    int64  `json:"bytes"`
+	CRC32    uint32 `json:"crc32c"`
+	Optional bool   `json:"optional,omitempty"`
 }
 
 // Options configure Build.
 type Options struct {
 	// Source names the trace in the manifest.
 	Source string
-	// PageSize is the size of the event log's pages, a power of two from
-	// MinPageSize to MaxPageSize; 0 means PageSize.
+	// PageSize is the size of the event log's pages (the record bytes a
+	// page holds before compression), a power of two from MinPageSize to
+	// MaxPageSize; 0 means PageSize.
 	PageSize int
+	// MemLimit bounds the memory Build itself holds, in bytes: the spans
+	// it gathers into lanes, and the index keys it collects, spill to
+	// temporary files in the store's directory beyond it. 0 means
+	// DefaultMemLimit. It does not bound the trace reader's own memory
+	// (a generation of the trace: see the package comment).
+	MemLimit int64
 }
+
+// DefaultMemLimit is Options.MemLimit's default.
+const DefaultMemLimit = 96 << 20
+
+// MinMemLimit is the smallest Options.MemLimit.
+const MinMemLimit = 4 << 20
 
 // Build reads an execution trace from r and writes its store into dir,
 // which must not exist or be an empty directory. It returns the store's
@@ -94,6 +118,12 @@ func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
 			os.RemoveAll(tmp)
 		}
 	}()
+	if opts.MemLimit == 0 {
+		opts.MemLimit = DefaultMemLimit
+	}
+	if opts.MemLimit < MinMemLimit {
+		return nil, fmt.Errorf("tracestore: memory limit %d is below %d bytes", opts.MemLimit, int64(MinMemLimit))
+	}
 	if m, err = buildInto(r, tmp, ps, opts); err != nil {
 		return nil, err
 	}
@@ -198,6 +228,7 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 	if err != nil {
 		return nil, err
 	}
+	b.mem = opts.MemLimit
 	defer b.cleanup()
 	tr, err := newTraceReader(cr)
 	if err != nil {
@@ -318,6 +349,7 @@ type stackInfo struct {
 
 type builder struct {
 	dir    string
+	mem    int64 // Options.MemLimit
 	events uint64
 	base   int64 // trace time of the first event
 	last   int64
@@ -342,6 +374,10 @@ type builder struct {
 	pageFrst uint64
 	pageLast int64
 	pages    int
+	pageOff  int64   // bytes of events.log written
+	pageEvs  []Event // the page's events
+	pageEnc  pageEncoder
+	pageOut  []byte
 
 	// names and stacks
 	strings  map[string]uint32
@@ -367,6 +403,10 @@ type builder struct {
 	spanW    *bufio.Writer
 	spanRec  [4 + spanBytes]byte
 	numSpans int64
+	// durSample is the first spans' durations, from which quantum
+	// picks q, the store's time quantum.
+	durSample []int64
+	q         int64
 }
 
 func newBuilder(dir string, pageSize int) (*builder, error) {
@@ -376,7 +416,7 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 	}
 	b := &builder{
 		dir:     dir,
-		page:    make([]byte, pageHeader, pageSize),
+		page:    make([]byte, 0, pageSize),
 		strings: map[string]uint32{"": 0},
 		strList: []string{""},
 		frames:  map[[3]uint32]uint64{},
@@ -542,6 +582,7 @@ func (b *builder) appendEvent(e *Event) error {
 	}
 	b.rec = st
 	b.page = append(b.page, r...)
+	b.pageEvs = append(b.pageEvs, *e)
 	b.pageN++
 	b.pageLast = e.Time
 	return nil
@@ -551,23 +592,19 @@ func (b *builder) flushPage() error {
 	if b.pageN == 0 {
 		return nil
 	}
-	p := b.page[:cap(b.page)]
-	clear(p[len(b.page):])
-	copy(p[:4], pageMagic)
-	binary.LittleEndian.PutUint32(p[8:], b.pageN)
-	binary.LittleEndian.PutUint32(p[12:], uint32(len(b.page)))
-	binary.LittleEndian.PutUint64(p[16:], b.pageFrst)
-	binary.LittleEndian.PutUint64(p[24:], uint64(b.pageT))
-	binary.LittleEndian.PutUint32(p[4:], crc(p[8:len(b.page)]))
-	if _, err := b.evW.Write(p); err != nil {
+	b.pageOut = b.pageEnc.appendPage(b.pageOut[:0], b.pageEvs)
+	if _, err := b.evW.Write(b.pageOut); err != nil {
 		return fmt.Errorf("%w: %s: %w", errWrite, fileEvents, err)
 	}
 	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageT))
 	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageLast))
 	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, b.pageFrst)
+	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageOff))
+	b.pageOff += int64(len(b.pageOut))
 	b.pages++
 	b.pageN = 0
-	b.page = b.page[:pageHeader]
+	b.page = b.page[:0]
+	b.pageEvs = b.pageEvs[:0]
 	return nil
 }
 

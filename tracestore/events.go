@@ -1,8 +1,11 @@
 package tracestore
 
 import (
+	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"golang.org/x/exp/trace"
 )
@@ -67,6 +70,7 @@ func argCount(k trace.EventKind) int {
 type recState struct {
 	t       int64
 	g, p, m int64
+	shift   uint // the page's time quantum is 1<<shift
 }
 
 // appendEvent appends e's record to b.
@@ -85,7 +89,7 @@ func appendEvent(b []byte, e *Event, st *recState) []byte {
 		flags |= 1 << 7
 	}
 	b = append(b, flags)
-	b = binary.AppendUvarint(b, uint64(e.Time-st.t))
+	b = appendTime(b, uint64(e.Time-st.t), st.shift)
 	if e.G != st.g {
 		b = binary.AppendUvarint(b, uint64(e.G+1))
 	}
@@ -118,8 +122,53 @@ func appendEvent(b []byte, e *Event, st *recState) []byte {
 	return b
 }
 
-// maxEventBytes bounds a record's size: a byte and 8 varints.
-const maxEventBytes = 1 + 8*binary.MaxVarintLen64
+// appendTime appends a time difference d in units of 1<<shift: d itself
+// if shift is 0, else d>>shift<<1, plus 1 and followed by the remainder if
+// there is one.
+func appendTime(b []byte, d uint64, shift uint) []byte {
+	if shift == 0 {
+		return binary.AppendUvarint(b, d)
+	}
+	if r := d & (1<<shift - 1); r != 0 {
+		b = binary.AppendUvarint(b, d>>shift<<1|1)
+		return binary.AppendUvarint(b, r)
+	}
+	return binary.AppendUvarint(b, d>>shift<<1)
+}
+
+// timeLen returns the bytes appendTime appends.
+func timeLen(d uint64, shift uint) int {
+	if shift == 0 {
+		return uvarintLen(d)
+	}
+	if r := d & (1<<shift - 1); r != 0 {
+		return uvarintLen(d>>shift<<1|1) + uvarintLen(r)
+	}
+	return uvarintLen(d >> shift << 1)
+}
+
+// maxPageShift is the largest time quantum of a page, 1<<maxPageShift.
+const maxPageShift = 16
+
+// pageShift returns the time quantum (as a shift) that makes the time
+// differences of a page's events shortest.
+func pageShift(evs []Event) uint {
+	var best int
+	var shift uint
+	for k := uint(0); k <= maxPageShift; k++ {
+		n := 0
+		for i := 1; i < len(evs); i++ {
+			n += timeLen(uint64(evs[i].Time-evs[i-1].Time), k)
+		}
+		if k == 0 || n < best {
+			best, shift = n, k
+		}
+	}
+	return shift
+}
+
+// maxEventBytes bounds a record's size: a byte and 9 varints.
+const maxEventBytes = 1 + 9*binary.MaxVarintLen64
 
 // newRecState returns the coder state at the start of a page whose base
 // time is base: no previous goroutine, proc or thread (-2 is none of
@@ -132,40 +181,106 @@ type Page struct {
 	Events []Event // in time order
 }
 
-// decodePage decodes page number i of pages of pageSize bytes, whose bytes
-// are p, appending its events to dst.
-func decodePage(dst []Event, p []byte, i int, pageSize int64) ([]Event, error) {
-	off := int64(i) * pageSize
+// A page of the event log is a header of pageHeader bytes, then its
+// records, stored raw or compressed with DEFLATE (RFC 1951):
+//
+//	0   magic "TSP3"
+//	4   CRC-32C of every byte of the page after this field
+//	8   event count (uint32)
+//	12  record bytes, decoded (uint32): at most the store's page size
+//	16  stored bytes after the header (uint32)
+//	20  codec (uint32): codecRaw or codecDeflate in bits 0-7; in bits
+//	    8-15 the shift of the page's time quantum (see appendTime)
+//	24  index of the page's first event (uint64)
+//	32  base time (uint64): the first event's time
+//
+// Pages follow each other in events.log; pages.idx holds each one's
+// offset. Integers are little-endian.
+const (
+	codecRaw     = 0
+	codecDeflate = 1
+)
+
+// pageCodec decodes pages, reusing its buffers and its DEFLATE reader.
+type pageCodec struct {
+	raw []byte
+	fr  io.ReadCloser
+	br  bytes.Reader
+}
+
+// decodePage decodes page number i, whose bytes p start at offset off of
+// events.log, of a store whose pages hold at most pageSize record bytes,
+// appending its events to dst. It allocates at most pageSize bytes of
+// buffers (reused by the next call) and the events, which are fewer than
+// the record bytes.
+func (c *pageCodec) decodePage(dst []Event, p []byte, i int, off int64, pageSize int) ([]Event, error) {
 	if len(p) < pageHeader || string(p[:4]) != pageMagic {
 		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): bad header", fileEvents, i, off)
 	}
 	sum := binary.LittleEndian.Uint32(p[4:])
 	count := binary.LittleEndian.Uint32(p[8:])
-	used := binary.LittleEndian.Uint32(p[12:])
-	first := binary.LittleEndian.Uint64(p[16:])
-	base := int64(binary.LittleEndian.Uint64(p[24:]))
-	if used < pageHeader || int(used) > len(p) {
-		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d bytes used of %d", fileEvents, i, off, used, len(p))
+	raw := binary.LittleEndian.Uint32(p[12:])
+	stored := binary.LittleEndian.Uint32(p[16:])
+	codec := binary.LittleEndian.Uint32(p[20:])
+	shift := uint(codec >> 8)
+	codec &= 0xff
+	if shift > maxPageShift {
+		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): time quantum 1<<%d", fileEvents, i, off, shift)
 	}
-	if crc(p[8:used]) != sum {
+	first := binary.LittleEndian.Uint64(p[24:])
+	base := int64(binary.LittleEndian.Uint64(p[32:]))
+	if uint64(stored) != uint64(len(p)-pageHeader) {
+		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d bytes stored, the page has %d", fileEvents, i, off, stored, len(p)-pageHeader)
+	}
+	if crc(p[8:]) != sum {
 		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): checksum mismatch", fileEvents, i, off)
 	}
-	if uint64(count) > uint64(used-pageHeader) {
-		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d events in %d bytes", fileEvents, i, off, count, used)
+	if uint64(raw) > uint64(pageSize) || uint64(count) > uint64(raw)/2 {
+		// An event takes at least two bytes: flags and time.
+		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d events in %d record bytes (pages hold %d)", fileEvents, i, off, count, raw, pageSize)
 	}
-	b := p[pageHeader:used]
+	var b []byte
+	switch codec {
+	case codecRaw:
+		if raw != stored {
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d record bytes stored raw in %d", fileEvents, i, off, raw, stored)
+		}
+		b = p[pageHeader:]
+	case codecDeflate:
+		if cap(c.raw) < int(raw) {
+			c.raw = make([]byte, raw)
+		}
+		b = c.raw[:raw]
+		c.br.Reset(p[pageHeader:])
+		if c.fr == nil {
+			c.fr = flate.NewReader(&c.br)
+		} else if err := c.fr.(flate.Resetter).Reset(&c.br, nil); err != nil {
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %w", fileEvents, i, off, err)
+		}
+		var one [1]byte
+		if _, err := io.ReadFull(c.fr, b); err != nil {
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): inflating %d record bytes: %w", fileEvents, i, off, raw, err)
+		}
+		if n, err := c.fr.Read(one[:]); n != 0 || err != io.EOF || c.br.Len() != 0 {
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): compressed records longer than %d bytes, or bytes after them", fileEvents, i, off, raw)
+		}
+	default:
+		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): unknown codec %d", fileEvents, i, off, codec)
+	}
+	used := int64(len(b))
 	st := newRecState(base)
+	st.shift = shift
 	uv := func(k uint32) (uint64, error) {
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
-			return 0, fmt.Errorf("tracestore: %s: page %d: event %d: bad varint at offset %#x", fileEvents, i, k, off+int64(used)-int64(len(b)))
+			return 0, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d: bad varint at record byte %d", fileEvents, i, off, k, used-int64(len(b)))
 		}
 		b = b[n:]
 		return v, nil
 	}
 	for k := range count {
 		if len(b) == 0 {
-			return dst, fmt.Errorf("tracestore: %s: page %d: event %d of %d missing", fileEvents, i, k, count)
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d of %d missing", fileEvents, i, off, k, count)
 		}
 		flags := b[0]
 		b = b[1:]
@@ -173,6 +288,26 @@ func decodePage(dst []Event, p []byte, i int, pageSize int64) ([]Event, error) {
 		dt, err := uv(k)
 		if err != nil {
 			return dst, err
+		}
+		if shift > 0 {
+			v := dt
+			if dt >>= 1; dt > maxTime>>shift {
+				return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d: time out of range", fileEvents, i, off, k)
+			}
+			dt <<= shift
+			if v&1 != 0 {
+				r, err := uv(k)
+				if err != nil {
+					return dst, err
+				}
+				if r == 0 || r>>shift != 0 {
+					return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d: time remainder %d of 1<<%d", fileEvents, i, off, k, r, shift)
+				}
+				dt += r
+			}
+		}
+		if dt > maxTime || st.t+int64(dt) > maxTime {
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d: time out of range", fileEvents, i, off, k)
 		}
 		e.Time = st.t + int64(dt)
 		for j, ptr := range []*int64{&e.G, &e.P, &e.M} {
@@ -185,7 +320,7 @@ func decodePage(dst []Event, p []byte, i int, pageSize int64) ([]Event, error) {
 			}
 		}
 		if e.G < -1 || e.P < -1 || e.M < -1 {
-			return dst, fmt.Errorf("tracestore: %s: page %d: event %d: no goroutine, proc or thread to repeat", fileEvents, i, k)
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d: no goroutine, proc or thread to repeat", fileEvents, i, off, k)
 		}
 		if flags&(1<<7) != 0 {
 			if e.Stack, err = uv(k); err != nil {
@@ -215,7 +350,55 @@ func decodePage(dst []Event, p []byte, i int, pageSize int64) ([]Event, error) {
 		dst = append(dst, e)
 	}
 	if len(b) != 0 {
-		return dst, fmt.Errorf("tracestore: %s: page %d: %d bytes after its %d events", fileEvents, i, len(b), count)
+		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d bytes after its %d events", fileEvents, i, off, len(b), count)
 	}
 	return dst, nil
 }
+
+// pageEncoder writes pages, reusing its DEFLATE writer.
+type pageEncoder struct {
+	fw   *flate.Writer
+	buf  bytes.Buffer
+	recs []byte
+}
+
+// appendPage appends to dst the page of events evs, in its records
+// coded with the time quantum that makes them shortest, then compressed,
+// unless that does not make them smaller.
+func (c *pageEncoder) appendPage(dst []byte, evs []Event) []byte {
+	shift := pageShift(evs)
+	st := newRecState(evs[0].Time)
+	st.shift = shift
+	c.recs = c.recs[:0]
+	for k := range evs {
+		c.recs = appendEvent(c.recs, &evs[k], &st)
+	}
+	recs, count, first, base := c.recs, uint32(len(evs)), evs[0].Index, evs[0].Time
+	c.buf.Reset()
+	if c.fw == nil {
+		c.fw, _ = flate.NewWriter(&c.buf, pageLevel)
+	} else {
+		c.fw.Reset(&c.buf)
+	}
+	c.fw.Write(recs) // a bytes.Buffer does not fail
+	c.fw.Close()
+	codec, payload := uint32(codecDeflate), c.buf.Bytes()
+	if len(payload) >= len(recs) {
+		codec, payload = codecRaw, recs
+	}
+	at := len(dst)
+	dst = append(dst, pageMagic...)
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint32(dst, count)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(recs)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, codec|uint32(shift)<<8)
+	dst = binary.LittleEndian.AppendUint64(dst, first)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(base))
+	dst = append(dst, payload...)
+	binary.LittleEndian.PutUint32(dst[at+4:], crc(dst[at+8:]))
+	return dst
+}
+
+// pageLevel is the DEFLATE level of the event log's pages.
+const pageLevel = flate.DefaultCompression

@@ -3,20 +3,27 @@ package tracestore
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
+	"strings"
 )
 
 // SchemaVersion is the version of the store's format and of its
-// manifest.json. Version 2 added the manifest's truncated field; Open
-// reads stores of versions 1 and 2, whose files are the same.
-const SchemaVersion = 2
+// manifest.json. Version 2 added the manifest's truncated field. Version 3
+// is the compact format (compressed event pages, narrow timeline files)
+// and lets the manifest list files this reader does not know (see
+// FileSum.Optional); Open reads only version 3: a store of an older
+// version is rebuilt from its trace.
+const SchemaVersion = 3
 
 // oldestSchemaVersion is the oldest version Open reads.
-const oldestSchemaVersion = 1
+const oldestSchemaVersion = 3
 
-// PageSize is the default size of a page of the event log.
+// PageSize is the default size of a page of the event log: the record
+// bytes it holds before compression.
 const PageSize = 64 << 10
 
 // Page sizes Options.PageSize may ask for.
@@ -25,14 +32,14 @@ const (
 	MaxPageSize = 1 << 24
 )
 
-// BlockSpans is the number of spans a leaf of a lane's forest aggregates.
-const BlockSpans = 16
+// BlockSpans is the number of spans a leaf of a lane's forest aggregates:
+// the unit spans.bin is read in.
+const BlockSpans = 64
 
-// pageHeader is the size of a page's header: magic, CRC-32C of the rest of
-// the used bytes, event count, used bytes, first event index, base time.
-const pageHeader = 32
+// pageHeader is the size of a page's header (see decodePage).
+const pageHeader = 40
 
-const pageMagic = "TSP1"
+const pageMagic = "TSP3"
 
 // File names in a store directory.
 const (
@@ -181,19 +188,54 @@ func combine(a, b Agg) Agg {
 	return r
 }
 
-const aggBytes = 24
-
-func putAgg(b []byte, a Agg) {
-	binary.LittleEndian.PutUint64(b[0:], uint64(a.Longest))
-	binary.LittleEndian.PutUint64(b[8:], uint64(a.Index))
-	binary.LittleEndian.PutUint64(b[16:], uint64(a.Busy))
+// widths are the byte widths of the fixed-size fields of blocks.idx and
+// forest.bin, the narrowest that hold every value of the store: times
+// (starts, durations, busy time) hold its duration, offsets the size of
+// spans.bin, span indexes its span count. Writer and reader derive them
+// from the manifest and the files' sizes.
+type widths struct {
+	t, o, i int
 }
 
-func getAgg(b []byte) Agg {
+func storeWidths(duration, spansBytes, spans int64) widths {
+	return widths{t: bytesFor(uint64(duration)), o: bytesFor(uint64(spansBytes)), i: bytesFor(uint64(spans))}
+}
+
+// bytesFor returns the bytes a little-endian unsigned v takes, at least 1.
+func bytesFor(v uint64) int { return max(1, (bits.Len64(v)+7)/8) }
+
+func putN(b []byte, v uint64, n int) {
+	for k := range n {
+		b[k] = byte(v >> (8 * k))
+	}
+}
+
+func getN(b []byte, n int) uint64 {
+	var v uint64
+	for k := range n {
+		v |= uint64(b[k]) << (8 * k)
+	}
+	return v
+}
+
+// aggBytes is the size of a forest value: longest, its index, busy.
+func (w widths) aggBytes() int { return 2*w.t + w.i }
+
+// blockIndexBytes is the size of a block's record in blocks.idx: its
+// offset in spans.bin and its first start.
+func (w widths) blockIndexBytes() int { return w.o + w.t }
+
+func (w widths) putAgg(b []byte, a Agg) {
+	putN(b, uint64(a.Longest), w.t)
+	putN(b[w.t:], uint64(a.Index), w.i)
+	putN(b[w.t+w.i:], uint64(a.Busy), w.t)
+}
+
+func (w widths) getAgg(b []byte) Agg {
 	return Agg{
-		Longest: int64(binary.LittleEndian.Uint64(b[0:])),
-		Index:   int64(binary.LittleEndian.Uint64(b[8:])),
-		Busy:    int64(binary.LittleEndian.Uint64(b[16:])),
+		Longest: int64(getN(b, w.t)),
+		Index:   int64(getN(b[w.t:], w.i)),
+		Busy:    int64(getN(b[w.t+w.i:], w.t)),
 	}
 }
 
@@ -210,75 +252,208 @@ type Lane struct {
 	forestOff int64 // index of the lane's first forest value in forest.bin
 }
 
-const laneBytes = 40
-
-func putLane(b []byte, l Lane) {
-	b[0], b[1] = byte(l.Track), byte(l.Layer)
-	binary.LittleEndian.PutUint16(b[2:], uint16(l.Depth))
-	binary.LittleEndian.PutUint32(b[4:], 0)
-	binary.LittleEndian.PutUint64(b[8:], uint64(l.ID))
-	binary.LittleEndian.PutUint64(b[16:], uint64(l.Spans))
-	binary.LittleEndian.PutUint64(b[24:], uint64(l.blockOff))
-	binary.LittleEndian.PutUint64(b[32:], uint64(l.forestOff))
+// A lane's record in lanes.tab is its track and layer (a byte each),
+// then varints: depth, ID (zigzag), span count. A lane's blocks and forest
+// values follow the previous lane's.
+func appendLane(b []byte, l Lane) []byte {
+	b = append(b, byte(l.Track), byte(l.Layer))
+	b = binary.AppendUvarint(b, uint64(l.Depth))
+	b = binary.AppendVarint(b, l.ID)
+	return binary.AppendUvarint(b, uint64(l.Spans))
 }
 
-func getLane(b []byte) Lane {
-	return Lane{
-		Track:     TrackKind(b[0]),
-		Layer:     Layer(b[1]),
-		Depth:     int(binary.LittleEndian.Uint16(b[2:])),
-		ID:        int64(binary.LittleEndian.Uint64(b[8:])),
-		Spans:     int64(binary.LittleEndian.Uint64(b[16:])),
-		blockOff:  int64(binary.LittleEndian.Uint64(b[24:])),
-		forestOff: int64(binary.LittleEndian.Uint64(b[32:])),
+// decodeLane decodes the lane record at the start of b and returns its
+// size.
+func decodeLane(b []byte) (Lane, int, error) {
+	if len(b) < 2 {
+		return Lane{}, 0, errors.New("truncated")
 	}
+	l := Lane{Track: TrackKind(b[0]), Layer: Layer(b[1])}
+	n := 2
+	depth, k := binary.Uvarint(b[n:])
+	if k <= 0 || depth > maxRows {
+		return l, 0, errors.New("bad depth")
+	}
+	n += k
+	id, k := binary.Varint(b[n:])
+	if k <= 0 {
+		return l, 0, errors.New("bad ID")
+	}
+	n += k
+	spans, k := binary.Uvarint(b[n:])
+	if k <= 0 || spans > maxTime {
+		return l, 0, errors.New("bad span count")
+	}
+	n += k
+	l.Depth, l.ID, l.Spans = int(depth), id, int64(spans)
+	return l, n, nil
 }
 
 // blocks returns the number of blocks of a lane of n spans.
 func blocks(n int64) int64 { return (n + BlockSpans - 1) / BlockSpans }
 
-// A block of spans in spans.bin is, for each of its spans, four varints:
-// the start minus the previous span's end (the block's first start, kept
-// in blocks.idx, for the first), the duration, the kind plus eight times
-// the name's string index, and the stack. blocks.idx holds, per block, its
-// offset in spans.bin and its first start (8 bytes each).
-const blockIndexBytes = 16
+// A block of spans in spans.bin is, for each of its spans, a head byte
+// and varints:
+//
+//	head:  the kind in bits 0-2; bit 3: a gap follows; bit 4: a name
+//	       follows; bits 5-6: the stack: 0 none, 1 the same as the
+//	       previous span of the same kind in the block, 2 it follows;
+//	       bit 7: the duration is not a multiple of the quantum
+//	gap:   the start minus the previous span's end, if not 0 (the
+//	       block's first start is in blocks.idx), as g/q<<1, plus 1 and
+//	       followed by g%q if that is not 0
+//	dur:   the duration d as d/q, followed by d%q if bit 7 says so
+//	name:  the name's string index, if not 0
+//	stack: the stack, if bits 5-6 say so
+//
+// q is the store's time quantum (the manifest's time_quantum): the
+// trace's clock ticks, as a rule, in which most durations are whole.
+//
+// blocks.idx holds, per block, its offset in spans.bin and its first
+// start, in the narrow widths of type widths.
+const (
+	headGap       = 1 << 3
+	headName      = 1 << 4
+	headStackSame = 1 << 5
+	headStack     = 2 << 5
+	headStackMask = 3 << 5
+	headDurRem    = 1 << 7
+)
 
-func appendBlock(b []byte, spans []Span) []byte {
+// MaxTimeQuantum is the largest time quantum of a store.
+const MaxTimeQuantum = 1 << 20
+
+func appendBlock(b []byte, spans []Span, q int64) []byte {
 	prev := spans[0].Start
+	var last [numSpanKinds]uint32
 	for _, s := range spans {
-		b = binary.AppendUvarint(b, uint64(s.Start-prev))
-		b = binary.AppendUvarint(b, uint64(s.Dur))
-		b = binary.AppendUvarint(b, uint64(s.Kind)|uint64(s.Name)<<3)
-		b = binary.AppendUvarint(b, uint64(s.Stack))
+		head := byte(s.Kind)
+		gap := uint64(s.Start - prev)
+		if gap != 0 {
+			head |= headGap
+		}
+		if s.Name != 0 {
+			head |= headName
+		}
+		switch {
+		case s.Stack == 0:
+		case s.Stack == last[s.Kind]:
+			head |= headStackSame
+		default:
+			head |= headStack
+		}
+		if s.Dur%q != 0 {
+			head |= headDurRem
+		}
+		b = append(b, head)
+		if gap != 0 {
+			g, r := gap/uint64(q), gap%uint64(q)
+			if r == 0 {
+				b = binary.AppendUvarint(b, g<<1)
+			} else {
+				b = binary.AppendUvarint(b, g<<1|1)
+				b = binary.AppendUvarint(b, r)
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(s.Dur/q))
+		if s.Dur%q != 0 {
+			b = binary.AppendUvarint(b, uint64(s.Dur%q))
+		}
+		if s.Name != 0 {
+			b = binary.AppendUvarint(b, uint64(s.Name))
+		}
+		if head&headStackMask == headStack {
+			b = binary.AppendUvarint(b, uint64(s.Stack))
+		}
+		if s.Stack != 0 {
+			last[s.Kind] = s.Stack
+		}
 		prev = s.End()
 	}
 	return b
 }
 
 // decodeBlock decodes the n spans of a block from b, the first starting at
-// start, into dst. It checks that no value overflows.
-func decodeBlock(dst []Span, b []byte, start int64, n int) ([]Span, error) {
+// start, into dst. It checks that no value overflows and that the block is
+// in the one form appendBlock writes.
+func decodeBlock(dst []Span, b []byte, start int64, n int, q int64) ([]Span, error) {
 	prev := start
-	for k := range n {
-		var v [4]uint64
-		for j := range v {
-			if len(b) > 0 && b[0] < 0x80 { // most values are one byte
-				v[j], b = uint64(b[0]), b[1:]
-				continue
-			}
-			x, m := binary.Uvarint(b)
-			if m <= 0 {
-				return dst, fmt.Errorf("span %d: bad varint", k)
-			}
-			v[j], b = x, b[m:]
+	var last [numSpanKinds]uint32
+	uv := func() (uint64, bool) {
+		if len(b) > 0 && b[0] < 0x80 { // most values are one byte
+			v := uint64(b[0])
+			b = b[1:]
+			return v, true
 		}
-		if v[0] > 1<<62 || v[1] > 1<<62 || v[2]>>3 > 0xffffff || v[2]&7 >= uint64(numSpanKinds) || v[3] > 0xffffffff {
+		v, m := binary.Uvarint(b)
+		if m <= 0 {
+			return 0, false
+		}
+		b = b[m:]
+		return v, true
+	}
+	for k := range n {
+		if len(b) == 0 {
+			return dst, fmt.Errorf("span %d: missing", k)
+		}
+		head := b[0]
+		b = b[1:]
+		kind := SpanKind(head & 7)
+		if kind >= numSpanKinds || head&headStackMask == headStackMask || (k == 0 && head&headGap != 0) {
+			return dst, fmt.Errorf("span %d: bad head byte %#x", k, head)
+		}
+		var gap, dur, name, stack uint64
+		uq := uint64(q)
+		ok := true
+		if head&headGap != 0 {
+			var r uint64
+			gap, ok = uv()
+			if ok && gap&1 != 0 {
+				r, ok = uv()
+				ok = ok && r != 0 && r < uq
+			}
+			// Both parts are bounded before they are combined.
+			ok = ok && gap>>1 <= maxTime/uq
+			gap = gap>>1*uq + r
+			ok = ok && gap != 0
+		}
+		if ok {
+			dur, ok = uv()
+			ok = ok && dur <= maxTime/uq
+			dur *= uq
+		}
+		if ok && head&headDurRem != 0 {
+			var r uint64
+			r, ok = uv()
+			ok = ok && r != 0 && r < uq
+			dur += r
+		}
+		if ok && head&headName != 0 {
+			name, ok = uv()
+			ok = ok && name != 0
+		}
+		switch head & headStackMask {
+		case headStackSame:
+			stack = uint64(last[kind])
+			ok = ok && stack != 0
+		case headStack:
+			if ok {
+				stack, ok = uv()
+				ok = ok && stack != 0 && stack != uint64(last[kind])
+			}
+		}
+		if !ok {
+			return dst, fmt.Errorf("span %d: bad varint or a value not in its one form", k)
+		}
+		if gap > maxTime || dur > maxTime || name > 0xffffff || stack > 0xffffffff {
 			return dst, fmt.Errorf("span %d: value out of range", k)
 		}
-		s := Span{Start: prev + int64(v[0]), Dur: int64(v[1]), Kind: SpanKind(v[2] & 7), Name: uint32(v[2] >> 3), Stack: uint32(v[3])}
-		if s.Start < prev || s.End() < s.Start || (k == 0 && s.Start != start) {
+		s := Span{Start: prev + int64(gap), Dur: int64(dur), Kind: kind, Name: uint32(name), Stack: uint32(stack)}
+		if s.Start < prev || s.End() < s.Start || s.End() > maxTime {
 			return dst, fmt.Errorf("span %d: time overflows", k)
+		}
+		if stack != 0 {
+			last[kind] = uint32(stack)
 		}
 		prev = s.End()
 		dst = append(dst, s)
@@ -306,8 +481,8 @@ type hash32 interface {
 const fileBlocks = "blocks.idx"
 
 // pageIndexBytes is the size of a page's record in pages.idx: first and
-// last event time, first event index.
-const pageIndexBytes = 24
+// last event time, first event index, offset in events.log.
+const pageIndexBytes = 32
 
 // maxTime is the latest time a store holds, in nanoseconds since the
 // trace's first event (146 years): span starts, ends and the differences
@@ -326,16 +501,29 @@ func (m *Manifest) checkCounts() error {
 		return fmt.Errorf("tracestore: %s: negative counts", fileManifest)
 	case m.Duration < 0 || m.Duration > maxTime:
 		return fmt.Errorf("tracestore: %s: duration_ns %d out of [0, %d]", fileManifest, m.Duration, int64(maxTime))
-	case m.Pages > 0 && m.Events/uint64(m.Pages) > uint64(m.PageSize-pageHeader)/2:
+	case m.Pages > 0 && m.Events/uint64(m.Pages) > uint64(m.PageSize)/2:
 		// An event takes at least two bytes: flags and time.
 		return fmt.Errorf("tracestore: %s: %d events do not fit in %d pages of %d bytes", fileManifest, m.Events, m.Pages, m.PageSize)
+	case m.TimeQuantum < 1 || m.TimeQuantum > MaxTimeQuantum || m.TimeQuantum&(m.TimeQuantum-1) != 0:
+		return fmt.Errorf("tracestore: %s: time_quantum %d is not a power of two in [1, %d]", fileManifest, m.TimeQuantum, MaxTimeQuantum)
 	case m.Pages == 0 && m.Events > 0:
 		return fmt.Errorf("tracestore: %s: %d events in no pages", fileManifest, m.Events)
 	}
+	seen := map[string]bool{}
 	for _, f := range m.Files {
 		if f.Bytes < 0 {
 			return fmt.Errorf("tracestore: %s: %s has %d bytes", fileManifest, f.Name, f.Bytes)
 		}
+		if !plainName(f.Name) || f.Name == fileManifest || seen[f.Name] {
+			return fmt.Errorf("tracestore: %s: file name %q is not a plain name, or repeated", fileManifest, f.Name)
+		}
+		seen[f.Name] = true
 	}
 	return nil
+}
+
+// plainName reports whether name is a file name of a store directory: not
+// empty, no path separator, not "." or "..".
+func plainName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }

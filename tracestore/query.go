@@ -3,7 +3,6 @@ package tracestore
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 )
@@ -18,8 +17,9 @@ func (s *Store) Page(i int) (Page, error) {
 
 // A pageReader reads pages into buffers it reuses.
 type pageReader struct {
-	buf []byte
-	evs []Event
+	buf   []byte
+	evs   []Event
+	codec pageCodec
 }
 
 // read returns the events of page i; they alias the reader's buffer until
@@ -28,14 +28,16 @@ func (r *pageReader) read(s *Store, i int) ([]Event, error) {
 	if i < 0 || i >= s.m.Pages {
 		return nil, fmt.Errorf("tracestore: page %d of %d", i, s.m.Pages)
 	}
-	if int64(len(r.buf)) != s.pageSize {
-		r.buf = make([]byte, s.pageSize)
+	off, end := s.pageBounds(i)
+	if int64(cap(r.buf)) < end-off {
+		r.buf = make([]byte, end-off)
 	}
-	if _, err := s.events.ReadAt(r.buf, int64(i)*s.pageSize); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("tracestore: reading %s page %d: %w", fileEvents, i, err)
+	r.buf = r.buf[:end-off]
+	if _, err := s.events.ReadAt(r.buf, off); err != nil {
+		return nil, fmt.Errorf("tracestore: reading %s page %d (offset %#x): %w", fileEvents, i, off, err)
 	}
 	var err error
-	r.evs, err = decodePage(r.evs[:0], r.buf, i, s.pageSize)
+	r.evs, err = r.codec.decodePage(r.evs[:0], r.buf, i, off, int(s.pageSize))
 	if err != nil {
 		return r.evs, err
 	}
@@ -45,14 +47,25 @@ func (r *pageReader) read(s *Store, i int) ([]Event, error) {
 	idx := binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*i+16:])
 	evs := r.evs
 	if len(evs) == 0 || evs[0].Index != idx || evs[0].Time != first || evs[len(evs)-1].Time != last {
-		return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): its events do not match %s", fileEvents, i, int64(i)*s.pageSize, filePages)
+		return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): its events do not match %s", fileEvents, i, off, filePages)
 	}
 	for k := 1; k < len(evs); k++ {
 		if evs[k].Time < evs[k-1].Time {
-			return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d goes back in time", fileEvents, i, int64(i)*s.pageSize, k)
+			return evs, fmt.Errorf("tracestore: %s: page %d (offset %#x): event %d goes back in time", fileEvents, i, off, k)
 		}
 	}
 	return evs, nil
+}
+
+// pageBounds returns where page i begins and ends in events.log (Open
+// checked that pages follow each other and fit).
+func (s *Store) pageBounds(i int) (off, end int64) {
+	off = int64(binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*i+24:]))
+	end = s.eventsBytes
+	if i+1 < s.m.Pages {
+		end = int64(binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*(i+1)+24:]))
+	}
+	return off, end
 }
 
 // pageTimes returns the first and last event time of page i.

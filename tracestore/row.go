@@ -1,8 +1,6 @@
 package tracestore
 
 import (
-	"encoding/binary"
-
 	"github.com/pctab/pctab/internal/gallop"
 )
 
@@ -75,7 +73,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		k0 := i0 / BlockSpans
 		head := noAgg
 		if i0%BlockSpans != 0 {
-			head = r.fold(i0, min((k0+1)*BlockSpans, r.n))
+			head = r.tail(i0)
 		}
 		i1 := r.locate(b)
 		a, ja = b, i1
@@ -129,21 +127,28 @@ type rowSweep struct {
 	endBefore, startBefore, startAt int64
 }
 
-// A decodedBlock is block k of a lane, decoded: its spans' starts and
-// durations (kind and name come from Store.kindName).
+// A decodedBlock is block k of a lane, decoded as far as a sweep has
+// needed: its first got spans' starts and durations (kind and name come
+// from Store.kindName), and where decoding goes on.
 type decodedBlock struct {
 	k     int64
-	n     int
+	n     int // spans in the block
+	got   int // spans decoded
+	rest  []byte
+	prev  int64 // the end of span got-1 (the block's first start at first)
+	q     uint64
 	start [BlockSpans]int64
 	dur   [BlockSpans]int64
+	busy  [BlockSpans + 1]int64 // busy[j]: the durations of spans [0, j)
 }
 
 // blockStart returns the first start of the lane's block k.
 func (r *rowSweep) blockStart(k int64) int64 {
-	return int64(binary.LittleEndian.Uint64(r.s.blockIdx[(r.off+k)*blockIndexBytes+8:]))
+	w := &r.s.w
+	return int64(getN(r.s.blockIdx[(r.off+k)*int64(w.blockIndexBytes())+int64(w.o):], w.t))
 }
 
-// blk returns the lane's block k, decoded.
+// blk returns the lane's block k, decoded as far as it has been.
 func (r *rowSweep) blk(k int64) *decodedBlock {
 	if r.bufs[0].k == k {
 		return &r.bufs[0]
@@ -156,34 +161,57 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 	lo, hi, start := r.s.blockAt(r.off + k)
 	d.k = k
 	d.n = int(min(BlockSpans, r.n-k*BlockSpans))
-	decodeTimes(d, r.s.spans[lo:hi], start)
+	d.got = 0
+	d.rest = r.s.spans[lo:hi]
+	d.prev = start
+	d.q = uint64(r.s.m.TimeQuantum)
 	return d
 }
 
-// decodeTimes decodes the starts and durations of d.n spans of a block
-// from b (see appendBlock), the first starting at start, skipping their
-// kinds, names and stacks. Open checked every block; should the bytes have
-// changed since, it decodes what they say, without panicking.
-func decodeTimes(d *decodedBlock, b []byte, start int64) {
-	prev := start
-	n := min(d.n, BlockSpans)
-	for i := 0; i < n; i++ {
-		gap, m := uvarint(b)
-		b = b[m:]
-		dur, m := uvarint(b)
-		b = b[m:]
-		for range 2 { // kind and name, stack
-			for len(b) > 0 && b[0] >= 0x80 {
-				b = b[1:]
-			}
-			if len(b) > 0 {
-				b = b[1:]
+// ensure decodes the block's spans up to span j (an index in the block).
+// Open checked every block; should the bytes have changed since, it
+// decodes what they say, without panicking.
+func (d *decodedBlock) ensure(j int) {
+	j = min(j, d.n-1)
+	b, prev, q := d.rest, d.prev, d.q
+	for d.got <= j {
+		var head byte
+		if len(b) > 0 {
+			head, b = b[0], b[1:]
+		}
+		var gap uint64
+		if head&headGap != 0 {
+			g, m := uvarint(b)
+			b = b[m:]
+			gap = g >> 1 * q
+			if g&1 != 0 {
+				r, m := uvarint(b)
+				b = b[m:]
+				gap += r
 			}
 		}
-		d.start[i] = prev + int64(gap)
-		d.dur[i] = int64(dur)
-		prev = d.start[i] + d.dur[i]
+		dv, m := uvarint(b)
+		b = b[m:]
+		dur := dv * q
+		if head&headDurRem != 0 {
+			r, m := uvarint(b)
+			b = b[m:]
+			dur += r
+		}
+		if head&headName != 0 {
+			b = b[varintLen(b):]
+		}
+		if head&headStackMask == headStack {
+			b = b[varintLen(b):]
+		}
+		g := d.got
+		d.start[g] = prev + int64(gap)
+		d.dur[g] = int64(dur)
+		d.busy[g+1] = d.busy[g] + int64(dur)
+		prev = d.start[g] + int64(dur)
+		d.got++
 	}
+	d.rest, d.prev = b, prev
 }
 
 // uvarint decodes a varint from b: its value and length, at most len(b)
@@ -205,16 +233,29 @@ func uvarint(b []byte) (uint64, int) {
 	return x, len(b)
 }
 
+// varintLen returns the length of the varint at the start of b, at most
+// len(b).
+func varintLen(b []byte) int {
+	for i, c := range b {
+		if c < 0x80 || i == 9 {
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
 func (r *rowSweep) span(i int64) Span {
 	d := r.blk(i / BlockSpans)
-	j := i % BlockSpans
+	j := int(i % BlockSpans)
+	d.ensure(j)
 	return Span{Start: d.start[j], Dur: d.dur[j]}
 }
 
 // locate returns the index j of the first span of the lane that starts at
 // or after t, which must not be before the last time located, and records
-// endBefore, startBefore and startAt. It decodes at most one block: the
-// last whose first span starts before t, which holds span j-1.
+// endBefore, startBefore and startAt. It decodes one block at most, and
+// that only as far as span j: the last block whose first span starts
+// before t, which holds span j-1.
 func (r *rowSweep) locate(t int64) int64 {
 	k := int64(gallop.Search(int(r.nb), r.hint, func(k int) bool { return r.blockStart(int64(k)) >= t }))
 	r.hint = max(0, int(k)-1)
@@ -224,7 +265,13 @@ func (r *rowSweep) locate(t int64) int64 {
 	}
 	d := r.blk(k - 1)
 	j := 1 // the block's first span starts before t
-	for j < d.n && d.start[j] < t {
+	for j < d.n {
+		if j >= d.got {
+			d.ensure(j)
+		}
+		if d.start[j] >= t {
+			break
+		}
 		j++
 	}
 	r.endBefore = d.start[j-1] + d.dur[j-1]
@@ -246,12 +293,32 @@ func (r *rowSweep) fold(i0, i1 int64) Agg {
 	}
 	d := r.blk(i0 / BlockSpans)
 	base := d.k * BlockSpans
+	d.ensure(int(i1 - 1 - base))
 	for i := i0; i < i1; i++ {
 		dur := d.dur[i-base]
-		a.Busy += dur
 		if dur > a.Longest {
 			a.Longest, a.Index = dur, i
 		}
 	}
+	a.Busy = d.busy[i1-base] - d.busy[i0-base]
 	return a
+}
+
+// tail combines the spans of a block from i0 to the block's end: from
+// its forest leaf and the spans before i0 when the leaf's longest span is
+// not before i0 (the spans after it need not be decoded), else span by
+// span.
+func (r *rowSweep) tail(i0 int64) Agg {
+	k := i0 / BlockSpans
+	end := min((k+1)*BlockSpans, r.n)
+	if end-k*BlockSpans < BlockSpans || i0 == end {
+		return r.fold(i0, end)
+	}
+	leaf := r.s.forests[r.l].Leaf(int(k))
+	if leaf.Index < i0 {
+		return r.fold(i0, end)
+	}
+	d := r.blk(k)
+	d.ensure(int(i0 - k*BlockSpans - 1))
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[i0-k*BlockSpans]}
 }

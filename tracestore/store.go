@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sort"
+	"sync"
 
 	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/forest"
@@ -36,7 +37,11 @@ type Store struct {
 	lineIdx  *diskmap.Map
 	closers  []func() error
 	dagMu    chanMutex
+	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
+	// eventsBytes is the size of events.log.
+	eventsBytes int64
+	w           widths
 }
 
 // chanMutex is a mutex that stackcompress's reader needs around it (the
@@ -134,6 +139,10 @@ func (s *Store) open() error {
 	}
 	// PagesIn binary-searches the pages' time ranges, and page reads
 	// number events from each page's first index: both must be in order.
+	// Pages follow each other from the start of events.log to its end,
+	// each a header and at most a page of records (stored raw when
+	// compressing does not make them smaller).
+	s.eventsBytes = sums[fileEvents].Bytes
 	prevLast, prevIdx := int64(-1<<63), int64(-1)
 	for i := range s.m.Pages {
 		first, last := s.pageTimes(i)
@@ -141,7 +150,18 @@ func (s *Store) open() error {
 		if first < 0 || first > last || last > s.m.Duration || first < prevLast || idx <= prevIdx || uint64(idx) >= s.m.Events {
 			return fmt.Errorf("tracestore: %s: page %d (offset %#x): times [%d, %d], first event %d out of order after [.., %d], event %d, or not in the %d ns and %d events of %s", filePages, i, pageIndexBytes*i, first, last, idx, prevLast, prevIdx, s.m.Duration, s.m.Events, fileManifest)
 		}
+		off := binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*i+24:])
+		end := uint64(s.eventsBytes)
+		if i+1 < s.m.Pages {
+			end = binary.LittleEndian.Uint64(s.pageIdx[pageIndexBytes*(i+1)+24:])
+		}
+		if i == 0 && off != 0 || off > end || end > uint64(s.eventsBytes) || end-off < pageHeader || end-off > pageHeader+uint64(s.pageSize) {
+			return fmt.Errorf("tracestore: %s: page %d (offset %#x): bytes [%d, %d) of %s's %d out of order or not one page", filePages, i, pageIndexBytes*i, off, end, fileEvents, s.eventsBytes)
+		}
 		prevLast, prevIdx = last, idx
+	}
+	if s.m.Pages == 0 && s.eventsBytes != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes in no pages", fileEvents, s.eventsBytes)
 	}
 	// The trace's duration is its last event's time.
 	if s.m.Pages > 0 && prevLast != s.m.Duration || s.m.Pages == 0 && s.m.Duration != 0 {
@@ -150,53 +170,63 @@ func (s *Store) open() error {
 	if s.spans, err = read(fileSpans); err != nil {
 		return err
 	}
-	// A span takes at least four bytes (four varints) in spans.bin.
-	if s.m.Spans > int64(len(s.spans))/4 {
+	// A span takes at least two bytes (a head byte and a varint) in
+	// spans.bin.
+	if s.m.Spans > int64(len(s.spans))/2 {
 		return fmt.Errorf("tracestore: %s: %d spans do not fit in %d bytes of %s", fileManifest, s.m.Spans, len(s.spans), fileSpans)
 	}
+	s.w = storeWidths(s.m.Duration, int64(len(s.spans)), s.m.Spans)
+	bib, ab := int64(s.w.blockIndexBytes()), int64(s.w.aggBytes())
 	if s.blockIdx, err = read(fileBlocks); err != nil {
 		return err
 	}
-	if len(s.blockIdx)%blockIndexBytes != 0 {
-		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileBlocks, len(s.blockIdx), blockIndexBytes)
+	if int64(len(s.blockIdx))%bib != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileBlocks, len(s.blockIdx), bib)
 	}
 	fb, err := read(fileForest)
 	if err != nil {
 		return err
 	}
-	if len(fb)%aggBytes != 0 {
-		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), aggBytes)
+	if int64(len(fb))%ab != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), ab)
 	}
-	nvals := int64(len(fb) / aggBytes)
+	nvals := int64(len(fb)) / ab
 	lt, err := read(fileLanes)
 	if err != nil {
 		return err
 	}
-	if int64(len(lt))%laneBytes != 0 || int64(len(lt))/laneBytes != int64(s.m.Lanes) {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes of %d", fileLanes, len(lt), s.m.Lanes, laneBytes)
+	// A lane takes at least five bytes in lanes.tab.
+	if int64(s.m.Lanes) > int64(len(lt))/5 {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
 	}
 	var spanTotal, blockOff, forestOff int64
-	nblocks := int64(len(s.blockIdx) / blockIndexBytes)
+	nblocks := int64(len(s.blockIdx)) / bib
 	s.lanes = make([]Lane, 0, s.m.Lanes)
 	s.forests = make([]*forest.Forest[Agg], 0, s.m.Lanes)
 	s.laneSpan = make([]int64, 0, s.m.Lanes)
 	s.kindName = make([]uint32, 0, s.m.Spans)
 	var blk []Span
 	var prev Lane
+	lo := 0 // offset in lanes.tab
 	for i := range s.m.Lanes {
-		l := getLane(lt[i*laneBytes:])
+		l, n, err := decodeLane(lt[lo:])
+		if err != nil {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
+		}
 		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, i*laneBytes, l.Track, l.Layer)
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
 		}
 		if i > 0 && laneCompare(prev, l) >= 0 {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, i*laneBytes)
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
 		}
 		prev = l
 		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
 		// of this wraps.
-		if l.blockOff != blockOff || l.forestOff != forestOff || l.Spans < 0 || l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not follow the previous lane's", fileLanes, i, i*laneBytes, l.Spans, l.blockOff)
+		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
 		}
+		l.blockOff, l.forestOff = blockOff, forestOff
+		lo += n
 		nb := blocks(l.Spans)
 		nv := forestValues(l.Spans)
 		if nv > nvals-forestOff {
@@ -211,17 +241,17 @@ func (s *Store) open() error {
 			bi := l.blockOff + k
 			n := int(min(BlockSpans, l.Spans-k*BlockSpans))
 			lo, hi, start := s.blockAt(bi)
-			if lo < 0 || lo > hi || hi > int64(len(s.spans)) {
-				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*blockIndexBytes, lo, hi, len(s.spans))
+			if lo < 0 || lo > hi || hi > int64(len(s.spans)) || bi == 0 && lo != 0 {
+				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*bib, lo, hi, len(s.spans))
 			}
-			if start < 0 || start < end {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before 0 or the previous span's end (%d)", fileBlocks, i, k, start, end)
+			if start < 0 || start < end || start > s.m.Duration {
+				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before 0 or the previous span's end (%d), or after the trace", fileBlocks, i, k, start, end)
 			}
-			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n)
+			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n, s.m.TimeQuantum)
 			if err != nil {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, i, k, lo, err)
 			}
-			if got := int64(len(appendBlock(nil, blk))); got != hi-lo {
+			if got := int64(len(appendBlock(nil, blk, s.m.TimeQuantum))); got != hi-lo {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
 			}
 			end = blk[len(blk)-1].End()
@@ -238,9 +268,9 @@ func (s *Store) open() error {
 			}
 		}
 		for j, v := range f.Values() {
-			o := (forestOff + int64(j)) * aggBytes
-			if getAgg(fb[o:]) != v {
-				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, getAgg(fb[o:]), v)
+			o := (forestOff + int64(j)) * ab
+			if got := s.w.getAgg(fb[o:]); got != v {
+				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, got, v)
 			}
 		}
 		s.laneSpan = append(s.laneSpan, spanTotal)
@@ -249,6 +279,9 @@ func (s *Store) open() error {
 		forestOff += nv
 		s.lanes = append(s.lanes, l)
 		s.forests = append(s.forests, f)
+	}
+	if lo != len(lt) {
+		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
 	}
 	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
 		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
@@ -261,8 +294,8 @@ func (s *Store) open() error {
 	s.closers = append(s.closers, s.events.Close)
 	if st, err := s.events.Stat(); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
-	} else if st.Size() != sums[fileEvents].Bytes || st.Size()%s.pageSize != 0 || st.Size()/s.pageSize != int64(s.m.Pages) {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d pages of %d", fileEvents, st.Size(), s.m.Pages, s.pageSize)
+	} else if st.Size() != s.eventsBytes {
+		return fmt.Errorf("tracestore: %s: %d bytes, %s says %d", fileEvents, st.Size(), fileManifest, s.eventsBytes)
 	}
 	if s.dag, err = stackcompress.Open(s.path(fileStacks), stackcompress.ReaderOptions{}); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileStacks, err)
@@ -319,6 +352,31 @@ func (s *Store) Close() error {
 	return first
 }
 
+// File returns the bytes of the file name that the manifest lists,
+// checked against the size and CRC-32C the manifest gives: for files a
+// later writer added that Open does not read. The bytes are mapped
+// read-only and valid until Close; read them under Guard.
+func (s *Store) File(name string) ([]byte, error) {
+	for _, f := range s.m.Files {
+		if f.Name != name {
+			continue
+		}
+		s.fileMu.Lock()
+		defer s.fileMu.Unlock()
+		var b []byte
+		var err error
+		if gerr := s.Guard(func() {
+			if b, err = mapFile(s.path(name), f.Bytes, &s.closers); err == nil && crc(b) != f.CRC32 {
+				err = fmt.Errorf("tracestore: %s: checksum mismatch", name)
+			}
+		}); gerr != nil {
+			err = gerr
+		}
+		return b, err
+	}
+	return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
+}
+
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
@@ -338,11 +396,12 @@ func (s *Store) String(i uint32) string {
 
 // blockAt returns the bytes and first start of block bi.
 func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
-	e := s.blockIdx[bi*blockIndexBytes:]
-	lo, start = int64(binary.LittleEndian.Uint64(e)), int64(binary.LittleEndian.Uint64(e[8:]))
+	bib := int64(s.w.blockIndexBytes())
+	e := s.blockIdx[bi*bib:]
+	lo, start = int64(getN(e, s.w.o)), int64(getN(e[s.w.o:], s.w.t))
 	hi = int64(len(s.spans))
-	if (bi+1)*blockIndexBytes < int64(len(s.blockIdx)) {
-		hi = int64(binary.LittleEndian.Uint64(e[blockIndexBytes:]))
+	if (bi+1)*bib < int64(len(s.blockIdx)) {
+		hi = int64(getN(e[bib:], s.w.o))
 	}
 	return lo, hi, start
 }
@@ -351,7 +410,7 @@ func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
 func (s *Store) block(l int, k int64, dst []Span) []Span {
 	ln := &s.lanes[l]
 	lo, hi, start := s.blockAt(ln.blockOff + k)
-	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)))
+	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)), s.m.TimeQuantum)
 	return dst
 }
 

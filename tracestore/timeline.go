@@ -351,6 +351,9 @@ func (b *builder) close(key rowKey, o *openSpan, t int64) error {
 	}
 	b.laneList[lane].Spans++
 	b.numSpans++
+	if len(b.durSample) < quantumSample {
+		b.durSample = append(b.durSample, s.Dur)
+	}
 	binary.LittleEndian.PutUint32(b.spanRec[:4], uint32(lane))
 	putSpan(b.spanRec[4:], s)
 	if _, err := b.spanW.Write(b.spanRec[:]); err != nil {

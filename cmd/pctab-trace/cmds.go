@@ -45,18 +45,56 @@ func (t *timeFlag) Set(s string) error {
 	return nil
 }
 
+// byteSize is a flag of bytes, with an optional unit.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	for _, u := range byteUnits[:3] {
+		if int64(*b)%u.n == 0 && int64(*b) >= u.n {
+			return strconv.FormatInt(int64(*b)/u.n, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+var byteUnits = []struct {
+	name string
+	n    int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}, {"B", 1}}
+
+func (b *byteSize) Set(s string) error {
+	num, mul := s, int64(1)
+	for _, u := range byteUnits {
+		if strings.HasSuffix(s, u.name) {
+			num, mul = strings.TrimSpace(strings.TrimSuffix(s, u.name)), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return fmt.Errorf("%q is not a size in bytes (such as 96MiB)", s)
+	}
+	*b = byteSize(n * mul)
+	return nil
+}
+
 // buildCommand is "pctab-trace build": ingest a trace into a store.
 var buildCommand = &cli.Command{
 	Name:  "build",
-	Args:  "[-pagesize N] [-labels HISTORY.json] TRACE STORE",
+	Args:  "[-pagesize N] [-mem SIZE] [-labels HISTORY.json] TRACE STORE",
 	Short: "ingest an execution trace into a store directory",
 	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
 		"STORE, and prints how the store's size compares with the trace's, part by part.\n" +
+		"-mem bounds the memory the builder itself holds (the spans it gathers into\n" +
+		"lanes and the index keys it collects spill to temporary files beyond it);\n" +
+		"the trace reader holds one generation of the trace besides.\n" +
 		"With -labels, it also indexes the trace's CPU samples by the trampoline labels\n" +
 		"of the history (trampoline.WriteHistory's JSON) into STORE/labels.idx, for\n" +
 		"query -label and the viewer.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
-		pageSize := fs.Int("pagesize", tracestore.PageSize, "size of the event log's pages in `bytes` (a power of two)")
+		pageSize := fs.Int("pagesize", tracestore.PageSize, "size of the event log's pages in `bytes` (a power of two), before compression")
+		mem := byteSize(tracestore.DefaultMemLimit)
+		fs.Var(&mem, "mem", "bound the builder's own memory to `size` (bytes, or with a unit: KiB, MiB, GiB, kB, MB, GB)")
 		histPath := fs.String("labels", "", "index CPU samples by the labels of this trampoline history `file`")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 2 {
@@ -68,7 +106,7 @@ var buildCommand = &cli.Command{
 			}
 			defer f.Close()
 			start := time.Now()
-			m, err := tracestore.Build(f, args[1], tracestore.Options{Source: args[0], PageSize: *pageSize})
+			m, err := tracestore.Build(f, args[1], tracestore.Options{Source: args[0], PageSize: *pageSize, MemLimit: int64(mem)})
 			if err != nil {
 				return err
 			}
