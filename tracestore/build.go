@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/pctab/pctab/diskmap"
@@ -127,7 +128,9 @@ func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
 	if m, err = buildInto(r, tmp, ps, opts); err != nil {
 		return nil, err
 	}
-	// The store must open before it takes dir's place.
+	// The store must open before it takes dir's place. The builder's
+	// memory is garbage by now: collected first, Open reuses it.
+	debug.FreeOSMemory()
 	s, err := Open(tmp)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: the store built does not open: %w", err)
@@ -251,6 +254,7 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 			break
 		}
 	}
+	tr = nil // the reader's last generation, garbage from here
 	if readErr != nil && b.gens == 0 {
 		return nil, fmt.Errorf("tracestore: reading trace event %d (byte %d): the trace's first generation is cut or unreadable: %w", b.events, cr.n, readErr)
 	}
@@ -399,10 +403,15 @@ type builder struct {
 	ranges   map[rowKey]map[string]*openSpan // track -> open ranges by name
 	regions  map[int64]*regionStack          // goroutine -> open regions
 	tasks    map[trace.TaskID]*openSpan
-	spanTmp  *os.File
-	spanW    *bufio.Writer
-	spanRec  [4 + spanBytes]byte
-	numSpans int64
+	// retired holds the goroutines that exited, whose row state is
+	// dropped (see retire); droppedSpans counts the spans a malformed
+	// trace gave them later.
+	retired      map[int64]struct{}
+	droppedSpans int64
+	spanTmp      *os.File
+	spanW        *bufio.Writer
+	spanRec      [4 + spanBytes]byte
+	numSpans     int64
 	// durSample is the first spans' durations, from which quantum
 	// picks q, the store's time quantum.
 	durSample []int64
@@ -430,6 +439,7 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		ranges:  map[rowKey]map[string]*openSpan{},
 		regions: map[int64]*regionStack{},
 		tasks:   map[trace.TaskID]*openSpan{},
+		retired: map[int64]struct{}{},
 	}
 	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)

@@ -251,18 +251,8 @@ func (c *pageCodec) decodePage(dst []Event, p []byte, i int, off int64, pageSize
 			c.raw = make([]byte, raw)
 		}
 		b = c.raw[:raw]
-		c.br.Reset(p[pageHeader:])
-		if c.fr == nil {
-			c.fr = flate.NewReader(&c.br)
-		} else if err := c.fr.(flate.Resetter).Reset(&c.br, nil); err != nil {
+		if err := c.inflate(b, p[pageHeader:], codec); err != nil {
 			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %w", fileEvents, i, off, err)
-		}
-		var one [1]byte
-		if _, err := io.ReadFull(c.fr, b); err != nil {
-			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): inflating %d record bytes: %w", fileEvents, i, off, raw, err)
-		}
-		if n, err := c.fr.Read(one[:]); n != 0 || err != io.EOF || c.br.Len() != 0 {
-			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): compressed records longer than %d bytes, or bytes after them", fileEvents, i, off, raw)
 		}
 	default:
 		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): unknown codec %d", fileEvents, i, off, codec)
@@ -374,18 +364,7 @@ func (c *pageEncoder) appendPage(dst []byte, evs []Event) []byte {
 		c.recs = appendEvent(c.recs, &evs[k], &st)
 	}
 	recs, count, first, base := c.recs, uint32(len(evs)), evs[0].Index, evs[0].Time
-	c.buf.Reset()
-	if c.fw == nil {
-		c.fw, _ = flate.NewWriter(&c.buf, pageLevel)
-	} else {
-		c.fw.Reset(&c.buf)
-	}
-	c.fw.Write(recs) // a bytes.Buffer does not fail
-	c.fw.Close()
-	codec, payload := uint32(codecDeflate), c.buf.Bytes()
-	if len(payload) >= len(recs) {
-		codec, payload = codecRaw, recs
-	}
+	codec, payload := c.compress(recs)
 	at := len(dst)
 	dst = append(dst, pageMagic...)
 	dst = binary.LittleEndian.AppendUint32(dst, 0)
@@ -398,6 +377,54 @@ func (c *pageEncoder) appendPage(dst []byte, evs []Event) []byte {
 	dst = append(dst, payload...)
 	binary.LittleEndian.PutUint32(dst[at+4:], crc(dst[at+8:]))
 	return dst
+}
+
+// compress returns b compressed with DEFLATE, or b itself if that is not
+// larger, and which of the two it is. The result aliases c's buffer
+// until the next call.
+func (c *pageEncoder) compress(b []byte) (codec uint32, out []byte) {
+	c.buf.Reset()
+	if c.fw == nil {
+		c.fw, _ = flate.NewWriter(&c.buf, pageLevel)
+	} else {
+		c.fw.Reset(&c.buf)
+	}
+	c.fw.Write(b) // a bytes.Buffer does not fail
+	c.fw.Close()
+	if c.buf.Len() >= len(b) {
+		return codecRaw, b
+	}
+	return codecDeflate, c.buf.Bytes()
+}
+
+// inflate decompresses data, stored with codec, into dst, which must have
+// exactly the length of the original: any other length is an error.
+func (c *pageCodec) inflate(dst, data []byte, codec uint32) error {
+	switch codec {
+	case codecRaw:
+		if len(data) != len(dst) {
+			return fmt.Errorf("%d bytes stored raw for %d", len(data), len(dst))
+		}
+		copy(dst, data)
+		return nil
+	case codecDeflate:
+	default:
+		return fmt.Errorf("unknown codec %d", codec)
+	}
+	c.br.Reset(data)
+	if c.fr == nil {
+		c.fr = flate.NewReader(&c.br)
+	} else if err := c.fr.(flate.Resetter).Reset(&c.br, nil); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(c.fr, dst); err != nil {
+		return fmt.Errorf("inflating %d bytes: %w", len(dst), err)
+	}
+	var one [1]byte
+	if n, err := c.fr.Read(one[:]); n != 0 || err != io.EOF || c.br.Len() != 0 {
+		return fmt.Errorf("compressed data longer than %d bytes, or bytes after it", len(dst))
+	}
+	return nil
 }
 
 // pageLevel is the DEFLATE level of the event log's pages.

@@ -92,7 +92,7 @@ func (b *builder) finish() (*Manifest, error) {
 		Spans:         b.numSpans,
 		TimeQuantum:   b.quantum(),
 	}
-	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileFuncIdx, fileLineIdx} {
+	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx, fileFuncIdx, fileLineIdx} {
 		s, err := sumFile(filepath.Join(b.dir, name))
 		if err != nil {
 			return nil, err
@@ -128,8 +128,9 @@ func sumFile(path string) (FileSum, error) {
 // writeLanes sorts the lanes, gathers each lane's spans from the
 // temporary file, and writes every lane's blocks, block index and forest.
 //
-// The spans are gathered in groups of lanes whose spans fit in half the
-// builder's memory limit: with one group, the temporary file is read into
+// The spans are gathered in groups of lanes whose spans fit in a quarter
+// of the builder's memory limit (the garbage collector lets the heap grow
+// to twice what is live): with one group, the temporary file is read into
 // memory and scattered there; with more, one pass copies each span into
 // its group's file and each group is then read and scattered in turn. A
 // lane larger than the limit has a group of its own, read straight from
@@ -176,6 +177,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer ff.Close()
+	af, aw, err := create(fileAttrs)
+	if err != nil {
+		return err
+	}
+	defer af.Close()
 	// The block index's offsets are written wide to a temporary file,
 	// then narrowed once spans.bin's size is known.
 	bt, err := os.CreateTemp(b.dir, "blocks-*.tmp")
@@ -186,11 +192,15 @@ func (b *builder) writeLanes() error {
 	defer bt.Close()
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
-	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw}
+	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw}
 	if err := b.gatherSpans(lanes, first, newID, enc.lane); err != nil {
 		return err
 	}
-	for _, x := range []*bufio.Writer{sw, btw, fw} {
+	enc.flushAttrs()
+	if err := os.WriteFile(filepath.Join(b.dir, fileAttrIdx), enc.attrIdx, 0o666); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	for _, x := range []*bufio.Writer{sw, btw, fw, aw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
@@ -236,7 +246,7 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	limit := max(b.mem/2, 1<<20) / spanBytes // spans a group may hold
+	limit := max(b.mem/4, minGroupBytes) / spanBytes // spans a group may hold
 	// Groups of consecutive lanes: group g holds lanes [gl[g], gl[g+1]).
 	gl := []int{0}
 	for n := range lanes {
@@ -280,6 +290,9 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			if err != nil {
 				return err
 			}
+			if int64(l) >= int64(len(newID)) {
+				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", l, len(newID))
+			}
 			n := newID[l]
 			binary.LittleEndian.PutUint32(rec[:4], n)
 			if _, err := writers[groupOf[n]].Write(rec[:]); err != nil {
@@ -316,8 +329,9 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			}
 			continue
 		}
-		if int64(cap(buf)) < n*spanBytes {
-			buf = make([]byte, n*spanBytes)
+		if buf == nil {
+			// Once, for the largest group.
+			buf = make([]byte, min(limit, b.numSpans)*spanBytes)
 		}
 		buf = buf[:n*spanBytes]
 		placed := make([]int64, hi-lo)
@@ -327,7 +341,7 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 				return err
 			}
 			k := int(l)
-			if newID != nil {
+			if newID != nil && int64(l) < int64(len(newID)) {
 				k = int(newID[l])
 			}
 			if k < lo || k >= hi || placed[k-lo] >= lanes[k].Spans {
@@ -352,15 +366,50 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	return nil
 }
 
+// minGroupBytes is the least memory a group of spans may take (tests
+// lower it).
+var minGroupBytes int64 = 1 << 20
+
 // A laneEncoder writes lanes' blocks to spans.bin, their wide block index
 // records to a temporary file and their forests to forest.bin.
 type laneEncoder struct {
-	w          widths
-	q          int64 // time quantum
-	sw, bw, fw *bufio.Writer
-	off        int64 // bytes of spans.bin written
-	enc, rec   []byte
-	blk        []Span
+	w              widths
+	q              int64 // time quantum
+	sw, bw, fw, aw *bufio.Writer
+	off            int64 // bytes of spans.bin written
+	enc, rec       []byte
+	blk            []Span
+
+	// spanattr.bin: the current chunk's records and spans, the last
+	// stack of each kind in it, the bytes written and attr.idx.
+	attrs    []byte
+	attrN    int
+	attrLast [numSpanKinds]uint32
+	attrOff  int64
+	attrIdx  []byte
+	attrEnc  pageEncoder
+}
+
+// addAttr adds span s's kind, name and stack to spanattr.bin.
+func (e *laneEncoder) addAttr(s Span) {
+	e.attrs = appendAttr(e.attrs, s, &e.attrLast)
+	if e.attrN++; e.attrN == AttrChunk {
+		e.flushAttrs()
+	}
+}
+
+// flushAttrs writes the current chunk of spanattr.bin.
+func (e *laneEncoder) flushAttrs() {
+	if e.attrN == 0 {
+		return
+	}
+	codec, data := e.attrEnc.compress(e.attrs)
+	e.aw.Write(data)
+	e.attrIdx = binary.LittleEndian.AppendUint64(e.attrIdx, uint64(e.attrOff))
+	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, uint32(len(e.attrs)))
+	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, codec)
+	e.attrOff += int64(len(data))
+	e.attrs, e.attrN, e.attrLast = e.attrs[:0], 0, [numSpanKinds]uint32{}
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
@@ -375,6 +424,7 @@ func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
 				return err
 			}
 			e.blk = append(e.blk, sp)
+			e.addAttr(sp)
 			a = combine(a, Agg{Longest: sp.Dur, Index: i, Busy: sp.Dur})
 		}
 		e.enc = appendBlock(e.enc[:0], e.blk, e.q)

@@ -292,93 +292,55 @@ func decodeLane(b []byte) (Lane, int, error) {
 // blocks returns the number of blocks of a lane of n spans.
 func blocks(n int64) int64 { return (n + BlockSpans - 1) / BlockSpans }
 
-// A block of spans in spans.bin is, for each of its spans, a head byte
-// and varints:
+// A block of spans in spans.bin holds its spans' times, for each span a
+// varint and, if it says so, two more:
 //
-//	head:  the kind in bits 0-2; bit 3: a gap follows; bit 4: a name
-//	       follows; bits 5-6: the stack: 0 none, 1 the same as the
-//	       previous span of the same kind in the block, 2 it follows;
-//	       bit 7: the duration is not a multiple of the quantum
-//	gap:   the start minus the previous span's end, if not 0 (the
-//	       block's first start is in blocks.idx), as g/q<<1, plus 1 and
-//	       followed by g%q if that is not 0
-//	dur:   the duration d as d/q, followed by d%q if bit 7 says so
-//	name:  the name's string index, if not 0
-//	stack: the stack, if bits 5-6 say so
+//	v:     d/q<<2, plus 2 if a gap follows, plus 1 if a remainder does,
+//	       where d is the duration
+//	gap:   the start minus the previous span's end (the block's first
+//	       start is in blocks.idx) g, as g/q<<1, plus 1 and followed by
+//	       g%q if that is not 0
+//	rem:   d%q, if not 0
 //
 // q is the store's time quantum (the manifest's time_quantum): the
-// trace's clock ticks, as a rule, in which most durations are whole.
+// trace's clock ticks, as a rule, in which most durations are whole. The
+// spans' kinds, names and stacks are in spanattr.bin (see appendAttrs).
 //
 // blocks.idx holds, per block, its offset in spans.bin and its first
 // start, in the narrow widths of type widths.
-const (
-	headGap       = 1 << 3
-	headName      = 1 << 4
-	headStackSame = 1 << 5
-	headStack     = 2 << 5
-	headStackMask = 3 << 5
-	headDurRem    = 1 << 7
-)
 
 // MaxTimeQuantum is the largest time quantum of a store.
 const MaxTimeQuantum = 1 << 20
 
 func appendBlock(b []byte, spans []Span, q int64) []byte {
 	prev := spans[0].Start
-	var last [numSpanKinds]uint32
 	for _, s := range spans {
-		head := byte(s.Kind)
 		gap := uint64(s.Start - prev)
+		v := uint64(s.Dur/q) << 2
 		if gap != 0 {
-			head |= headGap
-		}
-		if s.Name != 0 {
-			head |= headName
-		}
-		switch {
-		case s.Stack == 0:
-		case s.Stack == last[s.Kind]:
-			head |= headStackSame
-		default:
-			head |= headStack
+			v |= 2
 		}
 		if s.Dur%q != 0 {
-			head |= headDurRem
+			v |= 1
 		}
-		b = append(b, head)
+		b = binary.AppendUvarint(b, v)
 		if gap != 0 {
-			g, r := gap/uint64(q), gap%uint64(q)
-			if r == 0 {
-				b = binary.AppendUvarint(b, g<<1)
-			} else {
-				b = binary.AppendUvarint(b, g<<1|1)
-				b = binary.AppendUvarint(b, r)
-			}
+			b = appendTime(b, gap, uint(bits.TrailingZeros64(uint64(q))))
 		}
-		b = binary.AppendUvarint(b, uint64(s.Dur/q))
 		if s.Dur%q != 0 {
 			b = binary.AppendUvarint(b, uint64(s.Dur%q))
-		}
-		if s.Name != 0 {
-			b = binary.AppendUvarint(b, uint64(s.Name))
-		}
-		if head&headStackMask == headStack {
-			b = binary.AppendUvarint(b, uint64(s.Stack))
-		}
-		if s.Stack != 0 {
-			last[s.Kind] = s.Stack
 		}
 		prev = s.End()
 	}
 	return b
 }
 
-// decodeBlock decodes the n spans of a block from b, the first starting at
-// start, into dst. It checks that no value overflows and that the block is
-// in the one form appendBlock writes.
+// decodeBlock decodes the times of the n spans of a block from b, the
+// first starting at start, into dst. It checks that no value overflows
+// and that the block is in the one form appendBlock writes.
 func decodeBlock(dst []Span, b []byte, start int64, n int, q int64) ([]Span, error) {
 	prev := start
-	var last [numSpanKinds]uint32
+	uq := uint64(q)
 	uv := func() (uint64, bool) {
 		if len(b) > 0 && b[0] < 0x80 { // most values are one byte
 			v := uint64(b[0])
@@ -393,72 +355,159 @@ func decodeBlock(dst []Span, b []byte, start int64, n int, q int64) ([]Span, err
 		return v, true
 	}
 	for k := range n {
-		if len(b) == 0 {
-			return dst, fmt.Errorf("span %d: missing", k)
+		v, ok := uv()
+		if !ok {
+			return dst, fmt.Errorf("span %d: bad varint", k)
 		}
-		head := b[0]
-		b = b[1:]
-		kind := SpanKind(head & 7)
-		if kind >= numSpanKinds || head&headStackMask == headStackMask || (k == 0 && head&headGap != 0) {
-			return dst, fmt.Errorf("span %d: bad head byte %#x", k, head)
+		if k == 0 && v&2 != 0 {
+			return dst, fmt.Errorf("span %d: a gap before a block's first span", k)
 		}
-		var gap, dur, name, stack uint64
-		uq := uint64(q)
-		ok := true
-		if head&headGap != 0 {
+		dur := v >> 2
+		var gap uint64
+		if dur > maxTime/uq {
+			return dst, fmt.Errorf("span %d: duration out of range", k)
+		}
+		dur *= uq
+		if v&2 != 0 {
+			g, ok := uv()
 			var r uint64
-			gap, ok = uv()
-			if ok && gap&1 != 0 {
+			if ok && g&1 != 0 {
 				r, ok = uv()
 				ok = ok && r != 0 && r < uq
 			}
-			// Both parts are bounded before they are combined.
-			ok = ok && gap>>1 <= maxTime/uq
-			gap = gap>>1*uq + r
-			ok = ok && gap != 0
-		}
-		if ok {
-			dur, ok = uv()
-			ok = ok && dur <= maxTime/uq
-			dur *= uq
-		}
-		if ok && head&headDurRem != 0 {
-			var r uint64
-			r, ok = uv()
-			ok = ok && r != 0 && r < uq
-			dur += r
-		}
-		if ok && head&headName != 0 {
-			name, ok = uv()
-			ok = ok && name != 0
-		}
-		switch head & headStackMask {
-		case headStackSame:
-			stack = uint64(last[kind])
-			ok = ok && stack != 0
-		case headStack:
-			if ok {
-				stack, ok = uv()
-				ok = ok && stack != 0 && stack != uint64(last[kind])
+			if !ok || g>>1 > maxTime/uq {
+				return dst, fmt.Errorf("span %d: bad gap", k)
+			}
+			gap = g>>1*uq + r
+			if gap == 0 {
+				return dst, fmt.Errorf("span %d: a gap of 0", k)
 			}
 		}
-		if !ok {
-			return dst, fmt.Errorf("span %d: bad varint or a value not in its one form", k)
+		if v&1 != 0 {
+			r, ok := uv()
+			if !ok || r == 0 || r >= uq {
+				return dst, fmt.Errorf("span %d: bad remainder", k)
+			}
+			dur += r
 		}
-		if gap > maxTime || dur > maxTime || name > 0xffffff || stack > 0xffffffff {
+		if gap > maxTime || dur > maxTime {
 			return dst, fmt.Errorf("span %d: value out of range", k)
 		}
-		s := Span{Start: prev + int64(gap), Dur: int64(dur), Kind: kind, Name: uint32(name), Stack: uint32(stack)}
+		s := Span{Start: prev + int64(gap), Dur: int64(dur)}
 		if s.Start < prev || s.End() < s.Start || s.End() > maxTime {
 			return dst, fmt.Errorf("span %d: time overflows", k)
-		}
-		if stack != 0 {
-			last[kind] = uint32(stack)
 		}
 		prev = s.End()
 		dst = append(dst, s)
 	}
+	if len(b) != 0 {
+		return dst, fmt.Errorf("%d bytes after its %d spans", len(b), n)
+	}
 	return dst, nil
+}
+
+// The spans' kinds, names and stacks are in spanattr.bin, in chunks of
+// AttrChunk spans (the spans of every lane, lane after lane), each
+// compressed with DEFLATE (or stored raw, if that is not larger). A
+// chunk's records are, per span, a head byte and varints:
+//
+//	head:  the kind in bits 0-2; bit 3: a name follows; bits 4-5: the
+//	       stack: 0 none, 1 the same as the previous span of the same
+//	       kind in the chunk, 2 it follows; bits 6-7 clear
+//	name:  the name's string index, if not 0
+//	stack: the stack, if bits 4-5 say so
+//
+// attr.idx holds, per chunk, its offset in spanattr.bin (8 bytes), its
+// record bytes (4 bytes) and its codec (4 bytes: codecRaw or
+// codecDeflate).
+const (
+	fileAttrs    = "spanattr.bin"
+	fileAttrIdx  = "attr.idx"
+	attrIdxBytes = 16
+
+	// AttrChunk is the number of spans of a chunk of spanattr.bin.
+	AttrChunk = 4096
+
+	// maxAttrBytes bounds a span's record in spanattr.bin.
+	maxAttrBytes = 1 + 2*binary.MaxVarintLen32
+
+	attrName      = 1 << 3
+	attrStackSame = 1 << 4
+	attrStack     = 2 << 4
+	attrStackMask = 3 << 4
+)
+
+// appendAttr appends span s's record to b; last is the chunk's last
+// stack of each kind.
+func appendAttr(b []byte, s Span, last *[numSpanKinds]uint32) []byte {
+	head := byte(s.Kind)
+	if s.Name != 0 {
+		head |= attrName
+	}
+	switch {
+	case s.Stack == 0:
+	case s.Stack == last[s.Kind]:
+		head |= attrStackSame
+	default:
+		head |= attrStack
+	}
+	b = append(b, head)
+	if s.Name != 0 {
+		b = binary.AppendUvarint(b, uint64(s.Name))
+	}
+	if head&attrStackMask == attrStack {
+		b = binary.AppendUvarint(b, uint64(s.Stack))
+	}
+	if s.Stack != 0 {
+		last[s.Kind] = s.Stack
+	}
+	return b
+}
+
+// decodeAttrs decodes the n records of a chunk of spanattr.bin, calling
+// visit with each span's kind, name and stack. The records must fill b
+// exactly, each in the one form appendAttr writes.
+func decodeAttrs(b []byte, n int, visit func(k int, kind SpanKind, name, stack uint32)) error {
+	var last [numSpanKinds]uint32
+	for k := range n {
+		if len(b) == 0 {
+			return fmt.Errorf("span %d of %d missing", k, n)
+		}
+		head := b[0]
+		b = b[1:]
+		kind := SpanKind(head & 7)
+		if kind >= numSpanKinds || head&0xc0 != 0 || head&attrStackMask == attrStackMask {
+			return fmt.Errorf("span %d: bad head byte %#x", k, head)
+		}
+		var name, stack uint64
+		if head&attrName != 0 {
+			v, m := binary.Uvarint(b)
+			if m <= 0 || v == 0 || v > 0xffffff {
+				return fmt.Errorf("span %d: bad name", k)
+			}
+			name, b = v, b[m:]
+		}
+		switch head & attrStackMask {
+		case attrStackSame:
+			if stack = uint64(last[kind]); stack == 0 {
+				return fmt.Errorf("span %d: no stack to repeat", k)
+			}
+		case attrStack:
+			v, m := binary.Uvarint(b)
+			if m <= 0 || v == 0 || v > 0xffffffff || v == uint64(last[kind]) {
+				return fmt.Errorf("span %d: bad stack", k)
+			}
+			stack, b = v, b[m:]
+		}
+		if stack != 0 {
+			last[kind] = uint32(stack)
+		}
+		visit(k, kind, uint32(name), uint32(stack))
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%d bytes after its %d spans", len(b), n)
+	}
+	return nil
 }
 
 // forestValues returns the number of forest values of a lane of n spans:

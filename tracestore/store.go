@@ -42,6 +42,13 @@ type Store struct {
 	// eventsBytes is the size of events.log.
 	eventsBytes int64
 	w           widths
+	// spanattr.bin and attr.idx, and the stacks of the chunk of
+	// spanattr.bin last decoded (chunk stackChunk-1).
+	attrs, attrIdx []byte
+	stackMu        sync.Mutex
+	stackChunk     int64
+	stacks         []uint32
+	stackCodec     pageCodec
 }
 
 // chanMutex is a mutex that stackcompress's reader needs around it (the
@@ -170,9 +177,8 @@ func (s *Store) open() error {
 	if s.spans, err = read(fileSpans); err != nil {
 		return err
 	}
-	// A span takes at least two bytes (a head byte and a varint) in
-	// spans.bin.
-	if s.m.Spans > int64(len(s.spans))/2 {
+	// A span takes at least a byte in spans.bin.
+	if s.m.Spans > int64(len(s.spans)) {
 		return fmt.Errorf("tracestore: %s: %d spans do not fit in %d bytes of %s", fileManifest, s.m.Spans, len(s.spans), fileSpans)
 	}
 	s.w = storeWidths(s.m.Duration, int64(len(s.spans)), s.m.Spans)
@@ -191,6 +197,9 @@ func (s *Store) open() error {
 		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), ab)
 	}
 	nvals := int64(len(fb)) / ab
+	if err := s.readAttrs(read); err != nil {
+		return err
+	}
 	lt, err := read(fileLanes)
 	if err != nil {
 		return err
@@ -204,7 +213,6 @@ func (s *Store) open() error {
 	s.lanes = make([]Lane, 0, s.m.Lanes)
 	s.forests = make([]*forest.Forest[Agg], 0, s.m.Lanes)
 	s.laneSpan = make([]int64, 0, s.m.Lanes)
-	s.kindName = make([]uint32, 0, s.m.Spans)
 	var blk []Span
 	var prev Lane
 	lo := 0 // offset in lanes.tab
@@ -260,7 +268,6 @@ func (s *Store) open() error {
 			}
 			a := noAgg
 			for j, sp := range blk {
-				s.kindName = append(s.kindName, uint32(sp.Kind)<<24|sp.Name)
 				a = combine(a, Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur})
 			}
 			if n == BlockSpans {
@@ -421,7 +428,97 @@ func (s *Store) Span(l int, i int64) Span {
 		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
 	}
 	var buf [BlockSpans]Span
-	return s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
+	sp := s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
+	g := s.laneSpan[l] + i
+	kn := s.kindName[g]
+	sp.Kind, sp.Name, sp.Stack = SpanKind(kn>>24), kn&0xffffff, s.spanStack(g)
+	return sp
+}
+
+// readAttrs reads spanattr.bin and attr.idx: every chunk decodes, and
+// gives every span's kind and name (kept in kindName).
+func (s *Store) readAttrs(read func(string) ([]byte, error)) error {
+	idx, err := read(fileAttrIdx)
+	if err != nil {
+		return err
+	}
+	if s.attrs, err = read(fileAttrs); err != nil {
+		return err
+	}
+	chunks := (s.m.Spans + AttrChunk - 1) / AttrChunk
+	if int64(len(idx))%attrIdxBytes != 0 || int64(len(idx))/attrIdxBytes != chunks {
+		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(idx), chunks, s.m.Spans)
+	}
+	s.attrIdx = idx
+	s.kindName = make([]uint32, s.m.Spans)
+	var c pageCodec
+	var raw []byte
+	for k := range chunks {
+		n := int(min(AttrChunk, s.m.Spans-k*AttrChunk))
+		lo, hi, rawLen, codec, err := s.attrChunk(k)
+		if err == nil && (rawLen < n || rawLen > n*maxAttrBytes) {
+			err = fmt.Errorf("%d record bytes for %d spans", rawLen, n)
+		}
+		if err == nil {
+			if cap(raw) < rawLen {
+				raw = make([]byte, rawLen)
+			}
+			raw = raw[:rawLen]
+			if err = c.inflate(raw, s.attrs[lo:hi], codec); err == nil {
+				base := k * AttrChunk
+				err = decodeAttrs(raw, n, func(j int, kind SpanKind, name, _ uint32) {
+					s.kindName[base+int64(j)] = uint32(kind)<<24 | name
+				})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("tracestore: %s: chunk %d (offset %#x): %w", fileAttrs, k, lo, err)
+		}
+	}
+	return nil
+}
+
+// attrChunk returns where chunk k of spanattr.bin lies, its record bytes
+// and its codec, checking them against the file.
+func (s *Store) attrChunk(k int64) (lo, hi int64, raw int, codec uint32, err error) {
+	e := s.attrIdx[k*attrIdxBytes:]
+	off := binary.LittleEndian.Uint64(e)
+	end := uint64(len(s.attrs))
+	if (k+1)*attrIdxBytes < int64(len(s.attrIdx)) {
+		end = binary.LittleEndian.Uint64(e[attrIdxBytes:])
+	}
+	if k == 0 && off != 0 || off > end || end > uint64(len(s.attrs)) {
+		return int64(off), 0, 0, 0, fmt.Errorf("bytes [%d, %d) out of order or past %d", off, end, len(s.attrs))
+	}
+	return int64(off), int64(end), int(binary.LittleEndian.Uint32(e[8:])), binary.LittleEndian.Uint32(e[12:]), nil
+}
+
+// spanStack returns the stack of span g (of all the spans, lane after
+// lane), decoding its chunk of spanattr.bin, which Open checked. The
+// store keeps the last chunk decoded.
+func (s *Store) spanStack(g int64) uint32 {
+	s.stackMu.Lock()
+	defer s.stackMu.Unlock()
+	k := g / AttrChunk
+	if s.stackChunk != k+1 {
+		s.stackChunk = 0
+		lo, hi, rawLen, codec, err := s.attrChunk(k)
+		if err != nil {
+			return 0
+		}
+		raw := make([]byte, rawLen)
+		if s.stackCodec.inflate(raw, s.attrs[lo:hi], codec) != nil {
+			return 0
+		}
+		s.stacks = s.stacks[:0]
+		if decodeAttrs(raw, int(min(AttrChunk, s.m.Spans-k*AttrChunk)), func(_ int, _ SpanKind, _, stack uint32) {
+			s.stacks = append(s.stacks, stack)
+		}) != nil {
+			return 0
+		}
+		s.stackChunk = k + 1
+	}
+	return s.stacks[g%AttrChunk]
 }
 
 // A LaneAgg aggregates the spans of a lane that overlap a time range.

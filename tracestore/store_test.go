@@ -414,7 +414,7 @@ func FuzzStoreFiles(f *testing.F) {
 	if _, err := Build(bytes.NewReader(data), base, Options{PageSize: MinPageSize}); err != nil {
 		f.Fatal(err)
 	}
-	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx}
+	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx, fileAttrs, fileAttrIdx}
 	for i, n := range names {
 		b, _ := os.ReadFile(filepath.Join(base, n))
 		f.Add(uint8(i), b)

@@ -174,8 +174,31 @@ func (b *builder) goState(g int64, from, to trace.GoState, t int64, reason strin
 			s.Name = b.str(reason)
 		}
 		b.gState[g] = b.open(key, s, "")
+	} else if to == trace.GoNotExist {
+		b.retire(g)
 	}
 	return nil
+}
+
+// retire drops the row state of goroutine g, which has exited, unless it
+// has regions or ranges still open: goroutine IDs are not reused, so its
+// lanes are complete. Only the lanes' records stay in memory, some 60
+// bytes each, where the row state costs some 250 per goroutine. Spans a
+// malformed trace gives a retired goroutine later are dropped.
+func (b *builder) retire(g int64) {
+	if rs := b.regions[g]; rs != nil && len(rs.open) > 0 {
+		return
+	}
+	rkey := rowKey{TrackGoroutine, g, LayerRange}
+	if len(b.ranges[rkey]) > 0 {
+		return
+	}
+	delete(b.regions, g)
+	delete(b.ranges, rkey)
+	for _, layer := range []Layer{LayerState, LayerRange, LayerRegion} {
+		delete(b.rows, rowKey{TrackGoroutine, g, layer})
+	}
+	b.retired[g] = struct{}{}
 }
 
 func goSpanKind(s trace.GoState) (SpanKind, bool) {
@@ -297,6 +320,9 @@ func (h *depthHeap) Pop() any {
 // ranges must. State layers have one row: a goroutine or proc is in one
 // state at a time. O(log rows).
 func (b *builder) open(key rowKey, s Span, name string) *openSpan {
+	if key.track == TrackGoroutine && b.isRetired(key.id) {
+		return &openSpan{span: s, name: name}
+	}
 	rs := b.rows[key]
 	if rs == nil {
 		rs = &rowSet{}
@@ -323,6 +349,10 @@ func (b *builder) open(key rowKey, s Span, name string) *openSpan {
 // span starts no earlier than the lane's last span ends, so that a lane's
 // spans never overlap whatever order a malformed trace gives.
 func (b *builder) close(key rowKey, o *openSpan, t int64) error {
+	if key.track == TrackGoroutine && b.isRetired(key.id) {
+		b.droppedSpans++
+		return nil
+	}
 	rs := b.rows[key]
 	if rs == nil { // a span opened elsewhere: not from open
 		rs = &rowSet{}
@@ -404,4 +434,9 @@ func sortedOpen(m map[string]*openSpan) []*openSpan {
 		out = append(out, m[name])
 	}
 	return out
+}
+
+func (b *builder) isRetired(g int64) bool {
+	_, ok := b.retired[g]
+	return ok
 }

@@ -1,0 +1,161 @@
+package tracestore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/allocs"
+)
+
+// FuzzSpanBlocks decodes arbitrary bytes as a block of spans.bin and as a
+// chunk of spanattr.bin: no panic, allocations a small multiple of the
+// input, and what decodes is in the one form the encoders write.
+func FuzzSpanBlocks(f *testing.F) {
+	spans := []Span{
+		{Start: 100, Dur: 640, Kind: SpanRunning, Stack: 7},
+		{Start: 740, Dur: 65, Kind: SpanWaiting, Name: 3, Stack: 7},
+		{Start: 900, Dur: 0, Kind: SpanRunnable},
+		{Start: 900, Dur: 1 << 40, Kind: SpanRunning, Stack: 7},
+	}
+	for _, q := range []int64{1, 64} {
+		f.Add(appendBlock(nil, spans, q), uint8(len(spans)), uint8(bitsOf(q)))
+	}
+	var last [numSpanKinds]uint32
+	var attrs []byte
+	for _, s := range spans {
+		attrs = appendAttr(attrs, s, &last)
+	}
+	f.Add(attrs, uint8(len(spans)), uint8(0))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, uint8(1), uint8(20))
+	f.Fuzz(func(t *testing.T, b []byte, n, shift uint8) {
+		q := int64(1) << (shift % 21)
+		var dst []Span
+		var err error
+		got := allocs.Bytes(func() { dst, err = decodeBlock(nil, b, 5, int(n)%(BlockSpans+1), q) })
+		if got > 64*uint64(len(b))+4096 {
+			t.Fatalf("decoding %d bytes allocated %d", len(b), got)
+		}
+		if err == nil && len(dst) > 0 {
+			if again := appendBlock(nil, dst, q); !bytes.Equal(again, b) {
+				t.Fatalf("decoded %+v from %x, which encode to %x", dst, b, again)
+			}
+			for _, s := range dst {
+				if s.Start < 0 || s.Dur < 0 || s.End() > maxTime {
+					t.Fatalf("span %+v out of range", s)
+				}
+			}
+		}
+		var back []byte
+		var last [numSpanKinds]uint32
+		got = allocs.Bytes(func() {
+			err = decodeAttrs(b, int(n), func(_ int, kind SpanKind, name, stack uint32) {
+				back = appendAttr(back, Span{Kind: kind, Name: name, Stack: stack}, &last)
+			})
+		})
+		if err == nil && !bytes.Equal(back, b) {
+			t.Fatalf("attributes %x encode back to %x", b, back)
+		}
+	})
+}
+
+func bitsOf(q int64) int {
+	n := 0
+	for q > 1 {
+		q >>= 1
+		n++
+	}
+	return n
+}
+
+// FuzzGatherSpans gives the builder's temporary span file arbitrary
+// contents when it gathers the spans into lanes, in one group and in
+// several (a small memory limit): an error or lanes, never a panic.
+func FuzzGatherSpans(f *testing.F) {
+	rec := func(lane uint32, s Span) []byte {
+		b := binary.LittleEndian.AppendUint32(nil, lane)
+		var sp [spanBytes]byte
+		putSpan(sp[:], s)
+		return append(b, sp[:]...)
+	}
+	var good []byte
+	for i := range 6 {
+		good = append(good, rec(uint32(i%3), Span{Start: int64(i) * 10, Dur: 5, Kind: SpanRunning})...)
+	}
+	f.Add(good, int64(0))
+	f.Add(good, int64(spanBytes*2))
+	f.Add(append(good[:len(good)-3:len(good)-3], 0xff), int64(1))
+	f.Add(bytes.Repeat([]byte{0xff}, 6*(4+spanBytes)), int64(spanBytes))
+	f.Fuzz(func(t *testing.T, data []byte, mem int64) {
+		dir := t.TempDir()
+		tmp, err := os.Create(filepath.Join(dir, "spans.tmp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tmp.Close()
+		tmp.Write(data)
+		b := &builder{dir: dir, spanTmp: tmp, numSpans: 6, mem: mem}
+		// Three lanes of two spans each, the limit in spans chosen by
+		// the input (gatherSpans allows a group at least 1 MiB).
+		lanes := []Lane{{Spans: 2}, {Spans: 2}, {Spans: 2}}
+		first := []int64{0, 2, 4}
+		newID := []uint32{0, 1, 2}
+		if mem > 0 && mem < 1<<20 {
+			b.mem = 0
+		}
+		var got int
+		err = b.gatherSpans(lanes, first, newID, func(n int, l Lane, next func() (Span, error)) error {
+			for range l.Spans {
+				if _, err := next(); err != nil {
+					return err
+				}
+				got++
+			}
+			return nil
+		})
+		if err == nil && got != 6 {
+			t.Fatalf("%d spans gathered, no error", got)
+		}
+		if err != nil && !strings.Contains(err.Error(), "tracestore") {
+			t.Fatalf("error without context: %v", err)
+		}
+	})
+}
+
+// TestGatherGroups builds a store of a real trace with a memory limit so
+// small that the spans gather in groups of 50, and checks it against the
+// store built in one group: the same files.
+func TestGatherGroups(t *testing.T) {
+	data := smallTrace(t)
+	one := filepath.Join(t.TempDir(), "one")
+	if _, err := Build(bytes.NewReader(data), one, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func(v int64) { minGroupBytes = v }(minGroupBytes)
+	minGroupBytes = spanBytes
+	many := t.TempDir()
+	m, err := buildInto(bytes.NewReader(data), many, PageSize, Options{MemLimit: 4 * 50 * spanBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Spans < 200 {
+		t.Fatalf("%d spans: too few for groups of 50", m.Spans)
+	}
+	ents, _ := os.ReadDir(one)
+	for _, e := range ents {
+		x, _ := os.ReadFile(filepath.Join(one, e.Name()))
+		y, _ := os.ReadFile(filepath.Join(many, e.Name()))
+		if !bytes.Equal(x, y) && e.Name() != fileManifest {
+			t.Errorf("%s differs with groups of 50 spans", e.Name())
+		}
+	}
+	if _, err := Open(many); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Build(bytes.NewReader(data), filepath.Join(t.TempDir(), "x"), Options{MemLimit: MinMemLimit - 1}); err == nil {
+		t.Error("a memory limit below MinMemLimit: no error")
+	}
+}
