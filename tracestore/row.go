@@ -175,12 +175,11 @@ func (d *decodedBlock) ensure(j int) {
 	j = min(j, d.n-1)
 	b, prev, q := d.rest, d.prev, d.q
 	for d.got <= j {
-		var head byte
-		if len(b) > 0 {
-			head, b = b[0], b[1:]
-		}
+		v, m := uvarint(b)
+		b = b[m:]
+		dur := v >> 2 * q
 		var gap uint64
-		if head&headGap != 0 {
+		if v&2 != 0 {
 			g, m := uvarint(b)
 			b = b[m:]
 			gap = g >> 1 * q
@@ -190,19 +189,10 @@ func (d *decodedBlock) ensure(j int) {
 				gap += r
 			}
 		}
-		dv, m := uvarint(b)
-		b = b[m:]
-		dur := dv * q
-		if head&headDurRem != 0 {
+		if v&1 != 0 {
 			r, m := uvarint(b)
 			b = b[m:]
 			dur += r
-		}
-		if head&headName != 0 {
-			b = b[varintLen(b):]
-		}
-		if head&headStackMask == headStack {
-			b = b[varintLen(b):]
 		}
 		g := d.got
 		d.start[g] = prev + int64(gap)
@@ -231,17 +221,6 @@ func uvarint(b []byte) (uint64, int) {
 		}
 	}
 	return x, len(b)
-}
-
-// varintLen returns the length of the varint at the start of b, at most
-// len(b).
-func varintLen(b []byte) int {
-	for i, c := range b {
-		if c < 0x80 || i == 9 {
-			return i + 1
-		}
-	}
-	return len(b)
 }
 
 func (r *rowSweep) span(i int64) Span {
