@@ -193,23 +193,33 @@ func BenchmarkViewport(b *testing.B) {
 			for _, zoom := range []int64{1, 1000, 1000000} {
 				t0 := end / 3
 				t1 := t0 + end/zoom
-				b.Run(fmt.Sprintf("zoom=%d/goroutines=1", zoom), func(b *testing.B) {
-					// On the benchmark's own thread, so that its CPU time
-					// (cpu-ms/frame) leaves out other processes'.
-					runtime.LockOSThread()
-					defer runtime.UnlockOSThread()
-					cpu0, ok := cputime.Thread()
-					b.ResetTimer()
-					for range b.N {
-						for i, l := range lanes {
-							l.row(t0, t1, rows[i])
+				for _, ref := range []bool{false, true} {
+					name := fmt.Sprintf("zoom=%d/goroutines=1", zoom)
+					if ref {
+						name = fmt.Sprintf("zoom=%d/goroutines=1/rowRef", zoom)
+					}
+					b.Run(name, func(b *testing.B) {
+						row := (*synthLane).row
+						if ref {
+							row = (*synthLane).rowRef // the rows as they were before the sweep
 						}
-					}
-					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
-					if cpu1, ok1 := cputime.Thread(); ok && ok1 {
-						b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/frame")
-					}
-				})
+						// On the benchmark's own thread, so that its CPU time
+						// (cpu-ms/frame) leaves out other processes'.
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						cpu0, ok := cputime.Thread()
+						b.ResetTimer()
+						for range b.N {
+							for i, l := range lanes {
+								row(l, t0, t1, rows[i])
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
+						if cpu1, ok1 := cputime.Thread(); ok && ok1 {
+							b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/frame")
+						}
+					})
+				}
 				b.Run(fmt.Sprintf("zoom=%d/goroutines=%d", zoom, runtime.GOMAXPROCS(0)), func(b *testing.B) {
 					if runtime.GOMAXPROCS(0) == 1 {
 						b.Skip("GOMAXPROCS=1: the row above")
