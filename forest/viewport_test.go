@@ -21,7 +21,11 @@ type synthLane struct {
 	starts []int64 // start of each block
 	end    int64
 	b      *Blocked[Span]
+	coarse *Chunked[Span] // chunks of synthChunk leaves over b's forest
 }
+
+// synthChunk is the leaves of a chunk of the lanes' coarse level.
+const synthChunk = 16
 
 const synthBlock = 32
 
@@ -51,6 +55,7 @@ func newSynthLane(seed uint64, n int) *synthLane {
 		t += d
 	}
 	l.end = t
+	l.coarse = NewChunked(l.b.Forest(), synthChunk)
 	return l
 }
 
@@ -78,7 +83,10 @@ func (l *synthLane) at(t int64, hint *int) int {
 // of [t0, t1). It sweeps the row as tracestore's QueryRow does: each
 // column boundary is located in its block, whose spans are computed once
 // (as QueryRow decodes a block once) and serve the partial blocks of the
-// columns on both sides of the boundary; whole blocks come from the forest.
+// columns on both sides of the boundary; whole blocks come from the
+// lane's coarse level (Chunked): a zoomed-out column's blocks are a
+// suffix, a few chunks and a prefix, where the forest would read nodes
+// spread over them.
 func (l *synthLane) row(t0, t1 int64, out []Span) {
 	px := int64(len(out))
 	var c blockCache
@@ -92,10 +100,31 @@ func (l *synthLane) row(t0, t1 int64, out []Span) {
 		if i0 >= i1 {
 			out[p] = NoSpan
 		} else {
-			out[p] = l.b.Query(i0, i1, item)
+			out[p] = l.query(i0, i1, item)
 		}
 		i0 = max(i1-1, i0) // the last span may continue into the next column
 	}
+}
+
+// query is Blocked.Query with the whole blocks from the coarse level.
+func (l *synthLane) query(lo, hi int, item func(int) Span) Span {
+	acc := NoSpan
+	first := (lo + synthBlock - 1) / synthBlock
+	last := hi / synthBlock
+	if first >= last {
+		for i := lo; i < hi; i++ {
+			acc = Longest(acc, item(i))
+		}
+		return acc
+	}
+	for i := lo; i < first*synthBlock; i++ {
+		acc = Longest(acc, item(i))
+	}
+	acc = Longest(acc, l.coarse.Query(first, last))
+	for i := last * synthBlock; i < hi; i++ {
+		acc = Longest(acc, item(i))
+	}
+	return acc
 }
 
 // rowRef is row as it was before the sweep: every span of a partial block

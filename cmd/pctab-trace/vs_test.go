@@ -57,8 +57,14 @@ func TestVsGoToolTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 		store := filepath.Join(tmp, filepath.Base(path)+".store")
-		// go tool trace.
-		gt := firstView(t, goTrace, []string{"-http=ADDR", path}, []string{"BROWSER=true"}, goToolTraceView)
+		// go tool trace, its address space capped at $PCTAB_VS_GOTRACE_MEM
+		// bytes if set (it needs some 130 times the trace's bytes: a
+		// large trace would take the shared machine's memory).
+		gtBin, gtArgs := goTrace, []string{"-http=ADDR", path}
+		if lim := os.Getenv("PCTAB_VS_GOTRACE_MEM"); lim != "" {
+			gtBin, gtArgs = "prlimit", append([]string{"--as=" + lim, "--", goTrace}, gtArgs...)
+		}
+		gt := firstView(t, gtBin, gtArgs, []string{"BROWSER=true"}, goToolTraceView)
 		// pctab-trace build, then serve.
 		start := time.Now()
 		cmd := exec.Command(pt, "build", path, store)
@@ -73,6 +79,14 @@ func TestVsGoToolTrace(t *testing.T) {
 		buildRSS := ru.Maxrss << 10
 		events := regexp.MustCompile(`: (\d+) events`).FindStringSubmatch(out.String())
 		sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
+		if sv.err != nil {
+			t.Fatalf("pctab-trace serve %s: %v", store, sv.err)
+		}
+		gtView := secs(gt.wall) + " / " + secs(gt.cpu)
+		if gt.err != nil {
+			t.Logf("go tool trace %s: %v", path, gt.err)
+			gtView = "failed after " + gtView
+		}
 		var storeBytes int64
 		filepath.Walk(store, func(_ string, fi os.FileInfo, err error) error {
 			if err == nil && !fi.IsDir() {
@@ -85,9 +99,9 @@ func TestVsGoToolTrace(t *testing.T) {
 			n, _ := strconv.ParseInt(events[1], 10, 64)
 			ev = commas(n)
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s |",
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s |",
 			filepath.Base(path), commas(st.Size()), ev,
-			secs(gt.wall), secs(gt.cpu), mb(gt.rss),
+			gtView, mb(gt.rss),
 			secs(buildWall+sv.wall), secs(buildCPU+sv.cpu), mb(max(buildRSS, sv.rss)),
 			secs(buildWall), secs(buildCPU), mb(buildRSS),
 			secs(sv.wall), secs(sv.cpu), mb(sv.rss)))
@@ -107,12 +121,13 @@ func TestVsGoToolTrace(t *testing.T) {
 type viewRun struct {
 	wall, cpu time.Duration
 	rss       int64
+	err       error // the view did not load
 }
 
 // firstView starts bin with args (ADDR replaced by a free loopback
 // address), runs view against its base URL until the first view has
 // answered, and measures the process by then; then it stops the process.
-func firstView(t *testing.T, bin string, args, env []string, view func(t *testing.T, base string)) viewRun {
+func firstView(t *testing.T, bin string, args, env []string, view func(t *testing.T, base string) error) viewRun {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -126,7 +141,8 @@ func firstView(t *testing.T, bin string, args, env []string, view func(t *testin
 	}
 	cmd := exec.Command(bin, a...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -138,29 +154,65 @@ func firstView(t *testing.T, bin string, args, env []string, view func(t *testin
 	base := "http://" + addr
 	// Wait for the port (a server that listens before it parses is
 	// polled on its first page by view itself).
+	exited := make(chan struct{})
+	go func() {
+		for {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err != nil || zombie(cmd.Process.Pid) {
+				close(exited)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
 			break
 		}
+		select {
+		case <-exited:
+			return viewRun{wall: time.Since(start), err: fmt.Errorf("exited before it listened; stderr: %.300s", stderr.String())}
+		default:
+		}
 		if time.Since(start) > 30*time.Minute {
 			t.Fatalf("%s never listened", bin)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	view(t, base)
-	r := viewRun{wall: time.Since(start)}
-	r.cpu, r.rss = procStats(t, cmd.Process.Pid)
-	return r
+	// A process's CPU time and peak RSS are read while it lives: sample
+	// them as the view loads, so that a process that fails (out of
+	// memory) still reports what it reached.
+	var r viewRun
+	done := make(chan error, 1)
+	go func() { done <- view(t, base) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			r.wall = time.Since(start)
+			if cpu, rss, ok := procStats(cmd.Process.Pid); ok {
+				r.cpu, r.rss = cpu, max(r.rss, rss)
+			}
+			if err != nil {
+				r.err = fmt.Errorf("%v; stderr: %.300s", err, stderr.String())
+			}
+			return r
+		case <-tick.C:
+			if cpu, rss, ok := procStats(cmd.Process.Pid); ok {
+				r.cpu, r.rss = cpu, max(r.rss, rss)
+			}
+		}
+	}
 }
 
 // procStats returns a process's CPU time (user and system) and its peak
-// RSS (VmHWM) from /proc.
-func procStats(t *testing.T, pid int) (time.Duration, int64) {
+// RSS (VmHWM) from /proc, and false if the process is gone.
+func procStats(pid int) (time.Duration, int64, bool) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, false
 	}
 	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
@@ -168,7 +220,7 @@ func procStats(t *testing.T, pid int) (time.Duration, int64) {
 	cpu := time.Duration(ut+stt) * time.Second / 100 // USER_HZ
 	st, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		return 0, 0, false
 	}
 	defer st.Close()
 	var rss int64
@@ -179,65 +231,91 @@ func procStats(t *testing.T, pid int) (time.Duration, int64) {
 			rss = kb << 10
 		}
 	}
-	return cpu, rss
+	return cpu, rss, rss > 0
+}
+
+// zombie reports whether process pid has exited (and is not yet waited
+// for).
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	return len(f) == 0 || f[0] == "Z"
 }
 
 var client = &http.Client{Timeout: 60 * time.Minute}
 
-func get(t *testing.T, url string) []byte {
-	t.Helper()
+func get(url string) ([]byte, error) {
 	resp, err := client.Get(url)
 	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+		return nil, fmt.Errorf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v\n%.300s", url, resp.Status, err, b)
+		return nil, fmt.Errorf("GET %s: %s, %v\n%.300s", url, resp.Status, err, b)
 	}
-	return b
+	return b, nil
 }
 
 // goToolTraceView loads go tool trace's first timeline view: its main
 // page, the first range of the proc view, and that range's JSON.
-func goToolTraceView(t *testing.T, base string) {
-	page := string(get(t, base+"/"))
+func goToolTraceView(t *testing.T, base string) error {
+	page, err := get(base + "/")
+	if err != nil {
+		return err
+	}
 	// A trace small enough for one range has one link, without a range.
-	m := regexp.MustCompile(`/trace\?view=proc(?:&(?:amp;)?start=(\d+)&(?:amp;)?end=(\d+))?"`).FindStringSubmatch(page)
+	m := regexp.MustCompile(`/trace\?view=proc(?:&(?:amp;)?start=(\d+)&(?:amp;)?end=(\d+))?"`).FindStringSubmatch(string(page))
 	if m == nil {
-		t.Fatalf("go tool trace's main page links no proc view:\n%.500s", page)
+		return fmt.Errorf("go tool trace's main page links no proc view:\n%.500s", page)
 	}
 	q := "view=proc"
 	if m[1] != "" {
 		q += "&start=" + m[1] + "&end=" + m[2]
 	}
-	get(t, base+"/trace?"+q)
-	get(t, base+"/jsontrace?"+q)
+	if _, err := get(base + "/trace?" + q); err != nil {
+		return err
+	}
+	_, err = get(base + "/jsontrace?" + q)
+	return err
 }
 
 // pctabView loads the viewer's first frame, as its page does: the page,
 // the meta, the lanes with spans in the whole trace and a tile of 2,000
 // columns of the first 64 of them.
-func pctabView(t *testing.T, base string) {
-	get(t, base+"/")
+func pctabView(t *testing.T, base string) error {
+	if _, err := get(base + "/"); err != nil {
+		return err
+	}
 	var meta struct {
 		Duration int64 `json:"duration_ns"`
 	}
-	if err := json.Unmarshal(get(t, base+"/api/meta"), &meta); err != nil {
-		t.Fatal(err)
+	b, err := get(base + "/api/meta")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return err
 	}
 	var active struct {
 		Lanes []int `json:"lanes"`
 	}
-	if err := json.Unmarshal(get(t, fmt.Sprintf("%s/api/active?t0=0&t1=%d", base, meta.Duration+1)), &active); err != nil {
-		t.Fatal(err)
+	if b, err = get(fmt.Sprintf("%s/api/active?t0=0&t1=%d", base, meta.Duration+1)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &active); err != nil {
+		return err
 	}
 	lanes := active.Lanes[:min(64, len(active.Lanes))]
 	var f []string
 	for _, l := range lanes {
 		f = append(f, strconv.Itoa(l))
 	}
-	get(t, fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=2000&lanes=%s", base, meta.Duration+1, strings.Join(f, ",")))
+	_, err = get(fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=2000&lanes=%s", base, meta.Duration+1, strings.Join(f, ",")))
+	return err
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
