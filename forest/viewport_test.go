@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/internal/gallop"
 )
 
@@ -20,7 +21,11 @@ type synthLane struct {
 	starts []int64 // start of each block
 	end    int64
 	b      *Blocked[Span]
+	coarse *Chunked[Span] // chunks of synthChunk leaves over b's forest
 }
+
+// synthChunk is the leaves of a chunk of the lanes' coarse level.
+const synthChunk = 16
 
 const synthBlock = 32
 
@@ -50,6 +55,7 @@ func newSynthLane(seed uint64, n int) *synthLane {
 		t += d
 	}
 	l.end = t
+	l.coarse = NewChunked(l.b.Forest(), synthChunk)
 	return l
 }
 
@@ -74,8 +80,56 @@ func (l *synthLane) at(t int64, hint *int) int {
 }
 
 // row fills one lane's pixels: the longest span under each of px columns
-// of [t0, t1).
+// of [t0, t1). It sweeps the row as tracestore's QueryRow does: each
+// column boundary is located in its block, whose spans are computed once
+// (as QueryRow decodes a block once) and serve the partial blocks of the
+// columns on both sides of the boundary; whole blocks come from the
+// lane's coarse level (Chunked): a zoomed-out column's blocks are a
+// suffix, a few chunks and a prefix, where the forest would read nodes
+// spread over them.
 func (l *synthLane) row(t0, t1 int64, out []Span) {
+	px := int64(len(out))
+	var c blockCache
+	c.k[0], c.k[1] = -1, -1
+	item := func(i int) Span { return Span{Dur: c.durs(l, i/synthBlock)[i%synthBlock], ID: uint64(i)} }
+	hint := 0
+	i0 := l.cachedAt(t0, &hint, &c)
+	for p := range px {
+		b := t0 + (t1-t0)*(p+1)/px
+		i1 := min(l.n, l.cachedAt(b-1, &hint, &c)+1) // spans that start before b
+		if i0 >= i1 {
+			out[p] = NoSpan
+		} else {
+			out[p] = l.query(i0, i1, item)
+		}
+		i0 = max(i1-1, i0) // the last span may continue into the next column
+	}
+}
+
+// query is Blocked.Query with the whole blocks from the coarse level.
+func (l *synthLane) query(lo, hi int, item func(int) Span) Span {
+	acc := NoSpan
+	first := (lo + synthBlock - 1) / synthBlock
+	last := hi / synthBlock
+	if first >= last {
+		for i := lo; i < hi; i++ {
+			acc = Longest(acc, item(i))
+		}
+		return acc
+	}
+	for i := lo; i < first*synthBlock; i++ {
+		acc = Longest(acc, item(i))
+	}
+	acc = Longest(acc, l.coarse.Query(first, last))
+	for i := last * synthBlock; i < hi; i++ {
+		acc = Longest(acc, item(i))
+	}
+	return acc
+}
+
+// rowRef is row as it was before the sweep: every span of a partial block
+// recomputed each time a query reads it. TestSynthLane holds row to it.
+func (l *synthLane) rowRef(t0, t1 int64, out []Span) {
 	px := int64(len(out))
 	item := func(i int) Span { return Span{Dur: l.dur(i), ID: uint64(i)} }
 	hint := 0
@@ -92,10 +146,53 @@ func (l *synthLane) row(t0, t1 int64, out []Span) {
 	}
 }
 
+// A blockCache holds the durations of the last two blocks a row computed.
+type blockCache struct {
+	k    [2]int
+	d    [2][synthBlock]int64
+	next int
+}
+
+func (c *blockCache) durs(l *synthLane, k int) *[synthBlock]int64 {
+	if c.k[0] == k {
+		return &c.d[0]
+	}
+	if c.k[1] == k {
+		return &c.d[1]
+	}
+	j := c.next
+	c.next ^= 1
+	c.k[j] = k
+	for i := range synthBlock {
+		if k*synthBlock+i < l.n {
+			c.d[j][i] = l.dur(k*synthBlock + i)
+		}
+	}
+	return &c.d[j]
+}
+
+// cachedAt is at with the block's spans from c.
+func (l *synthLane) cachedAt(t int64, hint *int, c *blockCache) int {
+	if t >= l.end {
+		return l.n
+	}
+	k := gallop.Search(len(l.starts), *hint, func(k int) bool { return l.starts[k] > t }) - 1
+	*hint = max(k, 0)
+	s := l.starts[k]
+	d := c.durs(l, k)
+	i := 0
+	for ; k*synthBlock+i < l.n && i < synthBlock; i++ {
+		if s += d[i]; s > t {
+			break
+		}
+	}
+	return k*synthBlock + i
+}
+
 // BenchmarkViewport draws one frame of 2,000 columns for 64 lanes of
 // synthetic spans, 10^8 or 10^9 of them in all, from blocked forests: the
 // gigatrace benchmark (its goal: under 16 ms a frame, 60 fps). Lanes are
-// computed on all cores, as a viewer would.
+// computed on one goroutine, and on all cores as a viewer would.
 func BenchmarkViewport(b *testing.B) {
 	for _, total := range []int{1e8, 1e9} {
 		b.Run(fmt.Sprintf("spans=%.0e", float64(total)), func(b *testing.B) {
@@ -125,7 +222,37 @@ func BenchmarkViewport(b *testing.B) {
 			for _, zoom := range []int64{1, 1000, 1000000} {
 				t0 := end / 3
 				t1 := t0 + end/zoom
-				b.Run(fmt.Sprintf("zoom=%d", zoom), func(b *testing.B) {
+				for _, ref := range []bool{false, true} {
+					name := fmt.Sprintf("zoom=%d/goroutines=1", zoom)
+					if ref {
+						name = fmt.Sprintf("zoom=%d/goroutines=1/rowRef", zoom)
+					}
+					b.Run(name, func(b *testing.B) {
+						row := (*synthLane).row
+						if ref {
+							row = (*synthLane).rowRef // the rows as they were before the sweep
+						}
+						// On the benchmark's own thread, so that its CPU time
+						// (cpu-ms/frame) leaves out other processes'.
+						runtime.LockOSThread()
+						defer runtime.UnlockOSThread()
+						cpu0, ok := cputime.Thread()
+						b.ResetTimer()
+						for range b.N {
+							for i, l := range lanes {
+								row(l, t0, t1, rows[i])
+							}
+						}
+						b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
+						if cpu1, ok1 := cputime.Thread(); ok && ok1 {
+							b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/frame")
+						}
+					})
+				}
+				b.Run(fmt.Sprintf("zoom=%d/goroutines=%d", zoom, runtime.GOMAXPROCS(0)), func(b *testing.B) {
+					if runtime.GOMAXPROCS(0) == 1 {
+						b.Skip("GOMAXPROCS=1: the row above")
+					}
 					for range b.N {
 						var wg sync.WaitGroup
 						next := make(chan int, len(lanes))
@@ -164,7 +291,12 @@ func TestSynthLane(t *testing.T) {
 	out := make([]Span, 97)
 	for _, r := range [][2]int64{{0, l.end}, {l.end / 3, l.end/3 + 5000}, {100, 40000}} {
 		l.row(r[0], r[1], out)
+		ref := make([]Span, len(out))
+		l.rowRef(r[0], r[1], ref)
 		for p := range out {
+			if out[p] != ref[p] {
+				t.Fatalf("range %v column %d: row %+v, rowRef %+v", r, p, out[p], ref[p])
+			}
 			a := r[0] + (r[1]-r[0])*int64(p)/97
 			bnd := r[0] + (r[1]-r[0])*int64(p+1)/97
 			want := NoSpan

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/diskmap"
+	"github.com/pctab/pctab/internal/cputime"
 	"github.com/pctab/pctab/internal/pagecache"
 	xtrace "golang.org/x/exp/trace"
 )
@@ -28,8 +29,17 @@ func benchTrace(b *testing.B) []byte {
 	return recordTrace(b)
 }
 
-// benchStore builds a store of benchTrace's trace.
+// benchStore opens the store in $TRACESTORE_BENCH_STORE, or builds one of
+// benchTrace's trace.
 func benchStore(b *testing.B) *Store {
+	if dir := os.Getenv("TRACESTORE_BENCH_STORE"); dir != "" {
+		s, err := Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}
 	data := benchTrace(b)
 	dir := filepath.Join(b.TempDir(), "store")
 	if _, err := Build(bytes.NewReader(data), dir, Options{}); err != nil {
@@ -63,6 +73,26 @@ func BenchmarkFrame(b *testing.B) {
 	}{{"whole", 0, d + 1}, {"hundredth", d / 2, d/2 + d/100}} {
 		for _, par := range []int{1, workers} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", v.name, par), func(b *testing.B) {
+				if par == 1 {
+					// On the benchmark's own thread, so that its CPU
+					// time (cpu-ms/frame) leaves out other processes'
+					// on this shared machine.
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					cells := make([]Cell, 2000)
+					cpu0, ok := cputime.Thread()
+					b.ResetTimer()
+					for range b.N {
+						for _, l := range lanes {
+							s.QueryRow(l, v.t0, v.t1, cells)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
+					if cpu1, ok1 := cputime.Thread(); ok && ok1 {
+						b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/frame")
+					}
+					return
+				}
 				for range b.N {
 					var wg sync.WaitGroup
 					next := make(chan int, len(lanes))

@@ -603,67 +603,6 @@ type Cell struct {
 // NoSpan is a Cell's Kind where no span overlaps.
 const NoSpan SpanKind = 255
 
-// QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
-// equal pixel ranges: one range query per pixel, with the pixel
-// boundaries located once each and decoded blocks reused between
-// neighbouring pixels.
-func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
-	px := int64(len(cells))
-	if px == 0 {
-		return
-	}
-	for i := range cells {
-		cells[i] = Cell{Kind: NoSpan, Span: -1}
-	}
-	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 {
-		return
-	}
-	r := newRowCursor(s, l)
-	at := func(p int64) int64 { return PixelStart(t0, t1, px, p) }
-	// Pixels before the first span and after the last are empty.
-	first := r.span(0).Start
-	last := r.span(ln.Spans - 1).End()
-	j := r.locate(at(0))
-	for p := int64(0); p < px; p++ {
-		a, b := at(p), at(p+1)
-		if b == a {
-			continue // an empty pixel: the range is narrower than px
-		}
-		if b <= first || a >= last {
-			if a >= last {
-				break
-			}
-			j = r.locate(b)
-			continue
-		}
-		i0 := j
-		if j > 0 && r.span(j-1).End() > a {
-			i0 = j - 1
-		}
-		j = r.locate(b)
-		i1 := j
-		if i0 >= i1 {
-			continue
-		}
-		agg := r.aggregate(i0, i1)
-		busy := agg.Busy
-		if f := r.span(i0); f.Start < a {
-			busy -= a - f.Start
-		}
-		if e := r.span(i1 - 1).End(); e > b {
-			busy -= e - b
-		}
-		c := &cells[p]
-		c.Count = uint16(min(i1-i0, 65535))
-		c.Busy = share(busy, uint64(b)-uint64(a))
-		if agg.Index >= i0 && agg.Index < i1 {
-			kn := s.kindName[s.laneSpan[l]+agg.Index]
-			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
-		}
-	}
-}
-
 // rowCursor reads one lane, keeping its last decoded blocks (a pixel's
 // range reads the blocks at both of its ends, and the next pixel starts in
 // the block this one ended in) and the block of the last time located.

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +19,9 @@ import (
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels"
 	"github.com/pctab/pctab/tracestore/view"
+	"github.com/pctab/pctab/trampoline"
 )
 
 // timeFlag parses nanoseconds or a duration.
@@ -75,17 +81,21 @@ func (b *byteSize) Set(s string) error {
 // buildCommand is "pctab-trace build": ingest a trace into a store.
 var buildCommand = &cli.Command{
 	Name:  "build",
-	Args:  "[-pagesize N] [-mem SIZE] TRACE STORE",
+	Args:  "[-pagesize N] [-mem SIZE] [-labels HISTORY.json] TRACE STORE",
 	Short: "ingest an execution trace into a store directory",
 	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
 		"STORE, and prints how the store's size compares with the trace's, part by part.\n" +
 		"-mem bounds the memory the builder itself holds (the spans it gathers into\n" +
 		"lanes and the index keys it collects spill to temporary files beyond it);\n" +
-		"the trace reader holds one generation of the trace besides.",
+		"the trace reader holds one generation of the trace besides.\n" +
+		"With -labels, it also indexes the trace's CPU samples by the trampoline labels\n" +
+		"of the history (trampoline.WriteHistory's JSON) into STORE/labels.idx, for\n" +
+		"query -label and the viewer.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		pageSize := fs.Int("pagesize", tracestore.PageSize, "size of the event log's pages in `bytes` (a power of two), before compression")
 		mem := byteSize(tracestore.DefaultMemLimit)
 		fs.Var(&mem, "mem", "bound the builder's own memory to `size` (bytes, or with a unit: KiB, MiB, GiB, kB, MB, GB)")
+		histPath := fs.String("labels", "", "index CPU samples by the labels of this trampoline history `file`")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 2 {
 				return cli.Usagef("want TRACE STORE, got %d arguments", len(args))
@@ -99,6 +109,11 @@ var buildCommand = &cli.Command{
 			m, err := tracestore.Build(f, args[1], tracestore.Options{Source: args[0], PageSize: *pageSize, MemLimit: int64(mem)})
 			if err != nil {
 				return err
+			}
+			if *histPath != "" {
+				if err := buildLabels(env, f, *histPath, args[1], m.BaseTime); err != nil {
+					return err
+				}
 			}
 			wall := time.Since(start)
 			if m.Truncated != nil {
@@ -148,8 +163,59 @@ var buildCommand = &cli.Command{
 	},
 }
 
+// buildLabels writes the label index of the trace f into the store dir.
+func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base int64) error {
+	hf, err := os.Open(histPath)
+	if err != nil {
+		return err
+	}
+	h, err := trampoline.ReadHistory(hf)
+	hf.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", histPath, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	out, err := os.Create(filepath.Join(dir, labels.FileName))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(out)
+	st, err := labels.Build(bufio.NewReader(f), h, base, w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return err
+	}
+	fmt.Fprintf(env.Stdout, "%s: %d CPU samples, %d through a trampoline, %d labelled, %d unattributed\n", labels.FileName, st.Samples, st.Through, st.Labelled, st.Unattributed)
+	return nil
+}
+
+// openLabels reads the store's label index, or returns nil if it has none.
+func openLabels(dir string) (*labels.Index, error) {
+	data, err := os.ReadFile(filepath.Join(dir, labels.FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	x, err := labels.Read(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, labels.FileName), err)
+	}
+	return x, nil
+}
+
 // Schema versions of the -json outputs.
 const (
+	labelSchemaVersion = 1
 	querySchemaVersion = 1
 	aggSchemaVersion   = 1
 )
@@ -177,25 +243,85 @@ type queryEvent struct {
 	M    int64  `json:"thread"`
 }
 
+// labelResult is query -label's -json output.
+type labelResult struct {
+	SchemaVersion int                `json:"schema_version"`
+	Store         string             `json:"store"`
+	Label         string             `json:"label"`
+	From          int64              `json:"from_ns"`
+	To            int64              `json:"to_ns"`
+	Samples       int                `json:"samples"`
+	LabelSamples  int                `json:"label_samples"` // of the label in the whole trace
+	Funcs         []labels.FuncCount `json:"funcs"`
+}
+
+// queryLabel answers query -label.
+func queryLabel(env *cli.Env, dir, label string, from, to timeFlag, asJSON bool, show int) error {
+	l, err := labels.ParseLabel(label)
+	if err != nil {
+		return cli.Usagef("-label: %v", err)
+	}
+	x, err := openLabels(dir)
+	if err != nil {
+		return err
+	}
+	if x == nil {
+		return fmt.Errorf("%s has no %s: build it with pctab-trace build -labels", dir, labels.FileName)
+	}
+	if !to.set {
+		to.ns = 1<<63 - 1
+	}
+	ss := x.Samples(l, from.ns, to.ns)
+	res := labelResult{SchemaVersion: labelSchemaVersion, Store: dir, Label: l.String(), From: from.ns, To: to.ns, Samples: len(ss), LabelSamples: len(x.Samples(l, -1<<63, 1<<63-1)), Funcs: x.ByFunc(ss)}
+	if asJSON {
+		return json.NewEncoder(env.Stdout).Encode(res)
+	}
+	fmt.Fprintf(env.Stdout, "%s: %d CPU samples in [%d, %d) (%d in the whole trace)\n", res.Label, res.Samples, from.ns, to.ns, res.LabelSamples)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "flat\tflat%\tcum\tcum%\tfunction\t")
+	for i, f := range res.Funcs {
+		if i == show {
+			break
+		}
+		fmt.Fprintf(tw, "%d\t%.1f%%\t%d\t%.1f%%\t%s\t\n", f.Flat, 100*float64(f.Flat)/float64(max(1, res.Samples)), f.Cum, 100*float64(f.Cum)/float64(max(1, res.Samples)), f.Func)
+	}
+	return tw.Flush()
+}
+
 // queryCommand is "pctab-trace query": events through a function or line.
 var queryCommand = &cli.Command{
 	Name:  "query",
-	Args:  "[-json] [-from T] [-to T] [-show N] (-func F | -line FILE:LINE) STORE",
+	Args:  "[-json] [-from T] [-to T] [-show N] (-func F | -line FILE:LINE | -label KEY=VALUE) STORE",
 	Short: "events whose stack passes through a function or line",
 	Long: "Query prints the events in the time range whose stack passes through the\n" +
 		"function F or the line FILE:LINE, using the store's indexes to read only the\n" +
-		"pages that hold such events.",
+		"pages that hold such events. With -label, it prints the CPU samples of that\n" +
+		"trampoline label in the time range by function, from the store's label index\n" +
+		"(pctab-trace build -labels).",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		var from, to timeFlag
 		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
 		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
 		fn := fs.String("func", "", "function name, as in the trace's stacks")
 		line := fs.String("line", "", "FILE:LINE")
+		label := fs.String("label", "", "KEY=VALUE: the CPU samples of this label, by function")
 		asJSON := fs.Bool("json", false, "print JSON")
 		show := fs.Int("show", 10, "print the first `n` events")
 		return func(env *cli.Env, args []string) error {
-			if len(args) != 1 || (*fn == "") == (*line == "") {
-				return cli.Usagef("want one of -func and -line, and STORE")
+			n := 0
+			for _, v := range []string{*fn, *line, *label} {
+				if v != "" {
+					n++
+				}
+			}
+			if len(args) != 1 || n != 1 {
+				return cli.Usagef("want one of -func, -line and -label, and STORE")
+			}
+			if *show < 0 {
+				return cli.Usagef("-show %d: want 0 or more", *show)
+			}
+			if *label != "" {
+				return queryLabel(env, args[0], *label, from, to, *asJSON, *show)
 			}
 			var file string
 			var lineNo uint32
@@ -377,7 +503,11 @@ var serveCommand = &cli.Command{
 				return err
 			}
 			fmt.Fprintf(env.Stdout, "serving %s at http://%s/\n", args[0], ln.Addr())
-			opts := view.Options{Hosts: allowedHosts(*addr, ln.Addr().String(), *allow)}
+			x, err := openLabels(args[0])
+			if err != nil {
+				return err
+			}
+			opts := view.Options{Hosts: allowedHosts(*addr, ln.Addr().String(), *allow), Labels: x}
 			return view.NewServer(view.NewHandler(s, opts)).Serve(ln)
 		}
 	},

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/trace"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/pctab/pctab/internal/cli/clitest"
 	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
 	"github.com/pctab/pctab/tracestore/view"
 )
 
@@ -80,6 +83,8 @@ var jsonOutputs = []struct {
 	{"view-span", reflect.TypeFor[view.SpanInfo](), view.SchemaVersion},
 	{"view-func", reflect.TypeFor[view.FuncCounts](), view.SchemaVersion},
 	{"view-active", reflect.TypeFor[view.Active](), view.SchemaVersion},
+	{"query-label", reflect.TypeFor[labelResult](), labelSchemaVersion},
+	{"view-label", reflect.TypeFor[view.LabelCounts](), view.SchemaVersion},
 }
 
 // TestJSONSchemas fails when a field of a JSON output (the -json outputs,
@@ -188,4 +193,56 @@ func TestCommandLine(t *testing.T) {
 		{Name: "serve without STORE", Args: []string{"serve"}, Code: cli.ExitUsage, Stderr: []string{"want STORE"}, NoStdout: true},
 		{Name: "query bad -line, no store", Args: []string{"query", "-line", "x.go:y", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"not FILE:LINE"}, NoStdout: true},
 	}...))
+}
+
+// TestLabelCommands builds a store of the labelled workload with -labels
+// and checks query -label against the index it wrote.
+func TestLabelCommands(t *testing.T) {
+	data, h := labelstest.Workload(t, 1500*time.Millisecond)
+	dir := t.TempDir()
+	tr, hist, store := filepath.Join(dir, "w.trace"), filepath.Join(dir, "h.json"), filepath.Join(dir, "store")
+	var hb bytes.Buffer
+	if err := json.NewEncoder(&hb).Encode(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tr, data, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hist, hb.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	out := runCmd(t, "build", "-labels", hist, tr, store)
+	if !strings.Contains(out, "labels.idx:") || !strings.Contains(out, "labelled") {
+		t.Errorf("build -labels printed:\n%s", out)
+	}
+	x, err := openLabels(store)
+	if err != nil || x == nil {
+		t.Fatalf("labels.idx: %v", err)
+	}
+	q3 := labels.Label{Key: "query", Value: "q3"}
+	js := runCmd(t, "query", "-json", "-label", "query=q3", store)
+	if err := jsonschema.CheckValue([]byte(js), schemaOf("query-label")); err != nil {
+		t.Errorf("query -label -json: %v", err)
+	}
+	var r labelResult
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	all := x.Samples(q3, -1<<63, 1<<63-1)
+	if r.Samples != len(all) || r.LabelSamples != len(all) || len(all) == 0 || len(r.Funcs) == 0 {
+		t.Errorf("query -label: %d samples (%d in all), the index %d", r.Samples, r.LabelSamples, len(all))
+	}
+	mid := all[len(all)/2].Time
+	js = runCmd(t, "query", "-json", "-label", "query=q3", "-from", "0", "-to", strconv.FormatInt(mid, 10), store)
+	json.Unmarshal([]byte(js), &r)
+	if r.Samples != len(x.Samples(q3, 0, mid)) {
+		t.Errorf("query -label -to %d: %d samples, the index %d", mid, r.Samples, len(x.Samples(q3, 0, mid)))
+	}
+	if out := runCmd(t, "query", "-label", "query=q3", store); !strings.Contains(out, "query=q3:") || !strings.Contains(out, "flat%") {
+		t.Errorf("query -label printed:\n%s", out)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"query", "-label", "query", store}, &stdout, &stderr); code == 0 {
+		t.Errorf("query -label without '=': exit 0")
+	}
 }

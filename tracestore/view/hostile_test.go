@@ -25,6 +25,8 @@ import (
 
 	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
 )
 
 // serve calls h for a GET of target from a loopback Host, in process.
@@ -454,4 +456,55 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("%q (Host %q): %d %s", target, host, w.Code, w.Body.Bytes())
 		}
 	})
+}
+
+// TestLabelRequests checks /api/label's answers to bad and good requests:
+// 404 without a label index, 400 for a malformed label or range, and a
+// bounded answer for a label the index lacks or has.
+func TestLabelRequests(t *testing.T) {
+	data, h := labelstest.Workload(t, 300*time.Millisecond)
+	var ib bytes.Buffer
+	if _, err := labels.Build(bytes.NewReader(data), h, 0, &ib); err != nil {
+		t.Fatal(err)
+	}
+	x, err := labels.Read(ib.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := recordStore(t)
+	if w := serve(Handler(s), "/api/label?label=query%3Dq1&t0=0&t1=10&px=10"); w.Code != 404 {
+		t.Errorf("no label index: %d", w.Code)
+	}
+	hd := NewHandler(s, Options{Labels: x})
+	for _, c := range []struct {
+		target string
+		code   int
+	}{
+		{"/api/label?label=query&t0=0&t1=10&px=10", 400},
+		{"/api/label?label=%3Dq1&t0=0&t1=10&px=10", 400},
+		{"/api/label?label=query%3Dq1&t0=10&t1=10&px=10", 400},
+		{"/api/label?label=query%3Dq1&t0=0&t1=10&px=8193", 400},
+		{"/api/label?label=query%3Dq1&t0=0&px=10", 400},
+		{"/api/label?label=query%3Dnone&t0=0&t1=10&px=10", 200},
+		{"/api/label?label=query%3Dq1&t0=-9223372036854775808&t1=9223372036854775807&px=8192", 200},
+	} {
+		w := serve(hd, c.target)
+		if w.Code != c.code {
+			t.Errorf("%s: %d, want %d: %s", c.target, w.Code, c.code, w.Body.Bytes())
+		}
+		if c.code != 200 {
+			continue
+		}
+		var lc LabelCounts
+		if err := json.Unmarshal(w.Body.Bytes(), &lc); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range lc.Counts {
+			n += int(c)
+		}
+		if n != lc.Samples || len(lc.Funcs) > MaxLabelFuncs {
+			t.Errorf("%s: %d samples, %d in the columns, %d functions", c.target, lc.Samples, n, len(lc.Funcs))
+		}
+	}
 }

@@ -22,6 +22,9 @@
 //	GET /api/pixel?lane=&t0=&t1=        the longest span of a lane in a range
 //	GET /api/func?name=&t0=&t1=&px=     events through a function per
 //	                                    column, through the function index
+//	GET /api/label?label=&t0=&t1=&px=   CPU samples of a label (key=value)
+//	                                    per column, its goroutines and its
+//	                                    functions (Options.Labels)
 //
 // Pixel columns cut [t0, t1) exactly (tracestore.PixelStart), for any
 // t0 < t1. The handler serves only requests whose Host header names a
@@ -48,6 +51,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels"
 )
 
 //go:embed index.html
@@ -80,6 +84,9 @@ type Options struct {
 	MaxInFlight int
 	// QueueWait is how long a request waits for a turn; 0 means 10 s.
 	QueueWait time.Duration
+	// Labels, if set, is the store's label index (labels.idx), which
+	// /api/label answers from; without it /api/label answers 404.
+	Labels *labels.Index
 }
 
 // Handler returns the viewer's HTTP handler for s, with the default
@@ -94,7 +101,7 @@ func NewHandler(s *tracestore.Store, opts Options) http.Handler {
 	if opts.QueueWait <= 0 {
 		opts.QueueWait = 10 * time.Second
 	}
-	h := &handler{s: s, turns: make(chan struct{}, opts.MaxInFlight), wait: opts.QueueWait, hosts: map[string]bool{}}
+	h := &handler{s: s, labels: opts.Labels, turns: make(chan struct{}, opts.MaxInFlight), wait: opts.QueueWait, hosts: map[string]bool{}}
 	for _, host := range opts.Hosts {
 		if host == "*" {
 			h.anyHost = true
@@ -112,6 +119,7 @@ func NewHandler(s *tracestore.Store, opts Options) http.Handler {
 	mux.HandleFunc("GET /api/pixel", h.api(h.pixel))
 	mux.HandleFunc("GET /api/active", h.api(h.active))
 	mux.HandleFunc("GET /api/func", h.api(h.fn))
+	mux.HandleFunc("GET /api/label", h.api(h.label))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Frame-Options", "DENY")
@@ -195,6 +203,7 @@ func (w *trackingWriter) Write(b []byte) (int, error) {
 
 type handler struct {
 	s       *tracestore.Store
+	labels  *labels.Index
 	turns   chan struct{} // one per API request in flight
 	wait    time.Duration
 	hosts   map[string]bool
@@ -515,5 +524,52 @@ func (h *handler) fn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	writeJSON(w, out)
+}
+
+// LabelCounts is /api/label's answer: the CPU samples of a label in a
+// time range, per pixel column, the goroutines they ran on (sorted) and
+// their functions (at most MaxLabelFuncs, by samples where running).
+type LabelCounts struct {
+	SchemaVersion int                `json:"schema_version"`
+	Label         string             `json:"label"`
+	Samples       int                `json:"samples"`
+	Counts        []uint32           `json:"counts"`
+	Goroutines    []int64            `json:"goroutines"`
+	Funcs         []labels.FuncCount `json:"funcs"`
+}
+
+// MaxLabelFuncs bounds /api/label's functions.
+const MaxLabelFuncs = 20
+
+func (h *handler) label(w http.ResponseWriter, r *http.Request) {
+	if h.labels == nil {
+		http.Error(w, "the store has no label index (pctab-trace build -labels)", http.StatusNotFound)
+		return
+	}
+	p, err := params(r, "t0", "t1", "px")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	t0, t1, px := p[0], p[1], p[2]
+	l, err := labels.ParseLabel(r.URL.Query().Get("label"))
+	if err != nil || px < 1 || px > MaxPixels || t1 <= t0 {
+		http.Error(w, fmt.Sprintf("bad label query: %v", err), http.StatusBadRequest)
+		return
+	}
+	ss := h.labels.Samples(l, t0, t1)
+	out := LabelCounts{SchemaVersion: SchemaVersion, Label: l.String(), Samples: len(ss), Counts: make([]uint32, px), Goroutines: []int64{}}
+	seen := map[int64]bool{}
+	for _, s := range ss {
+		out.Counts[tracestore.PixelOf(t0, t1, px, s.Time)]++
+		if s.Goroutine >= 0 && !seen[s.Goroutine] {
+			seen[s.Goroutine] = true
+			out.Goroutines = append(out.Goroutines, s.Goroutine)
+		}
+	}
+	slices.Sort(out.Goroutines)
+	out.Funcs = h.labels.ByFunc(ss)
+	out.Funcs = out.Funcs[:min(len(out.Funcs), MaxLabelFuncs)]
 	writeJSON(w, out)
 }

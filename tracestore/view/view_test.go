@@ -24,7 +24,10 @@ import (
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
 )
 
 // recordStore traces a small workload of goroutines that compute, block
@@ -379,4 +382,134 @@ func laneRange(lo, hi int) string {
 		f = append(f, strconv.Itoa(l))
 	}
 	return strings.Join(f, ",")
+}
+
+// TestChromiumLabels opens the viewer on a store of the labelled workload
+// (trampoline/resolve's, for 2 s of CPU; 20 s with the long tests on, as
+// large a trace as CI records in well under a minute) with its label
+// index, zoomed all the way out with the label query=q3 in the fragment.
+// It checks that the page shows exactly the lanes of the goroutines that
+// q3's samples ran on (of those with spans in view), that its pixels agree
+// with QueryRow, and that the label's strip marks exactly the columns that
+// hold q3's samples.
+func TestChromiumLabels(t *testing.T) {
+	bin := chromium(t)
+	d := 2 * time.Second
+	if testenv.Full() {
+		d = 20 * time.Second
+	}
+	data, h := labelstest.Workload(t, d)
+	dir := filepath.Join(t.TempDir(), "store")
+	m, err := tracestore.Build(bytes.NewReader(data), dir, tracestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ibuf bytes.Buffer
+	if _, err := labels.Build(bytes.NewReader(data), h, m.BaseTime, &ibuf); err != nil {
+		t.Fatal(err)
+	}
+	x, err := labels.Read(ibuf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tracestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(NewHandler(s, Options{Labels: x}))
+	defer srv.Close()
+	const width, height = 1000, 500
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("force-device-scale-factor", "1"),
+		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height), chromedp.Navigate(srv.URL+"/#label=query%3Dq3")); err != nil {
+		t.Fatal(err)
+	}
+	var ds map[string]string
+	for {
+		ds, err = chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`Object.assign({}, document.body.dataset)`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(ds["status"], "error") {
+			t.Fatalf("page status %q", ds["status"])
+		}
+		if n, _ := strconv.Atoi(ds["frames"]); n > 0 && ds["idle"] == "1" && ds["labelGoroutines"] != "" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t0, err0 := strconv.ParseInt(ds["t0"], 10, 64)
+	t1, err1 := strconv.ParseInt(ds["t1"], 10, 64)
+	if err0 != nil || err1 != nil || t0 != 0 || t1 != m.Duration+1 {
+		t.Fatalf("the page shows [%q, %q), want the whole trace [0, %d)", ds["t0"], ds["t1"], m.Duration+1)
+	}
+	q3 := labels.Label{Key: "query", Value: "q3"}
+	samples := x.Samples(q3, t0, t1)
+	if got := ds["labelSamples"]; got != strconv.Itoa(len(samples)) || len(samples) == 0 {
+		t.Fatalf("the page reports %s samples of q3, the index has %d", got, len(samples))
+	}
+	gs := map[int64]bool{}
+	for _, sm := range samples {
+		gs[sm.Goroutine] = true
+	}
+	var want []int
+	for l, ln := range s.Lanes() {
+		if ln.Track == tracestore.TrackGoroutine && gs[ln.ID] && s.Query(l, t0, t1).Count > 0 {
+			want = append(want, l)
+		}
+	}
+	rows := (height - barH - axisH - funcH) / laneH
+	want = want[:min(rows, len(want))]
+	var lanes []int
+	for _, f := range strings.Split(ds["lanes"], ",") {
+		l, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("page reports lanes %q", ds["lanes"])
+		}
+		lanes = append(lanes, l)
+	}
+	if !slices.Equal(lanes, want) || len(want) == 0 {
+		t.Errorf("the page shows lanes %v, want q3's goroutines' %v", lanes, want)
+	}
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPixels(t, s, img, t0, t1, lanes)
+	// The label's strip: blue where a column holds a q3 sample.
+	px := int64(img.Bounds().Dx() - gutter)
+	counts := make([]int, px)
+	for _, sm := range samples {
+		counts[tracestore.PixelOf(t0, t1, px, sm.Time)]++
+	}
+	y := barH + axisH + funcH*3/4
+	marked, bad := 0, 0
+	for c := range px {
+		r, g, b, _ := img.At(gutter+int(c), y).RGBA()
+		blue := b>>8 > 150 && r>>8 < 150 && g>>8 < 150
+		if blue != (counts[c] > 0) {
+			bad++
+			if bad <= 5 {
+				t.Errorf("column %d: marked %v, %d samples of q3", c, blue, counts[c])
+			}
+		}
+		if blue {
+			marked++
+		}
+	}
+	t.Logf("%d events, %d lanes shown of q3's %d goroutines, %d samples of q3 in %d marked columns", m.Events, len(lanes), len(gs), len(samples), marked)
 }

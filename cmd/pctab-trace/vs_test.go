@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
+)
+
+// TestVsGoToolTrace measures, for each trace in $PCTAB_VS_TRACES
+// (comma-separated paths), the time until the first timeline view answers
+// and the peak RSS of: go tool trace (its trace command, built from the
+// Go in use, started on the trace: until /jsontrace has answered the
+// first range of the proc view that its main page links), pctab-trace
+// build followed by pctab-trace serve (until the viewer's first frame:
+// /, /api/meta, /api/active and a /api/tile of 2,000 columns of the first
+// 64 lanes with spans, the whole trace), and pctab-trace serve on the
+// store built (the same first frame). Times are wall clock from the start
+// of the process and, beside them, the process's CPU time (user and
+// system) by then; RSS is the kernel's high-water mark (VmHWM, or the
+// build's maximum RSS). It prints a markdown table, and writes it to
+// $PCTAB_VS_OUT if that is set. It needs the long tests on and the traces
+// (it records none), and takes minutes per large trace.
+func TestVsGoToolTrace(t *testing.T) {
+	testenv.SkipUnlessLong(t, "runs go tool trace and pctab-trace on large traces")
+	list := os.Getenv("PCTAB_VS_TRACES")
+	if list == "" {
+		t.Skip("PCTAB_VS_TRACES names no traces")
+	}
+	tmp := t.TempDir()
+	goTrace := filepath.Join(tmp, "trace")
+	pt := filepath.Join(tmp, "pctab-trace")
+	for _, b := range [][]string{{"-o", goTrace, "cmd/trace"}, {"-o", pt, "."}} {
+		cmd := exec.Command(testbuild.GoBinary(), append([]string{"build"}, b...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %v: %v\n%s", b, err, out)
+		}
+	}
+	var rows []string
+	for _, path := range strings.Split(list, ",") {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := filepath.Join(tmp, filepath.Base(path)+".store")
+		// go tool trace, its address space capped at $PCTAB_VS_GOTRACE_MEM
+		// bytes if set (it needs some 130 times the trace's bytes: a
+		// large trace would take the shared machine's memory).
+		gtBin, gtArgs := goTrace, []string{"-http=ADDR", path}
+		if lim := os.Getenv("PCTAB_VS_GOTRACE_MEM"); lim != "" {
+			gtBin, gtArgs = "prlimit", append([]string{"--as=" + lim, "--", goTrace}, gtArgs...)
+		}
+		gt := firstView(t, gtBin, gtArgs, []string{"BROWSER=true"}, goToolTraceView)
+		// pctab-trace build, then serve.
+		start := time.Now()
+		cmd := exec.Command(pt, "build", path, store)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("pctab-trace build %s: %v\n%s", path, err, out.String())
+		}
+		buildWall := time.Since(start)
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		buildCPU := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		buildRSS := ru.Maxrss << 10
+		events := regexp.MustCompile(`: (\d+) events`).FindStringSubmatch(out.String())
+		sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
+		if sv.err != nil {
+			t.Fatalf("pctab-trace serve %s: %v", store, sv.err)
+		}
+		gtView := secs(gt.wall) + " / " + secs(gt.cpu)
+		if gt.err != nil {
+			t.Logf("go tool trace %s: %v", path, gt.err)
+			gtView = "failed after " + gtView
+		}
+		var storeBytes int64
+		filepath.Walk(store, func(_ string, fi os.FileInfo, err error) error {
+			if err == nil && !fi.IsDir() {
+				storeBytes += fi.Size()
+			}
+			return nil
+		})
+		ev := "?"
+		if events != nil {
+			n, _ := strconv.ParseInt(events[1], 10, 64)
+			ev = commas(n)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s |",
+			filepath.Base(path), commas(st.Size()), ev,
+			gtView, mb(gt.rss),
+			secs(buildWall+sv.wall), secs(buildCPU+sv.cpu), mb(max(buildRSS, sv.rss)),
+			secs(buildWall), secs(buildCPU), mb(buildRSS),
+			secs(sv.wall), secs(sv.cpu), mb(sv.rss)))
+		os.RemoveAll(store)
+		t.Logf("%s: store %d bytes", path, storeBytes)
+	}
+	table := "| trace | bytes | events | go tool trace: first view, wall / CPU | peak RSS | pctab-trace build + serve: first frame, wall / CPU | peak RSS | of which build, wall / CPU | build max RSS | serve on the store: first frame, wall / CPU | peak RSS |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
+	t.Log("\n" + table)
+	if p := os.Getenv("PCTAB_VS_OUT"); p != "" {
+		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type viewRun struct {
+	wall, cpu time.Duration
+	rss       int64
+	err       error // the view did not load
+}
+
+// firstView starts bin with args (ADDR replaced by a free loopback
+// address), runs view against its base URL until the first view has
+// answered, and measures the process by then; then it stops the process.
+func firstView(t *testing.T, bin string, args, env []string, view func(t *testing.T, base string) error) viewRun {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	a := make([]string, len(args))
+	for i, s := range args {
+		a[i] = strings.ReplaceAll(s, "ADDR", addr)
+	}
+	cmd := exec.Command(bin, a...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	base := "http://" + addr
+	// Wait for the port (a server that listens before it parses is
+	// polled on its first page by view itself).
+	exited := make(chan struct{})
+	go func() {
+		for {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid)); err != nil || zombie(cmd.Process.Pid) {
+				close(exited)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-exited:
+			return viewRun{wall: time.Since(start), err: fmt.Errorf("exited before it listened; stderr: %.300s", stderr.String())}
+		default:
+		}
+		if time.Since(start) > 30*time.Minute {
+			t.Fatalf("%s never listened", bin)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// A process's CPU time and peak RSS are read while it lives: sample
+	// them as the view loads, so that a process that fails (out of
+	// memory) still reports what it reached.
+	var r viewRun
+	done := make(chan error, 1)
+	go func() { done <- view(t, base) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			r.wall = time.Since(start)
+			if cpu, rss, ok := procStats(cmd.Process.Pid); ok {
+				r.cpu, r.rss = cpu, max(r.rss, rss)
+			}
+			if err != nil {
+				r.err = fmt.Errorf("%v; stderr: %.300s", err, stderr.String())
+			}
+			return r
+		case <-tick.C:
+			if cpu, rss, ok := procStats(cmd.Process.Pid); ok {
+				r.cpu, r.rss = cpu, max(r.rss, rss)
+			}
+		}
+	}
+}
+
+// procStats returns a process's CPU time (user and system) and its peak
+// RSS (VmHWM) from /proc, and false if the process is gone.
+func procStats(pid int) (time.Duration, int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat
+	stt, _ := strconv.ParseInt(f[12], 10, 64)
+	cpu := time.Duration(ut+stt) * time.Second / 100 // USER_HZ
+	st, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	defer st.Close()
+	var rss int64
+	sc := bufio.NewScanner(st)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			rss = kb << 10
+		}
+	}
+	return cpu, rss, rss > 0
+}
+
+// zombie reports whether process pid has exited (and is not yet waited
+// for).
+func zombie(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	return len(f) == 0 || f[0] == "Z"
+}
+
+var client = &http.Client{Timeout: 60 * time.Minute}
+
+func get(url string) ([]byte, error) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s, %v\n%.300s", url, resp.Status, err, b)
+	}
+	return b, nil
+}
+
+// goToolTraceView loads go tool trace's first timeline view: its main
+// page, the first range of the proc view, and that range's JSON.
+func goToolTraceView(t *testing.T, base string) error {
+	page, err := get(base + "/")
+	if err != nil {
+		return err
+	}
+	// A trace small enough for one range has one link, without a range.
+	m := regexp.MustCompile(`/trace\?view=proc(?:&(?:amp;)?start=(\d+)&(?:amp;)?end=(\d+))?"`).FindStringSubmatch(string(page))
+	if m == nil {
+		return fmt.Errorf("go tool trace's main page links no proc view:\n%.500s", page)
+	}
+	q := "view=proc"
+	if m[1] != "" {
+		q += "&start=" + m[1] + "&end=" + m[2]
+	}
+	if _, err := get(base + "/trace?" + q); err != nil {
+		return err
+	}
+	_, err = get(base + "/jsontrace?" + q)
+	return err
+}
+
+// pctabView loads the viewer's first frame, as its page does: the page,
+// the meta, the lanes with spans in the whole trace and a tile of 2,000
+// columns of the first 64 of them.
+func pctabView(t *testing.T, base string) error {
+	if _, err := get(base + "/"); err != nil {
+		return err
+	}
+	var meta struct {
+		Duration int64 `json:"duration_ns"`
+	}
+	b, err := get(base + "/api/meta")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return err
+	}
+	var active struct {
+		Lanes []int `json:"lanes"`
+	}
+	if b, err = get(fmt.Sprintf("%s/api/active?t0=0&t1=%d", base, meta.Duration+1)); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &active); err != nil {
+		return err
+	}
+	lanes := active.Lanes[:min(64, len(active.Lanes))]
+	var f []string
+	for _, l := range lanes {
+		f = append(f, strconv.Itoa(l))
+	}
+	_, err = get(fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=2000&lanes=%s", base, meta.Duration+1, strings.Join(f, ",")))
+	return err
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
+
+func mb(b int64) string { return fmt.Sprintf("%d MB", (b+1<<19)>>20) }
+
+func commas(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -1,0 +1,303 @@
+package tracestore
+
+import (
+	"github.com/pctab/pctab/internal/gallop"
+)
+
+// QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
+// equal pixel ranges (PixelStart): for each pixel, the longest span that
+// overlaps it, how many do and which share of it they cover, as Query
+// answers for the pixel's range.
+//
+// It sweeps the row once. Each pixel boundary is located with a galloping
+// search of the lane's block index from the previous boundary, and at most
+// one block is decoded per boundary: the one it falls in, which also holds
+// the spans that the pixels on either side of the boundary fold one by
+// one. The whole blocks between two boundaries come from the lane's
+// forest.
+func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
+	px := int64(len(cells))
+	if px == 0 {
+		return
+	}
+	for i := range cells {
+		cells[i] = Cell{Kind: NoSpan, Span: -1}
+	}
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 {
+		return
+	}
+	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans}
+	r.bufs[0].k, r.bufs[1].k = -1, -1
+	first := r.blockStart(0)
+	last := r.span(ln.Spans - 1).End()
+	// Pixel p is [a, b), b = t0 + ⌊w·(p+1)/px⌋, stepped as a quotient
+	// and a remainder: exact, without a 128-bit division per pixel.
+	w := uint64(t1) - uint64(t0)
+	qs, rs := w/uint64(px), w%uint64(px)
+	var q, rem uint64
+	a := t0
+	ja := r.locate(a) // the first span starting at or after a
+	endBefore, startAt := r.endBefore, r.startAt
+	for p := int64(0); p < px; p++ {
+		q += qs
+		rem += rs
+		if rem >= uint64(px) {
+			q++
+			rem -= uint64(px)
+		}
+		b := int64(uint64(t0) + q)
+		if b == a {
+			continue // an empty pixel: the range is narrower than px
+		}
+		if a >= last {
+			break
+		}
+		pa := a
+		if b <= first {
+			a, ja = b, r.locate(b)
+			endBefore, startAt = r.endBefore, r.startAt
+			continue
+		}
+		// Spans [i0, i1) overlap [pa, b): those that start before b,
+		// from the one before ja if it ends after pa.
+		i0, startI0 := ja, startAt
+		if ja > 0 && endBefore > pa {
+			i0, startI0 = ja-1, r.startBefore
+		}
+		// i0's block is the one decoded for pa (or i0 starts a block):
+		// fold its spans up to the block's end before b's block
+		// replaces it.
+		// (A block-aligned i0's block is whole in the forest, or holds
+		// i1-1 too.)
+		k0 := i0 / BlockSpans
+		head := noAgg
+		if i0%BlockSpans != 0 {
+			head = r.tail(i0)
+		}
+		i1 := r.locate(b)
+		a, ja = b, i1
+		endBefore, startAt = r.endBefore, r.startAt
+		if i0 >= i1 {
+			continue
+		}
+		var agg Agg
+		if k1 := (i1 - 1) / BlockSpans; k1 == k0 {
+			agg = r.fold(i0, i1)
+		} else {
+			agg = head
+			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
+				agg = combine(agg, s.forests[l].Query(int(lo), int(hi)))
+			}
+			agg = combine(agg, r.fold(i1/BlockSpans*BlockSpans, i1))
+		}
+		busy := agg.Busy
+		if startI0 < pa {
+			busy -= pa - startI0
+		}
+		if e := r.endBefore; e > b { // the end of span i1-1
+			busy -= e - b
+		}
+		c := &cells[p]
+		c.Count = uint16(min(i1-i0, 65535))
+		c.Busy = share(busy, uint64(b)-uint64(pa))
+		if agg.Index >= i0 && agg.Index < i1 {
+			kn := s.kindName[s.laneSpan[l]+agg.Index]
+			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+		}
+	}
+}
+
+// rowSweep reads one lane for QueryRow: the last two blocks it decoded
+// (the blocks of the previous and the current pixel boundary), and what it
+// found about the last time it located.
+type rowSweep struct {
+	s    *Store
+	l    int
+	off  int64 // the lane's first block in blocks.idx
+	nb   int64 // blocks
+	n    int64 // spans
+	hint int   // the block of the last time located
+	bufs [2]decodedBlock
+	next int // the buffer to decode into
+
+	// Of the last time t located, at span index j: the end of span j-1
+	// and the start of span j-2 (when j > 0), and the start of span j
+	// (when j < n).
+	endBefore, startBefore, startAt int64
+}
+
+// A decodedBlock is block k of a lane, decoded as far as a sweep has
+// needed: its first got spans' starts and durations (kind and name come
+// from Store.kindName), and where decoding goes on.
+type decodedBlock struct {
+	k     int64
+	n     int // spans in the block
+	got   int // spans decoded
+	rest  []byte
+	prev  int64 // the end of span got-1 (the block's first start at first)
+	q     uint64
+	start [BlockSpans]int64
+	dur   [BlockSpans]int64
+	busy  [BlockSpans + 1]int64 // busy[j]: the durations of spans [0, j)
+}
+
+// blockStart returns the first start of the lane's block k.
+func (r *rowSweep) blockStart(k int64) int64 {
+	w := &r.s.w
+	return int64(getN(r.s.blockIdx[(r.off+k)*int64(w.blockIndexBytes())+int64(w.o):], w.t))
+}
+
+// blk returns the lane's block k, decoded as far as it has been.
+func (r *rowSweep) blk(k int64) *decodedBlock {
+	if r.bufs[0].k == k {
+		return &r.bufs[0]
+	}
+	if r.bufs[1].k == k {
+		return &r.bufs[1]
+	}
+	d := &r.bufs[r.next]
+	r.next ^= 1
+	lo, hi, start := r.s.blockAt(r.off + k)
+	d.k = k
+	d.n = int(min(BlockSpans, r.n-k*BlockSpans))
+	d.got = 0
+	d.rest = r.s.spans[lo:hi]
+	d.prev = start
+	d.q = uint64(r.s.m.TimeQuantum)
+	return d
+}
+
+// ensure decodes the block's spans up to span j (an index in the block).
+// Open checked every block; should the bytes have changed since, it
+// decodes what they say, without panicking.
+func (d *decodedBlock) ensure(j int) {
+	j = min(j, d.n-1)
+	b, prev, q := d.rest, d.prev, d.q
+	for d.got <= j {
+		v, m := uvarint(b)
+		b = b[m:]
+		dur := v >> 2 * q
+		var gap uint64
+		if v&2 != 0 {
+			g, m := uvarint(b)
+			b = b[m:]
+			gap = g >> 1 * q
+			if g&1 != 0 {
+				r, m := uvarint(b)
+				b = b[m:]
+				gap += r
+			}
+		}
+		if v&1 != 0 {
+			r, m := uvarint(b)
+			b = b[m:]
+			dur += r
+		}
+		g := d.got
+		d.start[g] = prev + int64(gap)
+		d.dur[g] = int64(dur)
+		d.busy[g+1] = d.busy[g] + int64(dur)
+		prev = d.start[g] + int64(dur)
+		d.got++
+	}
+	d.rest, d.prev = b, prev
+}
+
+// uvarint decodes a varint from b: its value and length, at most len(b)
+// (0 for an empty b).
+func uvarint(b []byte) (uint64, int) {
+	if len(b) > 0 && b[0] < 0x80 {
+		return uint64(b[0]), 1
+	}
+	var x uint64
+	for i, c := range b {
+		if i == 10 {
+			return x, i
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return x, i + 1
+		}
+	}
+	return x, len(b)
+}
+
+func (r *rowSweep) span(i int64) Span {
+	d := r.blk(i / BlockSpans)
+	j := int(i % BlockSpans)
+	d.ensure(j)
+	return Span{Start: d.start[j], Dur: d.dur[j]}
+}
+
+// locate returns the index j of the first span of the lane that starts at
+// or after t, which must not be before the last time located, and records
+// endBefore, startBefore and startAt. It decodes one block at most, and
+// that only as far as span j: the last block whose first span starts
+// before t, which holds span j-1.
+func (r *rowSweep) locate(t int64) int64 {
+	k := int64(gallop.Search(int(r.nb), r.hint, func(k int) bool { return r.blockStart(int64(k)) >= t }))
+	r.hint = max(0, int(k)-1)
+	if k == 0 {
+		r.startAt = r.blockStart(0)
+		return 0
+	}
+	d := r.blk(k - 1)
+	j := 1 // the block's first span starts before t
+	for j < d.n {
+		if j >= d.got {
+			d.ensure(j)
+		}
+		if d.start[j] >= t {
+			break
+		}
+		j++
+	}
+	r.endBefore = d.start[j-1] + d.dur[j-1]
+	r.startBefore = d.start[j-1]
+	switch {
+	case j < d.n:
+		r.startAt = d.start[j]
+	case k < r.nb:
+		r.startAt = r.blockStart(k)
+	}
+	return (k-1)*BlockSpans + int64(j)
+}
+
+// fold combines spans [i0, i1), which lie in one block.
+func (r *rowSweep) fold(i0, i1 int64) Agg {
+	a := noAgg
+	if i0 >= i1 {
+		return a
+	}
+	d := r.blk(i0 / BlockSpans)
+	base := d.k * BlockSpans
+	d.ensure(int(i1 - 1 - base))
+	for i := i0; i < i1; i++ {
+		dur := d.dur[i-base]
+		if dur > a.Longest {
+			a.Longest, a.Index = dur, i
+		}
+	}
+	a.Busy = d.busy[i1-base] - d.busy[i0-base]
+	return a
+}
+
+// tail combines the spans of a block from i0 to the block's end: from
+// its forest leaf and the spans before i0 when the leaf's longest span is
+// not before i0 (the spans after it need not be decoded), else span by
+// span.
+func (r *rowSweep) tail(i0 int64) Agg {
+	k := i0 / BlockSpans
+	end := min((k+1)*BlockSpans, r.n)
+	if end-k*BlockSpans < BlockSpans || i0 == end {
+		return r.fold(i0, end)
+	}
+	leaf := r.s.forests[r.l].Leaf(int(k))
+	if leaf.Index < i0 {
+		return r.fold(i0, end)
+	}
+	d := r.blk(k)
+	d.ensure(int(i0 - k*BlockSpans - 1))
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[i0-k*BlockSpans]}
+}
