@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/population"
+	"github.com/pctab/pctab/internal/svgplot"
 	"github.com/pctab/pctab/toolchain"
 )
 
@@ -35,6 +38,7 @@ var populationCommand = &cli.Command{
 		programs := fs.String("programs", "", "programs `file` (default: the pinned internal/population/programs.txt)")
 		cache := fs.String("cache", "", "cache `directory` for builds and results (default $HOME/.cache/pctab-population)")
 		cached := fs.Bool("cached", false, "build nothing: measure only programs whose builds are all cached")
+		note := fs.String("note", "", "add `text` (the machine, say) to the plot's subtitle")
 		return func(env *cli.Env, args []string) error {
 			fmts, err := parseFormats(*formats)
 			if err != nil {
@@ -60,7 +64,11 @@ var populationCommand = &cli.Command{
 				err = werr
 			}
 			if *out != "" && len(lines) > 0 {
-				if werr := writeOutputs(*out, jsonl.Bytes(), lines); err == nil {
+				sub := fmt.Sprintf("pctab-toolchain population · %s %s/%s · %s", tc.Version, runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"))
+				if *note != "" {
+					sub += " · " + *note
+				}
+				if werr := writeOutputs(*out, jsonl.Bytes(), population.Plot(lines, sub)); err == nil {
 					err = werr
 				}
 			}
@@ -124,9 +132,16 @@ func loadPrograms(file string, names []string) ([]population.Program, error) {
 }
 
 // writeOutputs writes population.jsonl and population.svg to dir.
-func writeOutputs(dir string, jsonl []byte, lines []population.Line) error {
+func writeOutputs(dir string, jsonl []byte, plot *svgplot.Plot) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "population.jsonl"), jsonl, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "population.jsonl"), jsonl, 0o644); err != nil {
+		return err
+	}
+	var svg bytes.Buffer
+	if err := plot.WriteSVG(&svg); err != nil {
+		return fmt.Errorf("population.svg: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, "population.svg"), svg.Bytes(), 0o644)
 }

@@ -7,8 +7,10 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 
+	"github.com/pctab/pctab/internal/svgplot"
 	"github.com/pctab/pctab/internal/textfmt"
 )
 
@@ -214,4 +216,43 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// Plot returns the population's plot: for each format, one point per
+// program that has a result, its stock file size in MB (log scale)
+// against the real file change in percent, with the Goal as a reference
+// line. subtitle says what made it (command, machine, date).
+func Plot(lines []Line, subtitle string) *svgplot.Plot {
+	p := &svgplot.Plot{
+		Title:    "File change of each program built with linear tables, against its size",
+		Subtitle: subtitle,
+		X:        svgplot.Axis{Label: "stock file size (MB, -ldflags=-w, log scale)", Log: true},
+		Y: svgplot.Axis{Label: "file change vs stock (%)", Format: func(v float64) string {
+			return strconv.FormatFloat(v, 'f', -1, 64) + "%"
+		}},
+		RefLines: []svgplot.RefLine{{Y: Goal, Label: fmt.Sprintf("goal %+.1f%%", Goal)}},
+	}
+	idx := map[string]int{}
+	for _, l := range lines {
+		if l.Error != "" || l.Stock == nil {
+			continue
+		}
+		for _, r := range l.Formats {
+			if r.Error != "" {
+				continue
+			}
+			i, ok := idx[r.Format]
+			if !ok {
+				i = len(p.Series)
+				idx[r.Format] = i
+				p.Series = append(p.Series, svgplot.Series{Name: r.Format, Markers: true})
+			}
+			label := ""
+			if i == 0 {
+				label = l.Program
+			}
+			p.Series[i].Points = append(p.Series[i].Points, svgplot.Point{X: float64(l.Stock.Bytes) / 1e6, Y: r.FileDeltaPercent, Label: label})
+		}
+	}
+	return p
 }
