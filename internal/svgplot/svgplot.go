@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Default sizes in SVG user units (pixels).
@@ -62,18 +63,19 @@ type RefLine struct {
 
 // A Plot is a line or scatter plot.
 type Plot struct {
-	Title, Subtitle string // Subtitle: the command, machine and date, say
-	X, Y            Axis
-	Series          []Series
-	RefLines        []RefLine
-	Width, Height   int // 0: DefaultWidth, DefaultHeight
+	Title         string
+	Subtitle      string // the command, machine and date, say; "\n" breaks lines (two fit)
+	X, Y          Axis
+	Series        []Series
+	RefLines      []RefLine
+	Width, Height int // 0: DefaultWidth, DefaultHeight
 }
 
 // margins of the plot area.
 const (
 	marginLeft   = 80
 	marginRight  = 190 // legend
-	marginTop    = 60
+	marginTop    = 68
 	marginBottom = 60
 )
 
@@ -168,6 +170,7 @@ func ticks(a Axis, lo, hi float64) []float64 {
 }
 
 func (a Axis) format(v float64) string {
+	v += 0 // no "-0"
 	if a.Format != nil {
 		return a.Format(v)
 	}
@@ -199,8 +202,10 @@ func (w *svgWriter) header(width, height int, title, subtitle string) {
 	w.f(`<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	w.f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	w.text(float64(width)/2, 22, ` text-anchor="middle" font-size="16" font-weight="bold"`, title)
-	if subtitle != "" {
-		w.text(float64(width)/2, 40, ` text-anchor="middle" font-size="11" fill="#444"`, subtitle)
+	for i, line := range strings.Split(subtitle, "\n") {
+		if line != "" {
+			w.text(float64(width)/2, 38+13*float64(i), ` text-anchor="middle" font-size="11" fill="#444"`, line)
+		}
 	}
 }
 
