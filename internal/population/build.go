@@ -108,10 +108,20 @@ func (b *Builder) Build(ctx context.Context, p Program) error {
 		what string
 	}
 	jobs := []job{{b.StockPath(p), toolchain.BuildOptions{Stock: true}, "stock"}}
+	// The patched toolchain and its twin share one GOCACHE here, so that
+	// the twin compiles nothing: it links the very objects the patched
+	// build compiled (the same compiler and sources) with the stock
+	// linker. Their link steps must not share cache entries, and the go
+	// command tells them apart only by what it hashes into a link's
+	// action ID: the twin sets GO_EXTLINK_ENABLED=0, which is part of
+	// that ID and changes nothing else (CGO_ENABLED=0 links internally
+	// anyway). toolchain.Check would catch a mix-up: a twin with linear
+	// tables fails it.
+	cache := filepath.Join(b.CacheDir, b.Toolchain.Key, "gocache")
 	for _, f := range b.Formats {
 		jobs = append(jobs,
-			job{b.FormatPath(p, f, false), toolchain.BuildOptions{Tags: f.Tags}, f.Name},
-			job{b.FormatPath(p, f, true), toolchain.BuildOptions{Tags: f.Tags, Twin: true}, f.Name + " twin"})
+			job{b.FormatPath(p, f, false), toolchain.BuildOptions{Tags: f.Tags, Env: []string{"GOCACHE=" + cache, "GO_EXTLINK_ENABLED="}}, f.Name},
+			job{b.FormatPath(p, f, true), toolchain.BuildOptions{Tags: f.Tags, Twin: true, Env: []string{"GOCACHE=" + cache, "GO_EXTLINK_ENABLED=0"}}, f.Name + " twin"})
 	}
 	var src string
 	for _, j := range jobs {
@@ -134,7 +144,7 @@ func (b *Builder) Build(ctx context.Context, p Program) error {
 		if p.Package == "." {
 			o.Package = "."
 		}
-		o.Flags, o.Env = BuildFlags(), slices.Clone(buildEnv)
+		o.Flags, o.Env = BuildFlags(), append(slices.Clone(buildEnv), o.Env...)
 		b.logf("population: building %s %s (%s)\n", p.Name, p.Version, j.what)
 		timeout := b.BuildTimeout
 		if timeout <= 0 {
