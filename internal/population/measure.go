@@ -86,8 +86,7 @@ type Result struct {
 	Run Run `json:"run"`
 	// SameRun reports whether the patched binary exited as the stock
 	// build did, with the same output.
-	SameRun bool   `json:"same_run"`
-	Error   string `json:"error,omitempty"`
+	SameRun bool `json:"same_run"`
 }
 
 // Check is toolchain.Check's verdict on the patched build against its twin.

@@ -116,9 +116,6 @@ func Distributions(lines []Line) []Distribution {
 			continue
 		}
 		for _, r := range l.Formats {
-			if r.Error != "" {
-				continue
-			}
 			i, ok := idx[r.Format]
 			if !ok {
 				i = len(ds)
@@ -238,9 +235,6 @@ func Plot(lines []Line, subtitle string) *svgplot.Plot {
 			continue
 		}
 		for _, r := range l.Formats {
-			if r.Error != "" {
-				continue
-			}
 			i, ok := idx[r.Format]
 			if !ok {
 				i = len(p.Series)
