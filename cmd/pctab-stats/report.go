@@ -382,6 +382,9 @@ func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (
 		if res.offsets, err = b.Offsets(oo); err != nil {
 			return res, fmt.Errorf("%s: %w", path, err)
 		}
+		if len(res.speed.Groups) == 0 {
+			res.speed = nil // -bench selected only offset benchmarks
+		}
 	}
 	return res, nil
 }
