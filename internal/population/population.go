@@ -25,11 +25,11 @@ import (
 	"strings"
 )
 
-// ProgramsFile is the pinned population (programs.txt): one program a line,
+// programsFile is the pinned population (programs.txt): one program a line,
 // "name module package version [args...]", '#' starts a comment.
 //
 //go:embed programs.txt
-var ProgramsFile []byte
+var programsFile []byte
 
 // A Program is one program of the population.
 type Program struct {
@@ -51,7 +51,7 @@ func (p Program) ImportPath() string {
 // ErrSyntax is returned, wrapped with the line, for a malformed programs line.
 var ErrSyntax = errors.New("population: malformed programs line")
 
-// ParsePrograms reads a programs file (the format of ProgramsFile).
+// ParsePrograms reads a programs file (the format of programs.txt).
 func ParsePrograms(r io.Reader) ([]Program, error) {
 	var ps []Program
 	seen := map[string]int{}
@@ -90,7 +90,7 @@ func ParsePrograms(r io.Reader) ([]Program, error) {
 }
 
 // Programs returns the pinned population.
-func Programs() ([]Program, error) { return ParsePrograms(bytes.NewReader(ProgramsFile)) }
+func Programs() ([]Program, error) { return ParsePrograms(bytes.NewReader(programsFile)) }
 
 func validName(s string) bool {
 	if s == "" || s == "." || s == ".." {
