@@ -25,7 +25,7 @@ func Offsets(r *lookupbench.Result, title, subtitle string) *svgplot.Plot {
 	p := &svgplot.Plot{
 		Title: title, Subtitle: subtitle,
 		X: svgplot.Axis{Label: "byte offset of the PC into its function (bucket middle)"},
-		Y: svgplot.Axis{Label: fmt.Sprintf("ns per lookup (median of %d rounds, %s)", r.Count, clock)},
+		Y: svgplot.Axis{Label: fmt.Sprintf("ns per lookup (median of %d rounds, %s)", r.Count, clock), Zero: true},
 	}
 	idx := map[string]int{}
 	for _, g := range r.Groups {

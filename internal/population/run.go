@@ -224,7 +224,7 @@ func Plot(lines []Line, subtitle string) *svgplot.Plot {
 		Title:    "File change of each program built with linear tables, against its size",
 		Subtitle: subtitle,
 		X:        svgplot.Axis{Label: "stock file size (MB, -ldflags=-w, log scale)", Log: true},
-		Y: svgplot.Axis{Label: "file change vs stock (%)", Format: func(v float64) string {
+		Y: svgplot.Axis{Label: "file change vs stock (%)", Zero: true, Format: func(v float64) string {
 			return strconv.FormatFloat(v, 'f', -1, 64) + "%"
 		}},
 		RefLines: []svgplot.RefLine{{Y: Goal, Label: fmt.Sprintf("goal %+.1f%%", Goal)}},

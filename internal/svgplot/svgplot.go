@@ -51,6 +51,8 @@ type Axis struct {
 	Label    string
 	Min, Max float64
 	Log      bool // logarithmic (base 10); every value must be positive
+	// Zero makes an automatic linear range include zero.
+	Zero bool
 	// Format formats a tick value; nil uses strconv's shortest form.
 	Format func(v float64) string
 }
@@ -119,6 +121,9 @@ func axisRange(a Axis, vs []float64) (lo, hi float64, err error) {
 		return a.Min, a.Max, nil
 	}
 	lo, hi = math.Inf(1), math.Inf(-1)
+	if a.Zero && !a.Log {
+		lo, hi = 0, 0
+	}
 	for _, v := range vs {
 		if a.Log && v <= 0 {
 			return 0, 0, fmt.Errorf("svgplot: axis %q: log scale, value %v", a.Label, v)
@@ -164,9 +169,16 @@ func ticks(a Axis, lo, hi float64) []float64 {
 	}
 	step := niceStep((hi - lo) / 5)
 	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+step*1e-9; v += step {
-		ts = append(ts, math.Round(v/step)*step)
+		ts = append(ts, round12(math.Round(v/step)*step))
 	}
 	return ts
+}
+
+// round12 rounds v to 12 significant digits, so that a tick reads 0.6,
+// not 0.6000000000000001.
+func round12(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	return r
 }
 
 func (a Axis) format(v float64) string {

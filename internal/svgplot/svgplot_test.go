@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,5 +179,26 @@ func TestTicks(t *testing.T) {
 	}
 	if got := ticks(Axis{Log: true}, 1, 1000); len(got) != 10 || got[0] != 1 || got[9] != 1000 {
 		t.Errorf("log ticks of [1, 1000]: %v", got)
+	}
+}
+
+func TestTickValues(t *testing.T) {
+	for _, tc := range []struct{ lo, hi float64 }{{0.4, 1.1}, {0, 0.7}, {-3, 12.5}} {
+		lo, hi, err := axisRange(Axis{}, []float64{tc.lo, tc.hi})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range ticks(Axis{}, lo, hi) {
+			if s := (Axis{}).format(v); len(s) > 6 {
+				t.Errorf("range [%v, %v]: tick %q", tc.lo, tc.hi, s)
+			}
+		}
+	}
+	lo, _, _ := axisRange(Axis{Zero: true}, []float64{0.4, 1.1})
+	if lo != 0 {
+		t.Errorf("Zero: range starts at %v", lo)
+	}
+	if s := (Axis{}).format(math.Copysign(0, -1)); s != "0" {
+		t.Errorf("negative zero formats as %q", s)
 	}
 }
