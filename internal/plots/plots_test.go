@@ -41,7 +41,7 @@ func TestOffsets(t *testing.T) {
 
 func TestKinds(t *testing.T) {
 	r := &report.Report{
-		Kinds: []report.KindRow{{Kind: "pcsp", VarintBytes: 1000, LinearBytes: 1200, DeltaPercent: 20}, {Kind: "empty"}, {Kind: "pcln", VarintBytes: 2e6, LinearBytes: 1.5e6, DeltaPercent: -25}},
+		Kinds:  []report.KindRow{{Kind: "pcsp", VarintBytes: 1000, LinearBytes: 1200, DeltaPercent: 20}, {Kind: "empty"}, {Kind: "pcln", VarintBytes: 2e6, LinearBytes: 1.5e6, DeltaPercent: -25}},
 		Tables: report.Totals{VarintBytes: 2001000, LinearBytes: 1501200, DeltaPercent: -24.9},
 	}
 	c := Kinds(r, "t", "s")
