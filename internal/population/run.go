@@ -164,11 +164,14 @@ func nearestRank(sorted []float64, q float64) float64 {
 }
 
 // WriteTable writes one row per program and format, then the distribution
-// of each format.
+// of each format. Its columns: the stock and patched file sizes and the
+// change, pctab-stats' estimate of it, the twin's size and the change
+// against it (the tables alone), the stock pctab's share of the file, the
+// patched pctab's size over the twin's, the check and the run.
 func WriteTable(w io.Writer, lines []Line) error {
 	ew := &textfmt.ErrWriter{W: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "program\tversion\tformat\tstock\tpatched\tvs stock\testimate\ttwin\tvs twin\tcheck\trun\t\n")
+	fmt.Fprintf(tw, "program\tversion\tformat\tstock\tpatched\tvs stock\testimate\ttwin\tvs twin\tpctab/file\ttables\tcheck\trun\t\n")
 	for _, l := range lines {
 		if l.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\tFAILED: %s\t\n", l.Program, l.Version, firstLine(l.Error))
@@ -190,9 +193,13 @@ func WriteTable(w io.Writer, lines []Line) error {
 			if !r.SameRun {
 				run += " DIFFERS"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.2f%%\t%s\t%s\t%+.2f%%\t%s\t%s\t\n", l.Program, l.Version, r.Format,
+			tables := "-"
+			if r.TwinPCTabBytes > 0 {
+				tables = fmt.Sprintf("%.3fx", float64(r.PCTabBytes)/float64(r.TwinPCTabBytes))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.2f%%\t%s\t%s\t%+.2f%%\t%.1f%%\t%s\t%s\t%s\t\n", l.Program, l.Version, r.Format,
 				textfmt.Commas(l.Stock.Bytes), textfmt.Commas(r.Bytes), r.FileDeltaPercent, est,
-				textfmt.Commas(r.TwinBytes), r.TwinDeltaPercent, chk, run)
+				textfmt.Commas(r.TwinBytes), r.TwinDeltaPercent, 100*float64(l.Stock.PCTabBytes)/float64(max(l.Stock.Bytes, 1)), tables, chk, run)
 		}
 	}
 	tw.Flush()
