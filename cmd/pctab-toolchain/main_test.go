@@ -48,6 +48,9 @@ func TestCommandLine(t *testing.T) {
 		{Name: "compare -o", Args: []string{"compare", "-o", dir}, Code: cli.ExitUsage, Stderr: []string{"not defined: -o"}, NoStdout: true},
 		{Name: "summary without files", Args: []string{"summary"}, Code: cli.ExitUsage, Stderr: []string{"no result FILE"}, NoStdout: true},
 		{Name: "summary of a missing file", Args: []string{"summary", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-toolchain: ", "no such file"}, NoStdout: true},
+		{Name: "population -formats", Args: []string{"population", "-formats", "compact-fast,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown format "nope"`, "compact-fast"}, NoStdout: true},
+		{Name: "population unknown program", Args: []string{"population", "gojq", "nope"}, Code: cli.ExitUsage, Stderr: []string{`no program "nope"`}, NoStdout: true},
+		{Name: "population missing programs file", Args: []string{"population", "-programs", missing}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
 		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "× stock"}, NoStderr: true},
 	}...))
 }

@@ -92,7 +92,7 @@ func parseFormats(list string) ([]toolchain.Format, error) {
 		name = strings.TrimSpace(name)
 		i := slices.IndexFunc(toolchain.Formats(), func(f toolchain.Format) bool { return f.Name == name })
 		if i < 0 {
-			return nil, fmt.Errorf("unknown format %q (want one of %s)", name, formatNames())
+			return nil, cli.Usagef("-formats: unknown format %q (want one of %s)", name, formatNames())
 		}
 		fs = append(fs, toolchain.Formats()[i])
 	}
@@ -124,7 +124,7 @@ func loadPrograms(file string, names []string) ([]population.Program, error) {
 	for _, n := range names {
 		i := slices.IndexFunc(ps, func(p population.Program) bool { return p.Name == n })
 		if i < 0 {
-			return nil, fmt.Errorf("no program %q in the population", n)
+			return nil, cli.Usagef("no program %q in the population", n)
 		}
 		sel = append(sel, ps[i])
 	}
