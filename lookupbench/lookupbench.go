@@ -95,6 +95,11 @@
 // much); the text report and the ratios use the thread CPU time when there is
 // one (Result.Clock).
 //
+// [Bench.Offsets] times the same encodings by how far into its function
+// the PC lies: a hot-shuffled set per 512-byte bucket of byte offsets, from
+// 0 to 8 KiB, where a varint lookup's cost grows with the offset and a
+// linear lookup's does not.
+//
 // The tables are decoded by host code, so the speed of an arm64 binary's
 // tables is the host's speed.
 //

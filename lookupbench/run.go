@@ -254,6 +254,9 @@ type plan struct {
 	size int
 	pcs  PCs
 	encs []int
+	// sample, if not nil, draws the group's samples instead of the PC
+	// rule pcs.
+	sample func(n int, seed uint64) ([]Sample, error)
 }
 
 // Sample sets (access patterns) of Group.Set.
@@ -314,7 +317,7 @@ func (b *Bench) plans(encs []encoding, match func(string) bool) []plan {
 				}
 			}
 			if len(sel) > 0 {
-				plans = append(plans, plan{g, set.size, p, sel})
+				plans = append(plans, plan{g: g, size: set.size, pcs: p, encs: sel})
 			}
 		}
 	}
@@ -338,7 +341,13 @@ type runState struct {
 func (b *Bench) runGroup(pl plan, st *runState) (Group, error) {
 	g := pl.g
 	seed := b.opt.Seed ^ uint64(pl.size)
-	samples, err := b.Sample(pl.pcs, pl.size, seed)
+	var samples []Sample
+	var err error
+	if pl.sample != nil {
+		samples, err = pl.sample(pl.size, seed)
+	} else {
+		samples, err = b.Sample(pl.pcs, pl.size, seed)
+	}
 	if err != nil {
 		g.Note = err.Error()
 		st.done += len(pl.encs) * st.count

@@ -40,6 +40,7 @@ type reportConfig struct {
 	bopt     lookupbench.Options
 	progress bool   // show progress on stderr
 	pairs    string // -pairs: prefix of the pairs files, "" for none
+	svg      string // -svg: directory of the plots, "" for none
 }
 
 // benchFlag is -bench: a boolean flag ("-bench" alone selects every lookup
@@ -134,6 +135,7 @@ type reportFlags struct {
 	format    *string
 	pairs     *string
 	sample    *string
+	svg       *string
 }
 
 func declareReportFlags(fs *flag.FlagSet) *reportFlags {
@@ -149,6 +151,9 @@ func declareReportFlags(fs *flag.FlagSet) *reportFlags {
 	rf.pairs = fs.String("pairs", "", "with -bench, also write the spec-encoded tables and the sampled (table, PC) pairs of the hot sets\n"+
 		"and the cold random set to `PREFIX`.BIN.SET-PCS.pairs, for timing another decoder on the same pairs\n"+
 		"(format: go doc github.com/pctab/pctab/lookupbench Bench.WritePairs)")
+	rf.svg = fs.String("svg", "", "write plots to `DIR`: BIN.table-kinds.svg (the size change per table kind) and, with -bench,\n"+
+		"BIN.lookup-offset.svg (lookup time against the PC's offset into its function, 0 to 8 KiB in 512-byte buckets,\n"+
+		"every encoding timed on a hot-shuffled set per bucket; benchmarks named set=hot-shuffled/pcs=offset=LO-HI/enc=E)")
 	rf.sample = fs.String("sample", "refs", "draw lookup samples uniformly over `refs` (references of functions to tables) or tables (distinct tables)")
 	return rf
 }
@@ -197,6 +202,10 @@ func (rf *reportFlags) config(paths []string, stderr io.Writer) (reportConfig, e
 	}
 	cfg.bopt = lookupbench.Options{Sampling: s, Workers: *rf.workers}
 	cfg.pairs = *rf.pairs
+	cfg.svg = *rf.svg
+	if cfg.svg != "" && cfg.format == formatBench {
+		return cfg, cli.Usagef("-svg needs the size report: not with -format=bench")
+	}
 	if cfg.pairs != "" && cfg.bench == nil {
 		return cfg, cli.Usagef("-pairs needs -bench")
 	}
@@ -223,9 +232,10 @@ type jsonReport struct {
 
 // binResult is what the command computed for one binary.
 type binResult struct {
-	name  string // benchmark name of the binary
-	size  *report.Report
-	speed *lookupbench.Result
+	name    string // benchmark name of the binary
+	size    *report.Report
+	speed   *lookupbench.Result
+	offsets *lookupbench.Result // with -bench and -svg: Bench.Offsets
 }
 
 func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
@@ -279,6 +289,17 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 				if err := lookupbench.WriteText(stdout, res.speed); err != nil {
 					return err
 				}
+			}
+			if res.offsets != nil {
+				fmt.Fprintf(stdout, "\nlookup speed by the PC's byte offset into its function (pcs=offset=LO-HI):\n")
+				if err := lookupbench.WriteText(stdout, res.offsets); err != nil {
+					return err
+				}
+			}
+		}
+		if cfg.svg != "" {
+			if err := writePlots(cfg.svg, res); err != nil {
+				return err
 			}
 		}
 	}
@@ -354,6 +375,16 @@ func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (
 	}
 	if res.speed, err = b.Run(ro); err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	if cfg.svg != "" {
+		oo := lookupbench.OffsetOptions{Count: ro.Count, BenchTime: ro.BenchTime, Match: ro.Match, Progress: ro.Progress}
+		start = time.Now()
+		if res.offsets, err = b.Offsets(oo); err != nil {
+			return res, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(res.speed.Groups) == 0 {
+			res.speed = nil // -bench selected only offset benchmarks
+		}
 	}
 	return res, nil
 }

@@ -69,6 +69,7 @@ func program() *cli.Program {
 			compareCommand,
 			libbenchCommand,
 			testsuiteCommand,
+			populationCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
 		},
 	}

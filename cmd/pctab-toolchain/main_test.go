@@ -53,6 +53,9 @@ func TestCommandLine(t *testing.T) {
 		{Name: "testsuite unknown flavour", Args: []string{"testsuite", "-o", dir, "-flavours", "default,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown flavour "nope"`}, NoStdout: true},
 		{Name: "testsuite stock as a flavour", Args: []string{"testsuite", "-o", dir, "-flavours", "stock"}, Code: cli.ExitUsage, Stderr: []string{`unknown flavour "stock"`}, NoStdout: true},
 		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "paired ×stock [95%]"}, NoStderr: true},
+		{Name: "population -formats", Args: []string{"population", "-formats", "compact-fast,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown format "nope"`, "compact-fast"}, NoStdout: true},
+		{Name: "population unknown program", Args: []string{"population", "gojq", "nope"}, Code: cli.ExitUsage, Stderr: []string{`no program "nope"`}, NoStdout: true},
+		{Name: "population missing programs file", Args: []string{"population", "-programs", missing}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
 	}...))
 }
 

@@ -1,0 +1,82 @@
+// Package plots turns pctab's measurements into charts (internal/svgplot):
+// lookup time against the PC's offset into its function
+// (lookupbench.Bench.Offsets) and the size change per table kind
+// (report.Report).
+package plots
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/pctab/pctab/internal/svgplot"
+	"github.com/pctab/pctab/lookupbench"
+	"github.com/pctab/pctab/report"
+)
+
+// Offsets returns the plot of an Offsets result: for each encoding, the
+// median time per lookup (on the result's clock) in each offset bucket,
+// at the bucket's middle. Buckets without timings (no function that long)
+// are left out.
+func Offsets(r *lookupbench.Result, title, subtitle string) *svgplot.Plot {
+	clock := "wall time"
+	if r.Clock == lookupbench.ClockThreadCPU {
+		clock = "thread CPU time"
+	}
+	p := &svgplot.Plot{
+		Title: title, Subtitle: subtitle,
+		X: svgplot.Axis{Label: "byte offset of the PC into its function (bucket middle)"},
+		Y: svgplot.Axis{Label: fmt.Sprintf("ns per lookup (median of %d rounds, %s)", r.Count, clock), Zero: true},
+	}
+	idx := map[string]int{}
+	for _, g := range r.Groups {
+		lo, hi, ok := lookupbench.OffsetBucket(g.PCs)
+		if !ok {
+			continue
+		}
+		for _, t := range g.Timings {
+			i, ok := idx[t.Encoding]
+			if !ok {
+				i = len(p.Series)
+				idx[t.Encoding] = i
+				p.Series = append(p.Series, svgplot.Series{Name: t.Encoding, Line: true, Markers: true,
+					Dashed: t.Encoding == lookupbench.EncFlat})
+			}
+			ns := t.Summary.Median
+			if ns <= 0 {
+				continue
+			}
+			p.Series[i].Points = append(p.Series[i].Points, svgplot.Point{X: float64(lo+hi) / 2, Y: ns})
+		}
+	}
+	return p
+}
+
+// Kinds returns the bar chart of a size report's table kinds: the change
+// of each kind's bytes from varint to the linear spec encoding, in percent
+// of its varint bytes, with the bytes behind it.
+func Kinds(r *report.Report, title, subtitle string) *svgplot.BarChart {
+	c := &svgplot.BarChart{
+		Title: title, Subtitle: subtitle,
+		ValueLabel: "change of the kind's table bytes, varint to linear spec (%)",
+		Format:     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "%" },
+	}
+	for _, k := range r.Kinds {
+		if k.VarintBytes == 0 && k.LinearBytes == 0 {
+			continue
+		}
+		c.Bars = append(c.Bars, svgplot.Bar{Label: k.Kind, Value: k.DeltaPercent,
+			Note: fmt.Sprintf("(%s → %s)", mb(k.VarintBytes), mb(k.LinearBytes))})
+	}
+	t := r.Tables
+	c.Bars = append(c.Bars, svgplot.Bar{Label: "all tables", Value: t.DeltaPercent,
+		Note: fmt.Sprintf("(%s → %s)", mb(t.VarintBytes), mb(t.LinearBytes))})
+	return c
+}
+
+// mb formats a byte count in kB or MB.
+func mb(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2f MB", float64(n)/1e6)
+}

@@ -1,0 +1,237 @@
+package population
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/jsonschema"
+	"github.com/pctab/pctab/internal/testenv"
+	"github.com/pctab/pctab/toolchain"
+)
+
+func TestPrograms(t *testing.T) {
+	ps, err := Programs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) < 30 {
+		t.Errorf("the pinned population has %d programs, want at least 30", len(ps))
+	}
+	for _, p := range ps {
+		if strings.HasSuffix(p.Version, "latest") || !strings.HasPrefix(p.Version, "v") {
+			t.Errorf("%s: version %q is not pinned", p.Name, p.Version)
+		}
+	}
+}
+
+func TestParsePrograms(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []Program
+		err  bool
+	}{
+		{in: "# comment\n\n", want: nil},
+		{in: "a example.com/a . v1.0.0\n", want: []Program{{"a", "example.com/a", ".", "v1.0.0", []string{"--version"}}}},
+		{in: "b example.com/b cmd/b v0.1.2 version -short # why\n", want: []Program{{"b", "example.com/b", "cmd/b", "v0.1.2", []string{"version", "-short"}}}},
+		{in: "a example.com/a . \n", err: true},                                 // no version
+		{in: "a example.com/a . latest\n", err: true},                           // not a version
+		{in: "a/b example.com/a . v1.0.0\n", err: true},                         // name with a slash
+		{in: "a example.com/a ../x v1.0.0\n", err: true},                        // outside the module
+		{in: "a example.com/a . v1.0.0\na example.com/b . v1.0.0\n", err: true}, // duplicate name
+		{in: "a example.com/a /abs v1.0.0\n", err: true},                        // absolute package
+		{in: ".. example.com/a . v1.0.0\n", err: true},                          // dot-dot name
+		{in: "x  example.com/x  .  v1.2.3\ny example.com/y ./cmd v2.0.0 -h\n", want: []Program{{"x", "example.com/x", ".", "v1.2.3", []string{"--version"}}, {"y", "example.com/y", "./cmd", "v2.0.0", []string{"-h"}}}},
+	} {
+		got, err := ParsePrograms(strings.NewReader(tc.in))
+		if tc.err {
+			if !errors.Is(err, ErrSyntax) {
+				t.Errorf("%q: error %v, want ErrSyntax", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: got %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	if got := (Program{Module: "m", Package: "."}).ImportPath(); got != "m" {
+		t.Errorf("ImportPath of the module root = %q", got)
+	}
+	if got := (Program{Module: "m", Package: "cmd/x"}).ImportPath(); got != "m/cmd/x" {
+		t.Errorf("ImportPath = %q", got)
+	}
+}
+
+func line(name string, size int64, deltas ...float64) Line {
+	l := Line{SchemaVersion: SchemaVersion, Program: name, Stock: &Stock{Bytes: size}}
+	for i, d := range deltas {
+		l.Formats = append(l.Formats, Result{Format: []string{"compact-fast", "small"}[i], FileDeltaPercent: d})
+	}
+	return l
+}
+
+func TestDistributions(t *testing.T) {
+	var lines []Line
+	for i := 1; i <= 10; i++ {
+		lines = append(lines, line(string(rune('a'+i-1)), int64(i)*1e6, float64(i)/10, float64(i)/20))
+	}
+	lines = append(lines, Line{Program: "broken", Error: "build failed"})
+	ds := Distributions(lines)
+	if len(ds) != 2 || ds[0].Format != "compact-fast" || ds[1].Format != "small" {
+		t.Fatalf("formats %+v", ds)
+	}
+	d := ds[0]
+	if d.N != 10 || math.Abs(d.Median-0.55) > 1e-9 || d.P90 != 0.9 || d.Max != 1.0 || d.MaxProgram != "j" {
+		t.Errorf("compact-fast: %+v, want n 10, median 0.55, p90 0.9, max 1.0 (j)", d)
+	}
+	if want := []string{"f", "g", "h", "i", "j"}; !slices.Equal(d.Over, want) {
+		t.Errorf("over the goal: %v, want %v", d.Over, want)
+	}
+	if ds[1].Max != 0.5 || len(ds[1].Over) != 0 {
+		t.Errorf("small: %+v", ds[1])
+	}
+	if got := nearestRank([]float64{1}, 0.9); got != 1 {
+		t.Errorf("p90 of one value = %v", got)
+	}
+	if !math.IsNaN(median(nil)) {
+		t.Error("median of nothing is not NaN")
+	}
+}
+
+func TestPlotPoints(t *testing.T) {
+	lines := []Line{line("a", 3e6, 0.4, 0.3), line("b", 48e6, 0.9, 0.45), line("c", 150e6, 2.0, 0.6), {Program: "d", Error: "x"}}
+	p := Plot(lines, "test")
+	if len(p.Series) != 2 {
+		t.Fatalf("%d series, want one per format", len(p.Series))
+	}
+	for _, s := range p.Series {
+		if len(s.Points) != 3 {
+			t.Errorf("series %s: %d points, want one per program with a result", s.Name, len(s.Points))
+		}
+	}
+	var buf bytes.Buffer
+	if err := p.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(buf.Bytes(), []byte(`class="point"`)); n != 6 {
+		t.Errorf("%d points drawn, want 6", n)
+	}
+	for _, name := range []string{">a<", ">b<", ">c<"} {
+		if !bytes.Contains(buf.Bytes(), []byte(name)) {
+			t.Errorf("no label %s", name)
+		}
+	}
+}
+
+func TestRunBinary(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	ctx := context.Background()
+	r := RunBinary(ctx, sh, "sh", []string{"-c", "echo $HOME >&2; pwd; exit 3"}, 10*time.Second)
+	if r.ExitCode != 3 || r.TimedOut || r.Error != "" || r.OutputBytes == 0 {
+		t.Errorf("exit 3: %+v", r)
+	}
+	r2 := RunBinary(ctx, sh, "sh", []string{"-c", "echo $HOME >&2; pwd; exit 3"}, 10*time.Second)
+	if r2.OutputSHA256 == r.OutputSHA256 {
+		t.Errorf("two runs in different temporary directories printed the same: %+v", r)
+	}
+	r = RunBinary(ctx, sh, "sh", []string{"-c", "exec sleep 10"}, 200*time.Millisecond)
+	if !r.TimedOut || r.ExitCode != -1 {
+		t.Errorf("timeout: %+v", r)
+	}
+	a := RunBinary(ctx, sh, "sh", []string{"-c", "echo same"}, 10*time.Second)
+	b := RunBinary(ctx, sh, "sh", []string{"-c", "echo same"}, 10*time.Second)
+	if !sameRun(a, b) || sameRun(a, r) {
+		t.Errorf("sameRun: %+v %+v", a, b)
+	}
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "d", "f.json")
+	if err := writeFileAtomic(p, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFileAtomic(p, []byte("yz")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "yz" {
+		t.Errorf("content %q", b)
+	}
+	if es, _ := os.ReadDir(filepath.Dir(p)); len(es) != 1 {
+		t.Errorf("temporary files left: %v", es)
+	}
+}
+
+// TestSchema checks the JSON line's field list against the golden file.
+func TestSchema(t *testing.T) {
+	jsonschema.Golden(t, filepath.Join("testdata", "population.fields"), jsonschema.Of(reflect.TypeOf(Line{}), SchemaVersion))
+}
+
+// TestPopulationOne builds one small program of the population (the
+// first) stock, patched and twin, checks it and its JSON line. CI runs it;
+// the whole population is too long for CI.
+func TestPopulationOne(t *testing.T) {
+	testenv.SkipUnlessLong(t, "builds the patched toolchain and a program fetched through the module proxy")
+	ctx := context.Background()
+	tcache, err := toolchain.DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolchain.Build(ctx, tcache, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := Programs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Formats: []toolchain.Format{toolchain.Formats()[len(toolchain.Formats())-1]}}
+	var out bytes.Buffer
+	lines, err := b.Run(ctx, ps[:1], false, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 1 || lines[0].Error != "" {
+		t.Fatalf("lines %+v", lines)
+	}
+	l := lines[0]
+	r := l.Formats[0]
+	if !r.Check.OK || r.Check.PCs == 0 || r.Check.Error != "" {
+		t.Errorf("check: %+v", r.Check)
+	}
+	if !r.SameRun || l.Stock.Run.ExitCode != 0 {
+		t.Errorf("run: stock %+v, patched %+v", l.Stock.Run, r.Run)
+	}
+	if r.FileDeltaBytes <= 0 || r.Bytes != l.Stock.Bytes+r.FileDeltaBytes || r.PCTabBytes <= r.TwinPCTabBytes {
+		t.Errorf("sizes: stock %d, patched %d (%+d), pctab %d, twin's %d", l.Stock.Bytes, r.Bytes, r.FileDeltaBytes, r.PCTabBytes, r.TwinPCTabBytes)
+	}
+	if r.EstimateFileDeltaPercent == nil || math.Abs(*r.EstimateFileDeltaPercent-r.FileDeltaPercent) > 0.5 {
+		t.Errorf("estimate %v, real %+.2f%%", r.EstimateFileDeltaPercent, r.FileDeltaPercent)
+	}
+	if err := jsonschema.CheckValue(bytes.TrimSpace(out.Bytes()), jsonschema.Of(reflect.TypeOf(Line{}), SchemaVersion)); err != nil {
+		t.Error(err)
+	}
+	// A second run builds nothing and reads the cached results.
+	b.BuildTimeout = time.Nanosecond // any build would now fail
+	again, err := b.Run(ctx, ps[:1], false, nil)
+	if err != nil || again[0].Error != "" {
+		t.Fatalf("second run: %v %+v", err, again)
+	}
+	a, _ := json.Marshal(again[0])
+	f, _ := json.Marshal(l)
+	if !bytes.Equal(a, f) {
+		t.Errorf("second run differs:\n%s\n%s", a, f)
+	}
+}
