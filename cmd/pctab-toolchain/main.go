@@ -67,6 +67,7 @@ func program() *cli.Program {
 			instrCommand,
 			compareCommand,
 			libbenchCommand,
+			readersCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
 		},
 	}

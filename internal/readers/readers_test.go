@@ -10,7 +10,6 @@ import (
 
 	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/toolchain"
-	"golang.org/x/tools/txtar"
 )
 
 func TestReaders(t *testing.T) {
@@ -140,16 +139,9 @@ func TestParseDelve(t *testing.T) {
 	}
 }
 
-// vulnSyms are the symbols of the synthetic vulnerability entry: three
-// that the features program calls and three that it does not.
-var vulnSyms = []VulnSymbol{
-	{"fmt", "Sprintf"}, {"fmt", "Sprint"}, {"strings", "ToUpper"},
-	{"strings", "Repeat"}, {"sort", "Ints"}, {"sort", "Strings"},
-}
-
 func TestWriteVulnDB(t *testing.T) {
 	dir := t.TempDir()
-	if err := WriteVulnDB(dir, vulnSyms); err != nil {
+	if err := WriteVulnDB(dir, FeaturesSymbols()); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"index/db.json", "index/modules.json", "index/vulns.json", "ID/" + VulnID + ".json"} {
@@ -166,57 +158,10 @@ func TestWriteVulnDB(t *testing.T) {
 	}
 }
 
-// binaries are the features program built by the patched toolchain in
-// one format, by its twin, and by the stock toolchain, with and without
-// symbols and DWARF.
-type binaries struct {
-	patched, twin, stock                         string
-	patchedStripped, twinStripped, stockStripped string
-}
-
-func buildFeatures(t *testing.T, tc *toolchain.Toolchain, f toolchain.Format) binaries {
-	t.Helper()
-	ar, err := txtar.ParseFile(filepath.Join("..", "..", "testdata", "features.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, file := range ar.Files {
-		if err := os.WriteFile(filepath.Join(dir, file.Name), file.Data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var b binaries
-	for _, c := range []struct {
-		out         *string
-		name        string
-		twin, stock bool
-		ldflags     string
-	}{
-		{&b.patched, "patched", false, false, ""},
-		{&b.twin, "twin", true, false, ""},
-		{&b.stock, "stock", false, true, ""},
-		{&b.patchedStripped, "patched.stripped", false, false, "-s -w"},
-		{&b.twinStripped, "twin.stripped", true, false, "-s -w"},
-		{&b.stockStripped, "stock.stripped", false, true, "-s -w"},
-	} {
-		*c.out = filepath.Join(dir, "features."+c.name)
-		// -trimpath: the same file names from every GOROOT.
-		o := toolchain.BuildOptions{Dir: dir, Package: ".", Out: *c.out, Twin: c.twin, Stock: c.stock, Tags: f.Tags, Flags: []string{"-trimpath", "-ldflags=" + c.ldflags}}
-		if c.stock {
-			o.Tags = nil
-		}
-		if err := tc.GoBuild(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b
-}
-
 // longSetup builds the patched toolchain and the features program in the
 // default format and in spec tables with a length field (the other _func
-// layout), and the readers, stock and patched.
-func longSetup(t *testing.T, name string) (map[string]binaries, *Build, *Build) {
+// layout), and the reader called name, released and patched.
+func longSetup(t *testing.T, name string) ([]*Binaries, *Build, *Build) {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain, and "+name+" from the module proxy")
 	ctx := context.Background()
 	cache, err := toolchain.DefaultCacheDir()
@@ -227,10 +172,14 @@ func longSetup(t *testing.T, name string) (map[string]binaries, *Build, *Build) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := map[string]binaries{}
+	var bins []*Binaries
 	for _, f := range toolchain.Formats() {
 		if f.Name == "compact-fast" || f.Name == "spec-field" {
-			bins[f.Name] = buildFeatures(t, tc, f)
+			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bins = append(bins, b)
 		}
 	}
 	r, err := Lookup(name)
@@ -252,141 +201,70 @@ func longSetup(t *testing.T, name string) (map[string]binaries, *Build, *Build) 
 	return bins, stock, patched
 }
 
-// probeStep samples every probeStep-th PC.
-const probeStep = 3
-
-// checkProbes compares what the reader's gosym copy reads from the patched
-// binaries with what it reads from their twins: the patched copy must
-// agree, and the released one must not (the break the patch fixes).
-func checkProbes(t *testing.T, bins map[string]binaries, stock, patched *Build) {
-	ctx := context.Background()
-	for format, b := range bins {
-		want, err := ReadProbe(ctx, patched, b.twin, probeStep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stockWant, err := ReadProbe(ctx, stock, b.twin, probeStep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c, err := Diff(stockWant, want); err != nil || c.Differ != 0 {
-			t.Fatalf("%s: the patch changes what the reader reads from a stock binary: %v %+v", format, err, c)
-		}
-		got, err := ReadProbe(ctx, patched, b.patched, probeStep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := Diff(got, want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: patched %s on the patched binary: %d functions, %d inlined calls, %d PCs compared, %d padding PCs skipped, %d differences",
-			format, patched.Reader.Name, c.Funcs, c.Inlined, c.PCs, c.Padding, c.Differ)
-		if c.Differ != 0 || c.Funcs == 0 || c.PCs == 0 || c.Inlined == 0 {
-			t.Errorf("%s: patched %s on the patched binary differs from the twin (%d differences):\n%s", format, patched.Reader.Name, c.Differ, strings.Join(c.Diffs, "\n"))
-		}
-		bad, err := ReadProbe(ctx, stock, b.patched, probeStep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err = Diff(bad, want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: released %s on the patched binary: %d functions (want %d), %d differences", format, stock.Reader.Name, len(bad.Funcs), len(want.Funcs), c.Differ)
-		if c.Differ == 0 {
-			t.Errorf("%s: released %s reads the patched binary like its twin: update docs/toolchain-readers.md", format, stock.Reader.Name)
-		}
+// checkResult requires the patched reader to give the truth, and the
+// released one not to (the break the patch fixes) when broken is set.
+func checkResult(t *testing.T, r *Result, err error, broken bool) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s %s, %s: released: %s; patched: %s", r.Reader, r.Format, r.Check, r.Released, r.Patched)
+	if !r.OK {
+		t.Errorf("%s %s, %s: the patched reader differs from the stock truth: %s", r.Reader, r.Format, r.Check, r.Patched)
+	}
+	if r.Broken != broken {
+		t.Errorf("%s %s, %s: the released reader on the patched binary: %s; broken %v, want %v: update docs/toolchain-readers.md", r.Reader, r.Format, r.Check, r.Released, r.Broken, broken)
 	}
 }
 
 // TestGovulncheck runs govulncheck -mode=binary, released and patched, on
-// the patched binaries and their twins against a synthetic database.
+// the patched binaries and their twins against a synthetic database, and
+// compares what its gosym copy reads.
 func TestGovulncheck(t *testing.T) {
 	bins, stock, patched := longSetup(t, "govulncheck")
-	checkProbes(t, bins, stock, patched)
 	ctx := context.Background()
 	db := t.TempDir()
-	if err := WriteVulnDB(db, vulnSyms); err != nil {
+	if err := WriteVulnDB(db, FeaturesSymbols()); err != nil {
 		t.Fatal(err)
 	}
 	var all []string
-	for _, s := range vulnSyms {
+	for _, s := range FeaturesSymbols() {
 		all = append(all, s.Package+"."+s.Symbol)
 	}
 	slices.Sort(all)
-	for format, b := range bins {
-		want, err := Govulncheck(ctx, stock.Bin, db, b.stock)
-		if err != nil {
-			t.Fatal(err)
+	for _, b := range bins {
+		r, err := CheckProbe(ctx, stock, patched, b)
+		checkResult(t, r, err, true)
+		r, err = CheckGovulncheck(ctx, stock, patched, b, db)
+		checkResult(t, r, err, true)
+		// Without a symbol table govulncheck reports every symbol of
+		// the entry, as for a stripped binary: no error, false positives.
+		if r.Released != strings.Join(all, " ") {
+			t.Errorf("%s: released govulncheck on the patched binary finds %s, want all of %v", b.Format, r.Released, all)
 		}
-		if len(want) == 0 || len(want) == len(all) {
-			t.Fatalf("released govulncheck on the stock build finds %v: want some of %v", want, all)
-		}
-		for _, c := range []struct {
-			bin, binary, what string
-			want              []string
-		}{
-			{stock.Bin, b.twin, "released govulncheck on the twin", want},
-			{patched.Bin, b.twin, "patched govulncheck on the twin", want},
-			{patched.Bin, b.patched, "patched govulncheck on the patched binary", want},
-			// Without a symbol table it reports every symbol of the entry,
-			// as for a stripped binary: no error, false positives.
-			{stock.Bin, b.patched, "released govulncheck on the patched binary", all},
-			{stock.Bin, b.stockStripped, "released govulncheck on the stripped stock build", all},
-		} {
-			got, err := Govulncheck(ctx, c.bin, db, c.binary)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got, c.want) {
-				t.Errorf("%s: %s finds %v, want %v", format, c.what, got, c.want)
-			}
+		if r.Patched == r.Released {
+			t.Errorf("%s: the program calls every symbol of the entry: want some", b.Format)
 		}
 	}
 }
 
 // TestDelve runs dlv, released and patched, on the features program: a
 // breakpoint and the stacks at its first stops, on the binary with DWARF
-// (Delve reads DWARF, the tables do not matter) and stripped (Delve reads
-// its gosym copy), against the same run on the stock build.
+// (Delve reads DWARF: the tables do not matter) and stripped (Delve reads
+// its gosym copy), against the same run on the stock build; and compares
+// what its gosym copy reads.
 func TestDelve(t *testing.T) {
 	bins, stock, patched := longSetup(t, "dlv")
-	checkProbes(t, bins, stock, patched)
 	ctx := context.Background()
-	funcs := []string{"main.worker", "main.bigFunc"}
-	const stops = 2
-	for format, b := range bins {
-		for _, c := range []struct {
-			what, stockBinary, binary, dlv string
-		}{
-			{"released dlv, with DWARF", b.stock, b.patched, stock.Bin},
-			{"patched dlv, with DWARF", b.stock, b.patched, patched.Bin},
-			{"patched dlv, stripped", b.stockStripped, b.patchedStripped, patched.Bin},
-		} {
-			want, err := Delve(ctx, stock.Bin, c.stockBinary, funcs, stops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(want.Breakpoints) != len(funcs) || len(want.Stacks) != stops {
-				t.Fatalf("%s: released dlv on the stock build: breakpoints %v, %d stacks, want %d and %d:\n%s", format, want.Breakpoints, len(want.Stacks), len(funcs), stops, want.Output)
-			}
-			got, err := Delve(ctx, c.dlv, c.binary, funcs, stops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(got.Breakpoints, want.Breakpoints) || !slices.EqualFunc(got.Stacks, want.Stacks, slices.Equal) {
-				t.Errorf("%s: %s: breakpoints %v stacks %v, want %v %v:\n%s", format, c.what, got.Breakpoints, got.Stacks, want.Breakpoints, want.Stacks, got.Output)
-			}
-		}
-		// The break: the released dlv finds no function in a stripped
-		// patched binary.
-		got, err := Delve(ctx, stock.Bin, b.patchedStripped, funcs, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got.Breakpoints) != 0 || !strings.Contains(got.Output, `location "main.worker" not found`) {
-			t.Errorf("%s: released dlv on the stripped patched binary: breakpoints %v: update docs/toolchain-readers.md:\n%s", format, got.Breakpoints, got.Output)
+	for _, b := range bins {
+		r, err := CheckProbe(ctx, stock, patched, b)
+		checkResult(t, r, err, true)
+		r, err = CheckDelve(ctx, stock, patched, b, false)
+		checkResult(t, r, err, false)
+		r, err = CheckDelve(ctx, stock, patched, b, true)
+		checkResult(t, r, err, true)
+		if !strings.Contains(r.Released, `location "main.worker" not found`) {
+			t.Errorf("%s: released dlv on the stripped patched binary: %s, want location \"main.worker\" not found", b.Format, r.Released)
 		}
 	}
 }

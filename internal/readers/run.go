@@ -20,6 +20,16 @@ type VulnSymbol struct {
 	Package, Symbol string
 }
 
+// FeaturesSymbols returns the symbols the readers' checks mark as affected
+// for the features program (testdata/features.txtar): three that it calls
+// (fmt.Sprintf, fmt.Sprint, strings.ToUpper) and three that it does not.
+func FeaturesSymbols() []VulnSymbol {
+	return []VulnSymbol{
+		{"fmt", "Sprintf"}, {"fmt", "Sprint"}, {"strings", "ToUpper"},
+		{"strings", "Repeat"}, {"sort", "Ints"}, {"sort", "Strings"},
+	}
+}
+
 // VulnID is the ID of WriteVulnDB's one entry.
 const VulnID = "GO-0000-0001"
 
