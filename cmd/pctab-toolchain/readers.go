@@ -18,7 +18,7 @@ import (
 var readersCommand = &cli.Command{
 	Name:  "readers",
 	Args:  "[-o DIR] [-formats LIST] [-archive FILE]",
-	Short: "run Delve and govulncheck, released and patched, on patched binaries",
+	Short: "run Delve, govulncheck and pprof, released and patched, on patched binaries",
 	Long: "Readers builds the outside readers of the pclntab (package internal/readers:\n" +
 		"Delve and govulncheck, at the versions in internal/readers/versions.txt,\n" +
 		"through the module proxy, under $HOME/.cache/pctab-readers), each as released\n" +
@@ -116,6 +116,15 @@ var readersCommand = &cli.Command{
 					}
 				}
 			}
+			pdir := filepath.Join(dir, "pprof")
+			if err := os.MkdirAll(pdir, 0o755); err != nil {
+				return err
+			}
+			res, err := readers.CheckPprof(env.Ctx, tc, pdir)
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
 			w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "reader\tversion\tformat\tcheck\treleased on patched\tpatched on patched\tstatus")
 			for _, r := range results {

@@ -268,3 +268,20 @@ func TestDelve(t *testing.T) {
 		}
 	}
 }
+
+// TestPprof runs go tool pprof, stock and patched, on a CPU profile of a
+// patched program without DWARF, against the stock pprof on its twin.
+func TestPprof(t *testing.T) {
+	testenv.SkipUnlessLong(t, "builds the patched toolchain and profiles a program built with it")
+	ctx := context.Background()
+	cache, err := toolchain.DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := toolchain.Build(ctx, cache, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := CheckPprof(ctx, tc, t.TempDir())
+	checkResult(t, r, err, true)
+}
