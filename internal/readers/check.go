@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/toolchain"
 	"golang.org/x/tools/txtar"
 )
@@ -19,14 +20,16 @@ import (
 // with symbols and DWARF and stripped (-ldflags='-s -w'). All are built
 // with -trimpath, so that file names do not depend on the GOROOT.
 type Binaries struct {
-	Format                                       string
+	Format                                       string // the format's name, and /GOARCH for a cross build
+	GOARCH                                       string // empty for the host's
 	Patched, Twin, Stock                         string
 	PatchedStripped, TwinStripped, StockStripped string
 }
 
 // BuildProgram unpacks the txtar archive (a Go module) into dir and builds
-// it there in format f.
-func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir string, f toolchain.Format) (*Binaries, error) {
+// it there in format f, for linux/goarch if goarch is not empty (binaries
+// only the probe reads: they do not run here).
+func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir string, f toolchain.Format, goarch string) (*Binaries, error) {
 	ar, err := txtar.ParseFile(archive)
 	if err != nil {
 		return nil, err
@@ -41,7 +44,12 @@ func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir str
 			return nil, err
 		}
 	}
-	b := &Binaries{Format: f.Name}
+	b := &Binaries{Format: f.Name, GOARCH: goarch}
+	var env []string
+	if goarch != "" {
+		b.Format += "/" + goarch
+		env = []string{"GOOS=linux", "GOARCH=" + goarch}
+	}
 	for _, c := range []struct {
 		out         *string
 		name        string
@@ -57,7 +65,7 @@ func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir str
 	} {
 		*c.out = filepath.Join(dir, f.Name+"."+c.name)
 		o := toolchain.BuildOptions{Dir: src, Package: ".", Out: *c.out, Twin: c.twin, Stock: c.stock, Tags: f.Tags,
-			Flags: []string{"-trimpath", "-ldflags=" + c.ldflags}}
+			Flags: []string{"-trimpath", "-ldflags=" + c.ldflags}, Env: env}
 		if c.stock {
 			o.Tags = nil
 		}
@@ -80,6 +88,22 @@ type Result struct {
 	OK                      bool   // the patched reader's answer is the truth
 }
 
+// NoTableFuncs returns the entries of the functions of the binary at path
+// that have no line or no file table (pctab offset 0), read with objscan.
+func NoTableFuncs(path string) (map[uint64]bool, error) {
+	f, err := objscan.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	m := map[uint64]bool{}
+	for _, fn := range f.Funcs {
+		if fn.PCLn == 0 || fn.PCFile == 0 {
+			m[fn.Entry] = true
+		}
+	}
+	return m, nil
+}
+
 // ProbeStep is the PC sampling step of CheckProbe: every third PC.
 const ProbeStep = 3
 
@@ -93,11 +117,15 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 	if err != nil {
 		return nil, err
 	}
+	noTable, err := NoTableFuncs(b.Twin)
+	if err != nil {
+		return nil, err
+	}
 	twin, err := ReadProbe(ctx, patched, b.Twin, ProbeStep)
 	if err != nil {
 		return nil, err
 	}
-	same, err := Diff(twin, want)
+	same, err := Diff(twin, want, noTable)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +133,7 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	c, err := Diff(got, want)
+	c, err := Diff(got, want, noTable)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +141,7 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 	if err != nil {
 		return nil, err
 	}
-	cb, err := Diff(bad, want)
+	cb, err := Diff(bad, want, noTable)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +150,9 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 		r.Released += ", error: " + bad.Err
 	}
 	r.Patched = fmt.Sprintf("%d functions, %d inlined calls, %d PCs: %d differences", c.Funcs, c.Inlined, c.PCs, c.Differ)
+	if c.NoTable > 0 {
+		r.Patched += fmt.Sprintf(" (%d PCs of functions without tables skipped)", c.NoTable)
+	}
 	if same.Differ != 0 {
 		r.Patched += fmt.Sprintf("; on the twin %d differences from the released copy", same.Differ)
 	}

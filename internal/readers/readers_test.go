@@ -87,7 +87,7 @@ func TestDiff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Diff(got, want)
+		c, err := Diff(got, want, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,16 @@ func TestDiff(t *testing.T) {
 			t.Errorf("%s: %d padding PCs, want 1", tc.name, c.Padding)
 		}
 	}
-	if _, err := Diff(want, &Probe{}); err == nil {
+	// main.c without tables: the twin's answer is another function's
+	// table, read at offset 0.
+	got, err := parseProbe([]byte(strings.Replace(probeTwin, "0x1010\tmain.c\tx.go\t9", "0x1010\tmain.c\t\t-1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Diff(got, want, map[uint64]bool{0x1010: true}); err != nil || c.Differ != 0 || c.NoTable != 1 {
+		t.Errorf("main.c without tables: %+v, %v; want no difference and 1 PC skipped", c, err)
+	}
+	if _, err := Diff(want, &Probe{}, nil); err == nil {
 		t.Error("Diff against an empty truth: no error")
 	}
 	for _, bad := range []string{"pc\t0x10\n", "func\tf\tx\t0x10\n", "what\n", "pc\t0x10\tf\tx.go\tten\n"} {
@@ -161,7 +170,9 @@ func TestWriteVulnDB(t *testing.T) {
 // longSetup builds the patched toolchain and the features program in the
 // default format and in spec tables with a length field (the other _func
 // layout), and the reader called name, released and patched.
-func longSetup(t *testing.T, name string) ([]*Binaries, *Build, *Build) {
+//
+// cross are the same for linux/arm64 and linux/s390x, for the probe only.
+func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patched *Build) {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain, and "+name+" from the module proxy")
 	ctx := context.Background()
 	cache, err := toolchain.DefaultCacheDir()
@@ -172,14 +183,27 @@ func longSetup(t *testing.T, name string) ([]*Binaries, *Build, *Build) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bins []*Binaries
 	for _, f := range toolchain.Formats() {
 		if f.Name == "compact-fast" || f.Name == "spec-field" {
-			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f)
+			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			bins = append(bins, b)
+		}
+	}
+	// The gosym copies on other architectures: arm64 (a PC quantum of 4)
+	// and big-endian s390x (the magics read in the other byte order).
+	for _, goarch := range []string{"arm64", "s390x"} {
+		for _, f := range toolchain.Formats() {
+			if f.Name != "compact-fast" && f.Name != "spec-field" {
+				continue
+			}
+			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, goarch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cross = append(cross, b)
 		}
 	}
 	r, err := Lookup(name)
@@ -190,15 +214,15 @@ func longSetup(t *testing.T, name string) ([]*Binaries, *Build, *Build) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stock, err := r.Build(ctx, rcache, false, nil)
+	stock, err = r.Build(ctx, rcache, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	patched, err := r.Build(ctx, rcache, true, nil)
+	patched, err = r.Build(ctx, rcache, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return bins, stock, patched
+	return bins, cross, stock, patched
 }
 
 // checkResult requires the patched reader to give the truth, and the
@@ -221,7 +245,7 @@ func checkResult(t *testing.T, r *Result, err error, broken bool) {
 // the patched binaries and their twins against a synthetic database, and
 // compares what its gosym copy reads.
 func TestGovulncheck(t *testing.T) {
-	bins, stock, patched := longSetup(t, "govulncheck")
+	bins, cross, stock, patched := longSetup(t, "govulncheck")
 	ctx := context.Background()
 	db := t.TempDir()
 	if err := WriteVulnDB(db, FeaturesSymbols()); err != nil {
@@ -232,6 +256,10 @@ func TestGovulncheck(t *testing.T) {
 		all = append(all, s.Package+"."+s.Symbol)
 	}
 	slices.Sort(all)
+	for _, b := range cross {
+		r, err := CheckProbe(ctx, stock, patched, b)
+		checkResult(t, r, err, true)
+	}
 	for _, b := range bins {
 		r, err := CheckProbe(ctx, stock, patched, b)
 		checkResult(t, r, err, true)
@@ -254,8 +282,12 @@ func TestGovulncheck(t *testing.T) {
 // its gosym copy), against the same run on the stock build; and compares
 // what its gosym copy reads.
 func TestDelve(t *testing.T) {
-	bins, stock, patched := longSetup(t, "dlv")
+	bins, cross, stock, patched := longSetup(t, "dlv")
 	ctx := context.Background()
+	for _, b := range cross {
+		r, err := CheckProbe(ctx, stock, patched, b)
+		checkResult(t, r, err, true)
+	}
 	for _, b := range bins {
 		r, err := CheckProbe(ctx, stock, patched, b)
 		checkResult(t, r, err, true)
