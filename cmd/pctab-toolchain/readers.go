@@ -76,7 +76,7 @@ var readersCommand = &cli.Command{
 			}
 			var bins []*readers.Binaries
 			for _, f := range fmts {
-				b, err := readers.BuildProgram(env.Ctx, tc, *archive, filepath.Join(dir, f.Name), f)
+				b, err := readers.BuildProgram(env.Ctx, tc, *archive, filepath.Join(dir, f.Name), f, "")
 				if err != nil {
 					return err
 				}
