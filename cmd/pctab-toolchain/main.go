@@ -70,6 +70,7 @@ func program() *cli.Program {
 			libbenchCommand,
 			testsuiteCommand,
 			populationCommand,
+			readersCommand,
 			{Name: "check", MovedTo: "pctab-stats verify -twin TWIN PATCHED"},
 		},
 	}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/readers"
+	"github.com/pctab/pctab/toolchain"
+)
+
+// readersCommand is "pctab-toolchain readers".
+var readersCommand = &cli.Command{
+	Name:  "readers",
+	Args:  "[-o DIR] [-formats LIST] [-archive FILE]",
+	Short: "run Delve, govulncheck and pprof, released and patched, on patched binaries",
+	Long: "Readers builds the outside readers of the pclntab (package internal/readers:\n" +
+		"Delve and govulncheck, at the versions in internal/readers/versions.txt,\n" +
+		"through the module proxy, under $HOME/.cache/pctab-readers), each as released\n" +
+		"and with its patch, builds the program of a testdata archive with the patched\n" +
+		"toolchain in each format, with its twin and with the stock toolchain, and\n" +
+		"prints what the released and the patched reader do with the patched binary:\n" +
+		"what their gosym copies read against the twin, govulncheck -mode=binary's\n" +
+		"symbols against the stock build's (with a synthetic vulnerability database),\n" +
+		"and dlv exec's breakpoints and stacks against the stock build's. ok means the\n" +
+		"patched reader gives the stock answer; broken that the released one does not.\n" +
+		"It runs from the module's root. See docs/toolchain-readers.md.",
+	Flags: func(fs *flag.FlagSet) cli.RunFunc {
+		out := fs.String("o", "", "keep the binaries and the vulnerability database in `dir` (default: a temporary directory)")
+		formats := fs.String("formats", "compact-fast,spec-field", "comma-separated table `formats` (toolchain.Formats)")
+		archive := fs.String("archive", filepath.Join("testdata", "features.txtar"), "the program, a txtar `file` of a Go module")
+		return func(env *cli.Env, args []string) error {
+			if len(args) != 0 {
+				return cli.Usagef("no arguments wanted")
+			}
+			var fmts []toolchain.Format
+			for _, name := range strings.Split(*formats, ",") {
+				i := slices.IndexFunc(toolchain.Formats(), func(f toolchain.Format) bool { return f.Name == name })
+				if i < 0 {
+					return cli.Usagef("unknown format %q", name)
+				}
+				fmts = append(fmts, toolchain.Formats()[i])
+			}
+			if _, err := os.Stat(*archive); err != nil {
+				return fmt.Errorf("%w (run from the module's root, or give -archive)", err)
+			}
+			dir := *out
+			if dir == "" {
+				d, err := os.MkdirTemp("", "pctab-readers-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(d)
+				dir = d
+			}
+			tc, err := getToolchain(env)
+			if err != nil {
+				return err
+			}
+			rs, err := readers.Readers()
+			if err != nil {
+				return err
+			}
+			cache, err := readers.DefaultCacheDir()
+			if err != nil {
+				return err
+			}
+			db := filepath.Join(dir, "vulndb")
+			if err := readers.WriteVulnDB(db, readers.FeaturesSymbols()); err != nil {
+				return err
+			}
+			var bins []*readers.Binaries
+			for _, f := range fmts {
+				b, err := readers.BuildProgram(env.Ctx, tc, *archive, filepath.Join(dir, f.Name), f, "")
+				if err != nil {
+					return err
+				}
+				bins = append(bins, b)
+			}
+			var results []*readers.Result
+			for _, r := range rs {
+				stock, err := r.Build(env.Ctx, cache, false, env.Stderr)
+				if err != nil {
+					return err
+				}
+				patched, err := r.Build(env.Ctx, cache, true, env.Stderr)
+				if err != nil {
+					return err
+				}
+				for _, b := range bins {
+					res, err := readers.CheckProbe(env.Ctx, stock, patched, b)
+					if err != nil {
+						return err
+					}
+					results = append(results, res)
+					switch r.Name {
+					case "govulncheck":
+						res, err = readers.CheckGovulncheck(env.Ctx, stock, patched, b, db)
+						if err != nil {
+							return err
+						}
+						results = append(results, res)
+					case "dlv":
+						for _, stripped := range []bool{false, true} {
+							res, err = readers.CheckDelve(env.Ctx, stock, patched, b, stripped)
+							if err != nil {
+								return err
+							}
+							results = append(results, res)
+						}
+					}
+				}
+			}
+			pdir := filepath.Join(dir, "pprof")
+			if err := os.MkdirAll(pdir, 0o755); err != nil {
+				return err
+			}
+			res, err := readers.CheckPprof(env.Ctx, tc, pdir)
+			if err != nil {
+				return err
+			}
+			results = append(results, res)
+			w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "reader\tversion\tformat\tcheck\treleased on patched\tpatched on patched\tstatus")
+			for _, r := range results {
+				status := "ok"
+				if !r.OK {
+					status = "FAIL"
+				}
+				if r.Broken {
+					status += ", released broken"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Reader, r.Version, r.Format, r.Check, r.Released, r.Patched, status)
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			for _, r := range results {
+				if !r.OK {
+					return fmt.Errorf("a patched reader differs from the stock answer")
+				}
+			}
+			return nil
+		}
+	},
+}
