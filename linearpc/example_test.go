@@ -70,6 +70,7 @@ func ExampleVariants() {
 	// spec-pool 19 100 101 99
 	// compact 15 100 101 99
 	// compact-fast 15 100 101 99
+	// compact-palette 8 100 101 99
 }
 
 func ExampleLookupChecked() {
