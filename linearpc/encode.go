@@ -209,7 +209,7 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 			}
 		}
 		dst = append(dst, e.body...)
-		if short, ok := appendCPShort(e.alt[:0], chs, tlen); ok {
+		if short, ok := appendCPShort(e.alt[:0], chs, tlen); ok && v.short {
 			e.alt = short
 			if len(short) < len(dst)-start {
 				dst = append(dst[:start], short...)

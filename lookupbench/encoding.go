@@ -75,7 +75,7 @@ func (b *Bench) encodings() []encoding {
 		if b.sets[v].HasTryLookup() {
 			how = "linearpc Set.TryLookup (Set.Lookup for what it leaves), "
 		}
-		if b.variants[v].Name == "compact-palette" {
+		if b.sets[v].HasTryLookupPalette() {
 			how = "linearpc Set.TryLookupPalette (Set.Lookup for what it leaves), "
 		}
 		out = append(out, encoding{EncodingInfo{name, how + b.variants[v].Doc},
@@ -346,7 +346,7 @@ func (b *Bench) kernelLinear(v int, in kernelInput) kernel {
 	}
 	order := in.order
 	seq := inOrder(xs, order)
-	if b.variants[v].Name == "compact-palette" {
+	if b.sets[v].HasTryLookupPalette() {
 		// Its own leaf lookup, and Set.Lookup for what it leaves.
 		one := func(i int) int32 {
 			v, ok := set.TryLookupPalette(xs[i].off, xs[i].n, xs[i].pc)
