@@ -18,6 +18,8 @@ type benchSample struct {
 	spec uint32 // offset of the table in the spec set
 	comp uint32 // offset of the table in the compact set
 	cf   uint32 // offset of the table in the compact-fast set
+	cp   uint32 // offset of the table in the cf-palette set
+	cps  uint32 // offset of the table in the cf-palette-short set
 	flat int    // offset of the table in the flat array
 }
 
@@ -28,6 +30,8 @@ type benchData struct {
 	spec    *Set
 	comp    *Set
 	cf      *Set
+	cp      *Set    // cf-palette
+	cps     *Set    // cf-palette-short
 	flat    []int32 // one value per PC unit, for the sampled tables only
 	samples map[string][]benchSample
 }
@@ -56,6 +60,10 @@ func benchSetup(b testing.TB) *benchData {
 	d.spec = NewSet(Spec())
 	d.comp = NewSet(Variants()[4])
 	d.cf = NewSet(Variants()[5])
+	d.cp = NewSet(Variants()[6])
+	d.cps = NewSet(Variants()[7])
+	cpOff := make([]uint32, len(tabs))
+	cpsOff := make([]uint32, len(tabs))
 	specOff := make([]uint32, len(tabs))
 	compOff := make([]uint32, len(tabs))
 	cfOff := make([]uint32, len(tabs))
@@ -63,6 +71,8 @@ func benchSetup(b testing.TB) *benchData {
 		specOff[i] = d.spec.Add(rt.t)
 		compOff[i] = d.comp.Add(rt.t)
 		cfOff[i] = d.cf.Add(rt.t)
+		cpOff[i] = d.cp.Add(rt.t)
+		cpsOff[i] = d.cps.Add(rt.t)
 	}
 	var long []int
 	for i, rt := range tabs {
@@ -83,7 +93,7 @@ func benchSetup(b testing.TB) *benchData {
 				d.flat = append(d.flat, v)
 			}
 		}
-		return benchSample{tab: i, pc: pc, len: tabs[i].t.Len, off: tabs[i].off, raw: tabs[i].raw, spec: specOff[i], comp: compOff[i], cf: cfOff[i], flat: fo}
+		return benchSample{tab: i, pc: pc, len: tabs[i].t.Len, off: tabs[i].off, raw: tabs[i].raw, spec: specOff[i], comp: compOff[i], cf: cfOff[i], cp: cpOff[i], cps: cpsOff[i], flat: fo}
 	}
 	d.samples = map[string][]benchSample{}
 	for range hotSamples {
@@ -204,6 +214,30 @@ func BenchmarkLookup(b *testing.B) {
 					v, ok := d.cf.TryLookup(x.cf, x.len, x.pc)
 					if !ok {
 						v = d.cf.Lookup(x.cf, x.len, x.pc)
+					}
+					s += v
+				}
+				sink = s
+			})
+			b.Run("linear-cf-palette-try", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					v, ok := d.cp.TryLookupPalette(x.cp, x.len, x.pc)
+					if !ok {
+						v = d.cp.Lookup(x.cp, x.len, x.pc)
+					}
+					s += v
+				}
+				sink = s
+			})
+			b.Run("linear-cf-palette-short-try", func(b *testing.B) {
+				var s int32
+				for i := 0; b.Loop(); i++ {
+					x := &ss[pick(i, len(ss), shuffled)]
+					v, ok := d.cps.TryLookupPalette(x.cps, x.len, x.pc)
+					if !ok {
+						v = d.cps.Lookup(x.cps, x.len, x.pc)
 					}
 					s += v
 				}

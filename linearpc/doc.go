@@ -156,6 +156,28 @@
 // no mixed-width form: a chunk with one wide delta stores all its deltas
 // wide. Relative start values would make a lookup read chunk 0's start
 // value too.
+//
+// cf-palette keeps compact-fast's layout and lookup, but gives delta mode 3
+// (4-byte deltas in compact-fast) to a palette: the chunk's distinct deltas
+// are stored once, and each change holds a 1-, 2-, 4- or 8-bit index into
+// them:
+//
+//	mode 3: desc   uint8    pw | ib<<2: the palette's width (nibbles, 1,
+//	                        2 or 4 bytes) and the index width, 1<<ib bits
+//	        idx    [n]      each change's palette index, LSB first, padded
+//	                        to a byte
+//	        pal    [k]      the distinct deltas, in order of first use
+//
+// The encoder picks the smaller of the uniform and the palette form per
+// chunk. A lookup in a palette chunk loads the index before the value and
+// takes one data-dependent branch ([Set.TryLookupPalette] is its leaf
+// lookup).
+//
+// cf-palette-short adds a whole-table form for tables of two or more chunks
+// with at most 7 changes after PC 0 and at most 32,768 units: the byte 0xfd
+// (which no 1-byte index of these variants starts with), a compact-fast
+// header, the changes' PCs as uint16s, the start value and the deltas. A
+// lookup compares the target with 4 PCs per 64-bit word.
 package linearpc
 
 // ChunkUnits is the number of PC-quantum units one chunk of the spec

@@ -183,6 +183,8 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 			e.body = appendCompactChunk(e.body, cur, ref, chs[j:k], start)
 		case kindCompactFast:
 			e.body = appendCFChunk(e.body, cur, chs[j:k], start)
+		case kindCompactPalette:
+			e.body = appendCPChunk(e.body, cur, chs[j:k], start)
 		default:
 			e.body = appendSpecChunk(e.body, cur, chs[j:k], start, v.shift)
 		}
@@ -193,8 +195,27 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 		j = k
 	}
 	if pool == nil {
+		start := len(dst)
 		dst = appendIndex(dst, e.offs, v.pool)
-		return append(dst, e.body...)
+		if v.kind != kindCompactPalette || nc < 2 {
+			return append(dst, e.body...)
+		}
+		if dst[start] == cpShort {
+			// The marker of a short table: use the 2-byte index form.
+			dst = dst[:start]
+			dst = append(dst, 0xfe)
+			for _, o := range e.offs[1:] {
+				dst = binary.LittleEndian.AppendUint16(dst, uint16(o))
+			}
+		}
+		dst = append(dst, e.body...)
+		if short, ok := appendCPShort(e.alt[:0], chs, tlen); ok && v.short {
+			e.alt = short
+			if len(short) < len(dst)-start {
+				dst = append(dst[:start], short...)
+			}
+		}
+		return dst
 	}
 	return e.appendPooled(dst, pool)
 }

@@ -70,6 +70,8 @@ func ExampleVariants() {
 	// spec-pool 19 100 101 99
 	// compact 15 100 101 99
 	// compact-fast 15 100 101 99
+	// cf-palette 15 100 101 99
+	// cf-palette-short 8 100 101 99
 }
 
 func ExampleLookupChecked() {

@@ -112,6 +112,9 @@ func FuzzVariants(f *testing.F) {
 				if got, ok := sets[v.Name].TryLookup(offs[i], tab.Len, pc); ok && got != want {
 					t.Fatalf("%s set, TryLookup: pc %d = %d, want %d", v.Name, pc, got, want)
 				}
+				if got, ok := sets[v.Name].TryLookupPalette(offs[i], tab.Len, pc); ok && got != want {
+					t.Fatalf("%s set, TryLookupPalette: pc %d = %d, want %d", v.Name, pc, got, want)
+				}
 				if got, ok := sets[v.Name].TryLookupBranchy(offs[i], tab.Len, pc); ok && got != want {
 					t.Fatalf("%s set, TryLookupBranchy: pc %d = %d, want %d", v.Name, pc, got, want)
 				}
@@ -137,12 +140,14 @@ func FuzzTryLookup(f *testing.F) {
 	f.Add([]byte{0xfe, 0x10, 0x00, 0x20, 0x00, 0x01, 0x05, 0x01, 0x07}, uint32(0), uint32(700), uint32(600))
 	f.Add([]byte{0x1f, 0xff, 0xff}, uint32(1), uint32(1<<16), uint32(1<<24))
 	f.Fuzz(func(t *testing.T, data []byte, off, textLen, pc uint32) {
-		for _, v := range []Variant{Spec(), variantByName(t, "compact-fast")} {
+		for _, v := range []Variant{Spec(), variantByName(t, "compact-fast"), variantByName(t, "cf-palette"), variantByName(t, "cf-palette-short")} {
 			s := NewSetOf(v, data)
 			s.TryLookup(off, textLen, pc)
 			s.TryLookupBranchy(off, textLen, pc)
 			s.TryLookup(off%uint32(max(1, len(data))), textLen, pc%max(1, textLen))
 			s.TryLookupBranchy(off%uint32(max(1, len(data))), textLen, pc%max(1, textLen))
+			s.TryLookupPalette(off, textLen, pc)
+			s.TryLookupPalette(off%uint32(max(1, len(data))), textLen, pc%max(1, textLen))
 		}
 	})
 }

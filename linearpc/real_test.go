@@ -99,12 +99,14 @@ func TestRealSizes(t *testing.T) {
 // followed by the set's bytes: they pin the sets byte for byte across
 // changes to the encoders (the pooled one above all).
 var refSetSums = map[string]string{
-	"spec":         "bde8b9bdca611fc8d60178c18b1f6be21c08774b76c5a1d75f0caa9db3389992",
-	"spec-128":     "8d378520b0f46b10ed9b297bac79116b0b63ee57645f7bcf97c05e5131de754e",
-	"spec-512":     "d8cd6ba4ef285bd1b1fae2e8100df0394210733e3255489f4abd559442740ca4",
-	"spec-pool":    "93b974c3616c52bd2387e7313d00a64584d8b619341f2ec81c3d16caa7c9fb06",
-	"compact":      "3ff1b071efc5c38dd634bb6508791183f98e14f6f3cf36b4cc45101df6f20bd8",
-	"compact-fast": "dbe4a809856e734e8857a963171deba47689bceb862ba9896f0e8ac2f2aacd8c",
+	"spec":             "bde8b9bdca611fc8d60178c18b1f6be21c08774b76c5a1d75f0caa9db3389992",
+	"spec-128":         "8d378520b0f46b10ed9b297bac79116b0b63ee57645f7bcf97c05e5131de754e",
+	"spec-512":         "d8cd6ba4ef285bd1b1fae2e8100df0394210733e3255489f4abd559442740ca4",
+	"spec-pool":        "93b974c3616c52bd2387e7313d00a64584d8b619341f2ec81c3d16caa7c9fb06",
+	"compact":          "3ff1b071efc5c38dd634bb6508791183f98e14f6f3cf36b4cc45101df6f20bd8",
+	"compact-fast":     "dbe4a809856e734e8857a963171deba47689bceb862ba9896f0e8ac2f2aacd8c",
+	"cf-palette":       "278a1312cef68560916fd9163786a05acd2f168bf5961c3b44dfa4d79aeb0ba9",
+	"cf-palette-short": "01f30e83ac1e1022dacef02f666e9a79729c41a740a2cc7bb521048237eaf072",
 }
 
 // TestRealLookup checks the variants against the varint tables of the local
@@ -129,7 +131,7 @@ func TestRealLookup(t *testing.T) {
 		for i, rt := range tabs {
 			offs[i] = s.Add(rt.t)
 		}
-		var tried [2]int // lookups served by TryLookup and TryLookupBranchy
+		var tried [3]int // lookups served by TryLookup, TryLookupBranchy and TryLookupPalette
 		looked := 0
 		for i, rt := range tabs {
 			enc := v.Encode(rt.t)
@@ -149,6 +151,11 @@ func TestRealLookup(t *testing.T) {
 					t.Fatalf("%s: table %#x pc %d: Set.TryLookup = %d, want %d", v.Name, rt.off, pc, got, want)
 				} else if ok {
 					tried[0]++
+				}
+				if got, ok := s.TryLookupPalette(offs[i], rt.t.Len, pc); ok && got != want {
+					t.Fatalf("%s: table %#x pc %d: Set.TryLookupPalette = %d, want %d", v.Name, rt.off, pc, got, want)
+				} else if ok {
+					tried[2]++
 				}
 				if got, ok := s.TryLookupBranchy(offs[i], rt.t.Len, pc); ok && got != want {
 					t.Fatalf("%s: table %#x pc %d: Set.TryLookupBranchy = %d, want %d", v.Name, rt.off, pc, got, want)
@@ -180,8 +187,8 @@ func TestRealLookup(t *testing.T) {
 		// cover (86% of every PC of every table of the go command: all
 		// but long tables, 4-byte indexes and chunks with many changes),
 		// and none of the others.
-		for k, name := range []string{"TryLookup", "TryLookupBranchy"} {
-			covers := v.IsSpec() || k == 0 && v.kind == kindCompactFast
+		for k, name := range []string{"TryLookup", "TryLookupBranchy", "TryLookupPalette"} {
+			covers := v.IsSpec() && k < 2 || k == 0 && v.kind == kindCompactFast || k == 2 && v.kind == kindCompactPalette
 			if covers && tried[k] < looked*8/10 || !covers && tried[k] != 0 {
 				t.Errorf("%s: %s served %d of %d lookups", v.Name, name, tried[k], looked)
 			}

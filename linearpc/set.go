@@ -41,6 +41,7 @@ type Set struct {
 	pool    chunkPool
 	spec    bool // v.IsSpec()
 	cf      bool // v is compact-fast
+	cp      bool // v is compact-palette
 }
 
 // NewSet returns an empty set of encodings in variant v ([Spec] for the
@@ -54,7 +55,7 @@ func NewSet(v Variant) *Set {
 // once, which saves the copies and the garbage of growing. The set grows
 // past the hint as needed.
 func NewSetSize(v Variant, bytes, tables int) *Set {
-	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: newHashIndex(tables), stored: make([]stored, 0, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast}
+	s := &Set{v: v, data: make([]byte, SetPad, max(0, bytes)+SetPad), byHash: newHashIndex(tables), stored: make([]stored, 0, max(0, tables)), seed: maphash.MakeSeed(), spec: v.IsSpec(), cf: v.kind == kindCompactFast, cp: v.kind == kindCompactPalette}
 	if v.pool {
 		// Tables average a few chunks, but most chunks are shared.
 		s.pool.at = newHashIndex(tables)
@@ -181,6 +182,9 @@ func (s *Set) Lookup(off, textLen, pc uint32) int32 {
 	}
 	if s.cf {
 		return lookupCFFast(s.data, uint(off), textLen, pc)
+	}
+	if s.cp {
+		return lookupCPFast(s.data, uint(off), textLen, pc)
 	}
 	return s.lookupVariant(off, textLen, pc)
 }

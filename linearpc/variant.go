@@ -14,9 +14,10 @@ import (
 type kind uint8
 
 const (
-	kindSpec        kind = iota // the spec's chunk layout
-	kindCompact                 // the compact chunk layout (see the package doc)
-	kindCompactFast             // the compact-fast chunk layout (see compactfast.go)
+	kindSpec           kind = iota // the spec's chunk layout
+	kindCompact                    // the compact chunk layout (see the package doc)
+	kindCompactFast                // the compact-fast chunk layout (see compactfast.go)
+	kindCompactPalette             // compact-fast with palette chunks (see palette.go)
 )
 
 // A Variant is one way of encoding tables in the linear-index family: the
@@ -32,6 +33,7 @@ type Variant struct {
 	kind  kind
 	shift uint8 // a chunk covers 1<<shift PC-quantum units
 	pool  bool  // chunks may refer to identical chunks of other tables in a Set
+	short bool  // tables with few changes may be stored whole (kindCompactPalette)
 }
 
 // Spec returns the spec variant: the format exactly as specified, with
@@ -49,6 +51,8 @@ func Variants() []Variant {
 		{Name: "spec-pool", Doc: "spec chunks; a Set stores each distinct chunk once and indexes may point into earlier tables (signed 2- and 4-byte index forms)", kind: kindSpec, shift: 8, pool: true},
 		{Name: "compact", Doc: "compact chunks: one header byte for count and widths, start values relative to the table's first value, uniform nibble/byte widths or a delta vlen", kind: kindCompact, shift: 8},
 		{Name: "compact-fast", Doc: "compact chunks with absolute start values and uniform delta widths only (no header table, no vlen, no chunk-0 reference), for a branch-free padded lookup", kind: kindCompactFast, shift: 8},
+		{Name: "cf-palette", Doc: "compact-fast chunks, except that a chunk may store its distinct deltas once and a 1-8 bit palette index per change, when that is smaller", kind: kindCompactPalette, shift: 8},
+		{Name: "cf-palette-short", Doc: "cf-palette, and a table of several chunks with at most 7 changes may be stored whole (16-bit PCs, no index), when that is smaller", kind: kindCompactPalette, shift: 8, short: true},
 	}
 }
 
@@ -68,7 +72,9 @@ func VariantByName(name string) (Variant, error) {
 }
 
 // compact reports whether v has a compact chunk layout.
-func (v Variant) compact() bool { return v.kind == kindCompact || v.kind == kindCompactFast }
+func (v Variant) compact() bool {
+	return v.kind == kindCompact || v.kind == kindCompactFast || v.kind == kindCompactPalette
+}
 
 // IsSpec reports whether v is the spec variant.
 func (v Variant) IsSpec() bool { return v.kind == kindSpec && v.shift == 8 && !v.pool }
@@ -114,6 +120,8 @@ func (v Variant) lookupAt(d []byte, off, textLen, pc uint32) int32 {
 		return lookupCompact(d, int(off), textLen, pc)
 	case v.kind == kindCompactFast:
 		return lookupCF(d, int(off), textLen, pc)
+	case v.kind == kindCompactPalette:
+		return lookupCP(d, int(off), textLen, pc)
 	case v.IsSpec():
 		return Lookup(d[off:], textLen, pc)
 	}

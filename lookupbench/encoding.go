@@ -75,6 +75,9 @@ func (b *Bench) encodings() []encoding {
 		if b.sets[v].HasTryLookup() {
 			how = "linearpc Set.TryLookup (Set.Lookup for what it leaves), "
 		}
+		if b.sets[v].HasTryLookupPalette() {
+			how = "linearpc Set.TryLookupPalette (Set.Lookup for what it leaves), "
+		}
 		out = append(out, encoding{EncodingInfo{name, how + b.variants[v].Doc},
 			func(b *Bench, in kernelInput) kernel { return b.kernelLinear(v, in) }})
 	}
@@ -343,6 +346,32 @@ func (b *Bench) kernelLinear(v int, in kernelInput) kernel {
 	}
 	order := in.order
 	seq := inOrder(xs, order)
+	if b.sets[v].HasTryLookupPalette() {
+		// Its own leaf lookup, and Set.Lookup for what it leaves.
+		one := func(i int) int32 {
+			v, ok := set.TryLookupPalette(xs[i].off, xs[i].n, xs[i].pc)
+			if !ok {
+				v = set.Lookup(xs[i].off, xs[i].n, xs[i].pc)
+			}
+			return v
+		}
+		run := func(n int) int64 {
+			var sum int64
+			for ; n > 0; n -= len(seq) {
+				pass := seq[:min(n, len(seq))]
+				for i := range pass {
+					x := &pass[i]
+					v, ok := set.TryLookupPalette(x.off, x.n, x.pc)
+					if !ok {
+						v = set.Lookup(x.off, x.n, x.pc)
+					}
+					sum += int64(v)
+				}
+			}
+			return sum
+		}
+		return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+	}
 	if set.HasTryLookup() {
 		// The leaf lookup, and Set.Lookup for what it leaves.
 		one := func(i int) int32 {
