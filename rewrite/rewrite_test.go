@@ -514,7 +514,7 @@ func TestCheckCorrupt(t *testing.T) {
 	if !testenv.Full() {
 		trials = 8
 	}
-	for _, v := range []string{"spec", "compact", "compact-fast", "spec-pool"} {
+	for _, v := range []string{"spec", "compact", "compact-fast", "spec-pool", "cf-palette-short"} {
 		t.Run(v, func(t *testing.T) {
 			out, _, err := Rewrite(data, Options{Mode: Append, Variant: v})
 			if err != nil {
@@ -893,7 +893,8 @@ func TestReplaceMachOPE(t *testing.T) {
 }
 
 // TestDerived rewrites every target in replace mode with function lengths
-// derived from the functab, in the spec and compact-fast variants: the
+// derived from the functab, in the spec, compact-fast and cf-palette-short
+// variants: the
 // output has objscan.LinearDerivedMagic, no length field, tables covering
 // each function up to the next entry, and verifies; append mode refuses
 // the option.
@@ -904,7 +905,7 @@ func TestDerived(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, v := range []string{"spec", "compact-fast"} {
+			for _, v := range []string{"spec", "compact-fast", "cf-palette-short"} {
 				out, res, err := Rewrite(data, Options{Mode: Replace, Variant: v, Derived: true, Verify: true})
 				if err != nil {
 					t.Fatalf("%s: %v", v, err)
