@@ -198,15 +198,16 @@ func CheckGovulncheck(ctx context.Context, stock, patched *Build, b *Binaries, d
 	return r, nil
 }
 
-// DelveFuncs are the breakpoints of CheckDelve.
-var DelveFuncs = []string{"main.worker", "main.bigFunc"}
+// delveFuncs are the breakpoints of CheckDelve.
+var delveFuncs = []string{"main.worker", "main.bigFunc"}
 
 // DelveStops is the number of stops at which CheckDelve prints the stack:
 // the four workers of the features program, then main.bigFunc.
 const DelveStops = 5
 
 // CheckDelve runs dlv exec, released and patched, on b's patched binary
-// (stripped or not) with breakpoints on DelveFuncs and prints the stacks
+// (stripped or not) with breakpoints on main.worker and main.bigFunc (the
+// features program's) and prints the stacks
 // at the first DelveStops stops; the truth is the released dlv on the
 // stock build. Breakpoints and frames compare by function, file and line.
 func CheckDelve(ctx context.Context, stock, patched *Build, b *Binaries, stripped bool) (*Result, error) {
@@ -216,7 +217,7 @@ func CheckDelve(ctx context.Context, stock, patched *Build, b *Binaries, strippe
 	}
 	r := &Result{Reader: stock.Reader.Name, Version: stock.Reader.Version, Format: b.Format,
 		Check: "exec " + what + ": breakpoints, stacks"}
-	bad, err := Delve(ctx, stock.Bin, bin, DelveFuncs, DelveStops)
+	bad, err := Delve(ctx, stock.Bin, bin, delveFuncs, DelveStops)
 	if err != nil {
 		return nil, err
 	}
@@ -226,18 +227,18 @@ func CheckDelve(ctx context.Context, stock, patched *Build, b *Binaries, strippe
 	// processes); a mismatch is run again, the truth too, up to
 	// delveAttempts times.
 	for attempt := 1; ; attempt++ {
-		want, err := Delve(ctx, stock.Bin, stockBin, DelveFuncs, DelveStops)
+		want, err := Delve(ctx, stock.Bin, stockBin, delveFuncs, DelveStops)
 		if err != nil {
 			return nil, err
 		}
-		if len(want.Breakpoints) != len(DelveFuncs) || len(want.Stacks) != DelveStops {
+		if len(want.Breakpoints) != len(delveFuncs) || len(want.Stacks) != DelveStops {
 			return nil, fmt.Errorf("readers: the released dlv on the stock build: %d breakpoints, %d stacks, want %d and %d:\n%s",
-				len(want.Breakpoints), len(want.Stacks), len(DelveFuncs), DelveStops, want.Output)
+				len(want.Breakpoints), len(want.Stacks), len(delveFuncs), DelveStops, want.Output)
 		}
 		same := func(s *DelveSession) bool {
 			return slices.Equal(s.Breakpoints, want.Breakpoints) && slices.EqualFunc(s.Stacks, want.Stacks, slices.Equal)
 		}
-		got, err := Delve(ctx, patched.Bin, bin, DelveFuncs, DelveStops)
+		got, err := Delve(ctx, patched.Bin, bin, delveFuncs, DelveStops)
 		if err != nil {
 			return nil, err
 		}

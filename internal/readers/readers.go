@@ -1,15 +1,19 @@
-// Package readers builds the outside readers of the pclntab, Delve (dlv)
-// and govulncheck, from the Go module proxy at the versions pinned in
-// versions.txt, either as released or with a patch (patches/NAME.diff)
-// that teaches the reader's copy of debug/gosym the linear tables the
-// patched toolchain writes (package toolchain), the way
-// toolchain/patches/linear.diff teaches debug/gosym itself.
+// Package readers builds outside readers of the pclntab, Delve (dlv),
+// govulncheck and the OpenTelemetry eBPF profiler's reader of Go binaries,
+// from the Go module proxy at the versions pinned in versions.txt, either
+// as released or with a patch (patches/NAME.diff) that teaches the
+// reader's decoder (Delve's and govulncheck's copies of debug/gosym, the
+// profiler's elfunwindinfo) the linear tables the patched toolchain
+// writes (package toolchain), the way toolchain/patches/linear.diff
+// teaches debug/gosym itself; and it runs them, and go tool pprof, on
+// binaries built with the patched toolchain, its twin and the stock
+// toolchain ([CheckProbe], [CheckGovulncheck], [CheckDelve], [CheckPprof]).
 //
 // Each build also compiles a probe into the reader's module: a small
-// command that prints what the reader's gosym copy reads from a binary
-// (every function with its inlined calls, and the function, file and line
-// at sampled PCs), so that a patched binary and its stock twin can be
-// compared through the reader's own decoder ([ReadProbe], [Diff]).
+// command that prints what the reader's decoder reads from a binary
+// (functions with their inlined calls, the function, file and line at
+// sampled PCs, stack deltas), so that a patched binary and its stock twin
+// can be compared through the reader's own decoder ([ReadProbe], [Diff]).
 //
 // Builds live under a cache directory (DefaultCacheDir: ~/.cache/pctab-readers),
 // one per reader, version, patch and Go release; nothing is written to the
@@ -54,7 +58,7 @@ var probeEBPF string
 
 // A Reader is one outside reader of the pclntab, built from its module.
 type Reader struct {
-	Name     string // command name, e.g. "dlv"
+	Name     string // its name in versions.txt, e.g. "dlv"
 	Module   string // module path, e.g. "github.com/go-delve/delve"
 	Version  string // pinned version (versions.txt)
 	Command  string // the command's directory in the module, e.g. "cmd/dlv"; empty for a library
