@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,14 +19,16 @@ import (
 var readersCommand = &cli.Command{
 	Name:  "readers",
 	Args:  "[-o DIR] [-formats LIST] [-archive FILE]",
-	Short: "run Delve, govulncheck and pprof, released and patched, on patched binaries",
+	Short: "run outside readers of the pclntab, released and patched, on patched binaries",
 	Long: "Readers builds the outside readers of the pclntab (package internal/readers:\n" +
-		"Delve and govulncheck, at the versions in internal/readers/versions.txt,\n" +
-		"through the module proxy, under $HOME/.cache/pctab-readers), each as released\n" +
+		"Delve, govulncheck and the eBPF profiler's reader, at the versions in\n" +
+		"internal/readers/versions.txt, through the module proxy or the directory\n" +
+		"PCTAB_READER_SRC_NAME names, under $HOME/.cache/pctab-readers; a reader\n" +
+		"that is neither is skipped with a message), each as released\n" +
 		"and with its patch, builds the program of a testdata archive with the patched\n" +
 		"toolchain in each format, with its twin and with the stock toolchain, and\n" +
 		"prints what the released and the patched reader do with the patched binary:\n" +
-		"what their gosym copies read against the twin, govulncheck -mode=binary's\n" +
+		"what their decoders read against the twin, govulncheck -mode=binary's\n" +
 		"symbols against the stock build's (with a synthetic vulnerability database),\n" +
 		"and dlv exec's breakpoints and stacks against the stock build's. ok means the\n" +
 		"patched reader gives the stock answer; broken that the released one does not.\n" +
@@ -85,6 +88,10 @@ var readersCommand = &cli.Command{
 			var results []*readers.Result
 			for _, r := range rs {
 				stock, err := r.Build(env.Ctx, cache, false, env.Stderr)
+				if errors.Is(err, readers.ErrUnavailable) {
+					fmt.Fprintf(env.Stderr, "pctab-toolchain: skipping %s: %v\n", r.Name, err)
+					continue
+				}
 				if err != nil {
 					return err
 				}

@@ -12,9 +12,10 @@ import (
 // A Probe is what a reader's copy of debug/gosym read from one binary,
 // as its probe command printed it.
 type Probe struct {
-	Err   string      // the error building the table, if any
-	Funcs []ProbeFunc // every function of the table
-	PCs   []ProbePC   // PCToLine at the sampled PCs
+	Err    string      // the error building the table, if any
+	Funcs  []ProbeFunc // every function of the table
+	PCs    []ProbePC   // PCToLine at the sampled PCs
+	Deltas []string    // stack deltas, "ADDRESS INFO" (the eBPF profiler's probe)
 }
 
 // A ProbeFunc is one function of the table and its inlined calls.
@@ -58,6 +59,11 @@ func parseProbe(data []byte) (*Probe, error) {
 				return bad()
 			}
 			p.Err = f[1]
+		case "delta":
+			if len(f) != 3 {
+				return bad()
+			}
+			p.Deltas = append(p.Deltas, f[1]+" "+f[2])
 		case "funcs":
 			if len(f) != 2 {
 				return bad()
@@ -98,6 +104,7 @@ func parseProbe(data []byte) (*Probe, error) {
 type Comparison struct {
 	Funcs   int      // functions compared (name, entry, end, inlined calls)
 	Inlined int      // inlined calls compared
+	Deltas  int      // stack deltas compared
 	PCs     int      // PCs compared (function, file, line)
 	Padding int      // PCs skipped: past the end of the twin's varint tables
 	NoTable int      // PCs skipped: of functions without line tables
@@ -149,6 +156,10 @@ func Diff(got, want *Probe, noTable map[uint64]bool) (*Comparison, error) {
 		if strings.Join(g.Inlined, " ") != strings.Join(w.Inlined, " ") {
 			add("%s: inlined %v, want %v", w.Name, g.Inlined, w.Inlined)
 		}
+	}
+	c.Deltas = len(want.Deltas)
+	if strings.Join(got.Deltas, "\n") != strings.Join(want.Deltas, "\n") {
+		add("%d stack deltas, want %d", len(got.Deltas), len(want.Deltas))
 	}
 	gotPC := make(map[uint64]ProbePC, len(got.PCs))
 	for _, p := range got.PCs {

@@ -1,15 +1,19 @@
-// Package readers builds the outside readers of the pclntab, Delve (dlv)
-// and govulncheck, from the Go module proxy at the versions pinned in
-// versions.txt, either as released or with a patch (patches/NAME.diff)
-// that teaches the reader's copy of debug/gosym the linear tables the
-// patched toolchain writes (package toolchain), the way
-// toolchain/patches/linear.diff teaches debug/gosym itself.
+// Package readers builds outside readers of the pclntab, Delve (dlv),
+// govulncheck and the OpenTelemetry eBPF profiler's reader of Go binaries,
+// from the Go module proxy at the versions pinned in versions.txt, either
+// as released or with a patch (patches/NAME.diff) that teaches the
+// reader's decoder (Delve's and govulncheck's copies of debug/gosym, the
+// profiler's elfunwindinfo) the linear tables the patched toolchain
+// writes (package toolchain), the way toolchain/patches/linear.diff
+// teaches debug/gosym itself; and it runs them, and go tool pprof, on
+// binaries built with the patched toolchain, its twin and the stock
+// toolchain ([CheckProbe], [CheckGovulncheck], [CheckDelve], [CheckPprof]).
 //
 // Each build also compiles a probe into the reader's module: a small
-// command that prints what the reader's gosym copy reads from a binary
-// (every function with its inlined calls, and the function, file and line
-// at sampled PCs), so that a patched binary and its stock twin can be
-// compared through the reader's own decoder ([ReadProbe], [Diff]).
+// command that prints what the reader's decoder reads from a binary
+// (functions with their inlined calls, the function, file and line at
+// sampled PCs, stack deltas), so that a patched binary and its stock twin
+// can be compared through the reader's own decoder ([ReadProbe], [Diff]).
 //
 // Builds live under a cache directory (DefaultCacheDir: ~/.cache/pctab-readers),
 // one per reader, version, patch and Go release; nothing is written to the
@@ -43,34 +47,56 @@ var dlvPatch []byte
 //go:embed patches/govulncheck.diff
 var govulncheckPatch []byte
 
+//go:embed patches/ebpf-profiler.diff
+var ebpfPatch []byte
+
 //go:embed probe.go.txt
 var probeSource string
 
+//go:embed probe_ebpf.go.txt
+var probeEBPF string
+
 // A Reader is one outside reader of the pclntab, built from its module.
 type Reader struct {
-	Name     string // command name, e.g. "dlv"
+	Name     string // its name in versions.txt, e.g. "dlv"
 	Module   string // module path, e.g. "github.com/go-delve/delve"
 	Version  string // pinned version (versions.txt)
-	Command  string // the command's directory in the module, e.g. "cmd/dlv"
-	Gosym    string // import path of the reader's copy of debug/gosym
-	ProbeDir string // directory of the probe in the module, where it may import Gosym
-	Patch    []byte // the diff against the module that teaches Gosym the linear tables
+	Command  string // the command's directory in the module, e.g. "cmd/dlv"; empty for a library
+	PatchDir string // the directory the patch changes: the reader's pclntab decoder
+	ProbeDir string // directory of the probe in the module, where it may import PatchDir
+	Probe    string // the probe's source (see ReadProbe)
+	Patch    []byte // the diff against the module that teaches PatchDir the linear tables
 }
 
 // readerInfo is what versions.txt does not say about each reader.
 var readerInfo = map[string]Reader{
 	"dlv": {
 		Command:  "cmd/dlv",
-		Gosym:    "github.com/go-delve/delve/pkg/internal/gosym",
+		PatchDir: "pkg/internal/gosym",
 		ProbeDir: "pkg/pctabprobe",
+		Probe:    gosymProbe("github.com/go-delve/delve/pkg/internal/gosym"),
 		Patch:    dlvPatch,
 	},
 	"govulncheck": {
 		Command:  "cmd/govulncheck",
-		Gosym:    "golang.org/x/vuln/internal/gosym",
+		PatchDir: "internal/gosym",
 		ProbeDir: "pctabprobe",
+		Probe:    gosymProbe("golang.org/x/vuln/internal/gosym"),
 		Patch:    govulncheckPatch,
 	},
+	// The eBPF profiler is a library here: its reader of Go binaries,
+	// through the probe.
+	"ebpf-profiler": {
+		PatchDir: "nativeunwind/elfunwindinfo",
+		ProbeDir: "cmd/pctabprobe",
+		Probe:    probeEBPF,
+		Patch:    ebpfPatch,
+	},
+}
+
+// gosymProbe returns the probe of a copy of debug/gosym at importPath.
+func gosymProbe(importPath string) string {
+	return strings.Replace(probeSource, `"GOSYM"`, fmt.Sprintf("%q", importPath), 1)
 }
 
 // Readers returns the readers in versions.txt, in its order.
@@ -131,14 +157,27 @@ type Build struct {
 	Patched bool   // built with Reader.Patch
 	Dir     string // its cache directory
 	Src     string // the module's source, patched or not, with the probe
-	Bin     string // the reader's command
+	Bin     string // the reader's command, empty for a library
 	Probe   string // the probe command (see ReadProbe)
 }
 
-// Build builds r's command and the probe with the local go command, from
-// the module's source at r.Version (go mod download, so through the module
-// proxy), with r.Patch applied if patched. A build already in cacheDir is
-// reused. Progress goes to log (may be nil).
+// ErrUnavailable is returned (wrapped) by Build when the module proxy does
+// not serve the reader's module and no local copy is given (SourceEnv).
+var ErrUnavailable = errors.New("readers: the module is not available")
+
+// SourceEnv returns the environment variable that may name a directory
+// holding r's module at r.Version, used when the module proxy does not
+// serve it: PCTAB_READER_SRC_ and the name in upper case, "-" as "_"
+// (PCTAB_READER_SRC_EBPF_PROFILER).
+func (r Reader) SourceEnv() string {
+	return "PCTAB_READER_SRC_" + strings.ToUpper(strings.ReplaceAll(r.Name, "-", "_"))
+}
+
+// Build builds r's command (if it has one) and the probe with the local
+// go command, from the module's source at r.Version (go mod download, so
+// through the module proxy, or the directory SourceEnv names when the
+// proxy does not serve it), with r.Patch applied if patched. A build
+// already in cacheDir is reused. Progress goes to log (may be nil).
 func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io.Writer) (*Build, error) {
 	if log == nil {
 		log = io.Discard
@@ -152,7 +191,7 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 	if patched {
 		h.Write(r.Patch)
 	}
-	h.Write([]byte(probeSource))
+	h.Write([]byte(r.Probe))
 	flavour := "stock"
 	if patched {
 		flavour = "patched"
@@ -164,7 +203,9 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 		Dir:     filepath.Join(cacheDir, fmt.Sprintf("%s-%s-%s-%s", r.Name, r.Version, flavour, key)),
 	}
 	b.Src = filepath.Join(b.Dir, "src")
-	b.Bin = filepath.Join(b.Dir, "bin", r.Name)
+	if r.Command != "" {
+		b.Bin = filepath.Join(b.Dir, "bin", r.Name)
+	}
 	b.Probe = filepath.Join(b.Dir, "bin", "pctabprobe")
 	done := filepath.Join(b.Dir, "done")
 	if _, err := os.Stat(done); err == nil {
@@ -172,22 +213,15 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 	}
 
 	fmt.Fprintf(log, "readers: building %s %s@%s (%s) in %s\n", r.Name, r.Module, r.Version, flavour, b.Dir)
-	out, err := goOutput(ctx, "", "mod", "download", "-json", r.Module+"@"+r.Version)
+	srcDir, err := r.download(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal([]byte(out), &mod); err != nil {
-		return nil, fmt.Errorf("readers: go mod download %s@%s: %w", r.Module, r.Version, err)
-	}
-	if mod.Error != "" || mod.Dir == "" {
-		return nil, fmt.Errorf("readers: go mod download %s@%s: %s", r.Module, r.Version, mod.Error)
 	}
 	if err := os.RemoveAll(b.Dir); err != nil {
 		return nil, err
 	}
-	if err := copyTree(b.Src, mod.Dir); err != nil {
-		return nil, fmt.Errorf("readers: copying %s: %w", mod.Dir, err)
+	if err := copyTree(b.Src, srcDir); err != nil {
+		return nil, fmt.Errorf("readers: copying %s: %w", srcDir, err)
 	}
 	if patched {
 		p := filepath.Join(b.Dir, r.Name+".diff")
@@ -202,11 +236,13 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 	if err := os.MkdirAll(probeDir, 0o755); err != nil {
 		return nil, err
 	}
-	src := strings.Replace(probeSource, `"GOSYM"`, fmt.Sprintf("%q", r.Gosym), 1)
-	if err := os.WriteFile(filepath.Join(probeDir, "main.go"), []byte(src), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(probeDir, "main.go"), []byte(r.Probe), 0o644); err != nil {
 		return nil, err
 	}
 	for _, c := range []struct{ out, pkg string }{{b.Bin, r.Command}, {b.Probe, r.ProbeDir}} {
+		if c.pkg == "" {
+			continue
+		}
 		fmt.Fprintf(log, "readers: go build ./%s\n", c.pkg)
 		if _, err := goOutput(ctx, b.Src, "build", "-trimpath", "-o", c.out, "./"+c.pkg); err != nil {
 			return nil, err
@@ -216,6 +252,28 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 		return nil, err
 	}
 	return b, nil
+}
+
+// download returns the directory of r's module source: the module cache's
+// (go mod download), or SourceEnv's when the proxy does not serve it.
+func (r Reader) download(ctx context.Context) (string, error) {
+	out, err := goOutput(ctx, "", "mod", "download", "-json", r.Module+"@"+r.Version)
+	var mod struct{ Dir, Error string }
+	if err == nil {
+		if err = json.Unmarshal([]byte(out), &mod); err == nil && (mod.Error != "" || mod.Dir == "") {
+			err = errors.New(mod.Error)
+		}
+	}
+	if err == nil {
+		return mod.Dir, nil
+	}
+	if dir := os.Getenv(r.SourceEnv()); dir != "" {
+		if _, serr := os.Stat(filepath.Join(dir, "go.mod")); serr != nil {
+			return "", fmt.Errorf("readers: %s=%s: %w", r.SourceEnv(), dir, serr)
+		}
+		return dir, nil
+	}
+	return "", fmt.Errorf("%w: go mod download %s@%s: %v (%s may name a copy of it)", ErrUnavailable, r.Module, r.Version, err, r.SourceEnv())
 }
 
 // goEnv is the environment of the go commands that build readers: the

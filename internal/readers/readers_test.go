@@ -2,6 +2,7 @@ package readers
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,11 +21,11 @@ func TestReaders(t *testing.T) {
 	var names []string
 	for _, r := range rs {
 		names = append(names, r.Name)
-		if r.Module == "" || r.Command == "" || r.Gosym == "" || r.ProbeDir == "" {
+		if r.Module == "" || r.PatchDir == "" || r.ProbeDir == "" || r.Probe == "" {
 			t.Errorf("%s: incomplete: %+v", r.Name, r)
 		}
-		// The patch changes the reader's gosym copy and nothing else.
-		gosymDir := strings.TrimPrefix(r.Gosym, r.Module+"/") + "/"
+		// The patch changes the reader's decoder and nothing else.
+		gosymDir := r.PatchDir + "/"
 		n := 0
 		for _, line := range strings.Split(string(r.Patch), "\n") {
 			if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
@@ -38,7 +39,7 @@ func TestReaders(t *testing.T) {
 			t.Errorf("%s: the patch changes no file", r.Name)
 		}
 	}
-	if want := []string{"dlv", "govulncheck"}; !slices.Equal(names, want) {
+	if want := []string{"dlv", "govulncheck", "ebpf-profiler"}; !slices.Equal(names, want) {
 		t.Errorf("readers %v, want %v", names, want)
 	}
 }
@@ -172,6 +173,9 @@ func TestWriteVulnDB(t *testing.T) {
 // layout), and the reader called name, released and patched.
 //
 // cross are the same for linux/arm64 and linux/s390x, for the probe only.
+//
+// A reader the module proxy may not serve (the eBPF profiler here) is
+// skipped when it does not and SourceEnv names no copy.
 func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patched *Build) {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain, and "+name+" from the module proxy")
 	ctx := context.Background()
@@ -215,6 +219,9 @@ func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patch
 		t.Fatal(err)
 	}
 	stock, err = r.Build(ctx, rcache, false, nil)
+	if errors.Is(err, ErrUnavailable) && name == "ebpf-profiler" {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,4 +323,21 @@ func TestPprof(t *testing.T) {
 	}
 	r, err := CheckPprof(ctx, tc, t.TempDir())
 	checkResult(t, r, err, true)
+}
+
+// TestEBPFProfiler compares what the eBPF profiler's reader of Go binaries,
+// released and patched, reads from the patched binaries and their twins:
+// Symbolize's function, file and line at every third PC, and the stack
+// deltas Extract derives from pcsp. The profiler reads amd64 and arm64
+// binaries.
+func TestEBPFProfiler(t *testing.T) {
+	bins, cross, stock, patched := longSetup(t, "ebpf-profiler")
+	ctx := context.Background()
+	for _, b := range append(bins, cross...) {
+		if b.GOARCH != "" && b.GOARCH != "arm64" {
+			continue
+		}
+		r, err := CheckProbe(ctx, stock, patched, b)
+		checkResult(t, r, err, true)
+	}
 }
