@@ -128,14 +128,13 @@ func Build(r io.Reader, dir string, opts Options) (m *Manifest, err error) {
 	if m, err = buildInto(r, tmp, ps, opts); err != nil {
 		return nil, err
 	}
-	// The store must open before it takes dir's place. The builder's
-	// memory is garbage by now: collected first, Open reuses it.
+	// The store must pass Open's checks before it takes dir's place. The
+	// builder's memory is garbage by now: collected first, the check
+	// reuses it.
 	debug.FreeOSMemory()
-	s, err := Open(tmp)
-	if err != nil {
+	if err := check(tmp); err != nil {
 		return nil, fmt.Errorf("tracestore: the store built does not open: %w", err)
 	}
-	s.Close()
 	if err := syncDir(tmp); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"os"
@@ -36,7 +37,8 @@ func FuzzSpanBlocks(f *testing.F) {
 		var dst []Span
 		var err error
 		got := allocs.Bytes(func() { dst, err = decodeBlock(nil, b, 5, int(n)%(BlockSpans+1), q) })
-		if got > 64*uint64(len(b))+4096 {
+		// At most BlockSpans spans and an error, whatever the input.
+		if got > 64*uint64(len(b))+16<<10 {
 			t.Fatalf("decoding %d bytes allocated %d", len(b), got)
 		}
 		if err == nil && len(dst) > 0 {
@@ -157,5 +159,103 @@ func TestGatherGroups(t *testing.T) {
 	}
 	if _, err := Build(bytes.NewReader(data), filepath.Join(t.TempDir(), "x"), Options{MemLimit: MinMemLimit - 1}); err == nil {
 		t.Error("a memory limit below MinMemLimit: no error")
+	}
+}
+
+// TestGatherMemory gathers 200,000 spans of 100 lanes under memory limits
+// and counts the bytes allocated: within a limit's quarter (the group
+// buffer) and the buffers of the files, whatever the spans take.
+func TestGatherMemory(t *testing.T) {
+	defer func(v int64) { minGroupBytes = v }(minGroupBytes)
+	minGroupBytes = spanBytes
+	const nlanes, per = 100, 2000
+	dir := t.TempDir()
+	tmp, err := os.Create(filepath.Join(dir, "spans.tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	w := bufio.NewWriter(tmp)
+	var rec [4 + spanBytes]byte
+	for i := range per {
+		for l := range nlanes {
+			binary.LittleEndian.PutUint32(rec[:4], uint32(l))
+			putSpan(rec[4:], Span{Start: int64(i) * 10, Dur: 5})
+			w.Write(rec[:])
+		}
+	}
+	w.Flush()
+	lanes := make([]Lane, nlanes)
+	first := make([]int64, nlanes)
+	newID := make([]uint32, nlanes)
+	for l := range lanes {
+		lanes[l] = Lane{Spans: per}
+		first[l] = int64(l) * per
+		newID[l] = uint32(l)
+	}
+	spansBytes := uint64(nlanes * per * spanBytes)
+	for _, mem := range []int64{1 << 20, 4 << 20, 1 << 30} {
+		b := &builder{dir: dir, spanTmp: tmp, numSpans: nlanes * per, mem: mem}
+		var n int
+		got := allocs.Bytes(func() {
+			err = b.gatherSpans(lanes, first, newID, func(_ int, l Lane, next func() (Span, error)) error {
+				for range l.Spans {
+					if _, err := next(); err != nil {
+						return err
+					}
+					n++
+				}
+				return nil
+			})
+		})
+		if err != nil || n != nlanes*per {
+			t.Fatalf("mem %d: %d spans, %v", mem, n, err)
+		}
+		// The group buffer, and per group file a 16 KiB writer and a
+		// 64 KiB reader.
+		groups := (spansBytes + uint64(mem/4) - 1) / uint64(mem/4)
+		limit := min(uint64(mem/4), spansBytes) + groups*(80<<10) + 256<<10
+		t.Logf("mem %d: %d groups, %d bytes allocated for %d bytes of spans", mem, groups, got, spansBytes)
+		if got > limit {
+			t.Errorf("mem %d: gathering %d bytes of spans allocated %d bytes, more than %d", mem, spansBytes, got, limit)
+		}
+	}
+}
+
+// TestGatherNoLanes: a trace whose events make no span.
+func TestGatherNoLanes(t *testing.T) {
+	b := &builder{dir: t.TempDir()}
+	tmp, err := os.CreateTemp(b.dir, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tmp.Close()
+	b.spanTmp = tmp
+	if err := b.gatherSpans(nil, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBlockRoundTrip encodes and decodes blocks with gaps, remainders and
+// long durations in every time quantum's form.
+func TestBlockRoundTrip(t *testing.T) {
+	spans := []Span{
+		{Start: 64, Dur: 64},
+		{Start: 130, Dur: 0},       // a gap of 2
+		{Start: 130, Dur: 1 << 40}, // none
+		{Start: 1<<40 + 130 + 640, Dur: 63},
+		{Start: 1<<40 + 130 + 640 + 63 + 1, Dur: 1},
+	}
+	for _, q := range []int64{1, 2, 64, MaxTimeQuantum} {
+		b := appendBlock(nil, spans, q)
+		got, err := decodeBlock(nil, b, spans[0].Start, len(spans), q)
+		if err != nil {
+			t.Fatalf("q %d: %v", q, err)
+		}
+		for i := range spans {
+			if got[i].Start != spans[i].Start || got[i].Dur != spans[i].Dur {
+				t.Errorf("q %d: span %d: %+v, want %+v", q, i, got[i], spans[i])
+			}
+		}
 	}
 }

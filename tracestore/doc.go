@@ -19,25 +19,38 @@
 // Build reads a trace once, streaming (golang.org/x/exp/trace), and writes
 // a directory:
 //
-//	manifest.json  schema_version, counts, time range, and the size and
-//	               CRC-32C of every other file
-//	events.log     the event log in fixed-size pages, each decodable alone
-//	               and carrying its own CRC-32C (see Page)
-//	pages.idx      the first and last time and first event of every page
+//	manifest.json  schema_version, counts, time range, time quantum, and
+//	               the size and CRC-32C of every other file
+//	events.log     the event log in pages of delta-coded varint records,
+//	               each compressed with DEFLATE, decodable alone and
+//	               carrying its own CRC-32C (see Page)
+//	pages.idx      the first and last time, first event and offset of
+//	               every page
 //	stacks.dag     the stack DAG (stackcompress's file format)
 //	frames.tab     the logical frames the DAG's frame numbers index
 //	strings.tab    every name: functions, files, wait reasons, regions
-//	lanes.tab      the lanes: track, layer, depth, span and block counts
-//	spans.bin      every lane's spans, sorted by start
-//	forest.bin     every lane's forest over blocks of its spans
+//	lanes.tab      the lanes: track, layer, depth, ID, span count (varints)
+//	spans.bin      every lane's spans' times, in varint blocks of
+//	               BlockSpans spans
+//	blocks.idx     every block's offset and first start
+//	forest.bin     every lane's forest over its blocks
+//	spanattr.bin   every span's kind, name and stack, in DEFLATE chunks
+//	               of AttrChunk spans
+//	attr.idx       every chunk's offset, size and codec
 //	func.idx       function name -> event pages (a checked diskmap)
 //	line.idx       "file:line" -> event pages (a checked diskmap)
 //
-// The heap Build uses grows with the distinct stacks, frames, names, index
-// keys and lanes of the trace, never with its events or spans: events go
-// to the log page by page, and spans to a temporary file that is then
-// scattered into lanes through a memory mapping (the page cache holds it,
-// and the kernel may write it back and evict it).
+// blocks.idx and forest.bin hold fixed-size records in the narrowest
+// widths the store's duration, spans.bin's size and the span count allow.
+//
+// Options.MemLimit bounds the memory Build itself holds. Events go to
+// the log a page at a time, spans to a temporary file that is then
+// gathered into lanes in groups that fit a quarter of the limit, and the
+// row state of every goroutine that exits is dropped. What stays in
+// memory grows with the trace's distinct stacks, frames, names and index
+// keys (pages times the functions and lines on them) and with its lanes
+// (some 60 bytes each), never with its events or spans. The trace
+// reader holds one generation of the trace besides.
 //
 // Open reads a store back and checks it: the small files against their
 // CRC-32C, spans.bin and forest.bin too, and every page of the event log

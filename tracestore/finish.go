@@ -243,6 +243,9 @@ func (b *builder) writeLanes() error {
 // returns its spans one by one, reading them back from the temporary
 // file in groups that fit the memory limit (see writeLanes).
 func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
+	if len(lanes) == 0 {
+		return nil
+	}
 	if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}

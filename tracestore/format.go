@@ -325,7 +325,12 @@ func appendBlock(b []byte, spans []Span, q int64) []byte {
 		}
 		b = binary.AppendUvarint(b, v)
 		if gap != 0 {
-			b = appendTime(b, gap, uint(bits.TrailingZeros64(uint64(q))))
+			if r := gap % uint64(q); r != 0 {
+				b = binary.AppendUvarint(b, gap/uint64(q)<<1|1)
+				b = binary.AppendUvarint(b, r)
+			} else {
+				b = binary.AppendUvarint(b, gap/uint64(q)<<1)
+			}
 		}
 		if s.Dur%q != 0 {
 			b = binary.AppendUvarint(b, uint64(s.Dur%q))
@@ -348,7 +353,7 @@ func decodeBlock(dst []Span, b []byte, start int64, n int, q int64) ([]Span, err
 			return v, true
 		}
 		v, m := binary.Uvarint(b)
-		if m <= 0 {
+		if m <= 0 || m != uvarintLen(v) { // only the shortest form
 			return 0, false
 		}
 		b = b[m:]
@@ -482,7 +487,7 @@ func decodeAttrs(b []byte, n int, visit func(k int, kind SpanKind, name, stack u
 		var name, stack uint64
 		if head&attrName != 0 {
 			v, m := binary.Uvarint(b)
-			if m <= 0 || v == 0 || v > 0xffffff {
+			if m <= 0 || m != uvarintLen(v) || v == 0 || v > 0xffffff {
 				return fmt.Errorf("span %d: bad name", k)
 			}
 			name, b = v, b[m:]
@@ -494,7 +499,7 @@ func decodeAttrs(b []byte, n int, visit func(k int, kind SpanKind, name, stack u
 			}
 		case attrStack:
 			v, m := binary.Uvarint(b)
-			if m <= 0 || v == 0 || v > 0xffffffff || v == uint64(last[kind]) {
+			if m <= 0 || m != uvarintLen(v) || v == 0 || v > 0xffffffff || v == uint64(last[kind]) {
 				return fmt.Errorf("span %d: bad stack", k)
 			}
 			stack, b = v, b[m:]

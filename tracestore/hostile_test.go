@@ -157,7 +157,7 @@ func TestManifestCountsThatWrap(t *testing.T) {
 	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
 		t.Fatal(err)
 	}
-	fields := []string{"pages", "lanes", "spans", "frames", "strings", "events", "stack_nodes", "duration_ns", "page_size", "trace_bytes"}
+	fields := []string{"pages", "lanes", "spans", "frames", "strings", "events", "stack_nodes", "duration_ns", "page_size", "trace_bytes", "time_quantum"}
 	deltas := []struct {
 		name string
 		f    func(int64) string

@@ -39,6 +39,8 @@ type Store struct {
 	dagMu    chanMutex
 	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
+	// checkOnly is set for check: no span's kind, name or forest is kept.
+	checkOnly bool
 	// eventsBytes is the size of events.log.
 	eventsBytes int64
 	w           widths
@@ -60,7 +62,26 @@ func (m chanMutex) unlock() { <-m }
 
 // Open opens the store in dir and checks it (see the package comment).
 func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize}
+	s, err := open(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// check makes every check Open makes of the store in dir, keeping none of
+// what a query needs: Build's last step, in memory that does not grow with
+// the spans.
+func check(dir string) error {
+	s, err := open(dir, true)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+func open(dir string, checkOnly bool) (*Store, error) {
+	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize, checkOnly: checkOnly}
 	var err error
 	if gerr := s.Guard(func() { err = s.open() }); gerr != nil {
 		err = gerr
@@ -285,7 +306,9 @@ func (s *Store) open() error {
 		blockOff += nb
 		forestOff += nv
 		s.lanes = append(s.lanes, l)
-		s.forests = append(s.forests, f)
+		if !s.checkOnly {
+			s.forests = append(s.forests, f)
+		}
 	}
 	if lo != len(lt) {
 		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
@@ -450,7 +473,9 @@ func (s *Store) readAttrs(read func(string) ([]byte, error)) error {
 		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(idx), chunks, s.m.Spans)
 	}
 	s.attrIdx = idx
-	s.kindName = make([]uint32, s.m.Spans)
+	if !s.checkOnly {
+		s.kindName = make([]uint32, s.m.Spans)
+	}
 	var c pageCodec
 	var raw []byte
 	for k := range chunks {
@@ -467,7 +492,9 @@ func (s *Store) readAttrs(read func(string) ([]byte, error)) error {
 			if err = c.inflate(raw, s.attrs[lo:hi], codec); err == nil {
 				base := k * AttrChunk
 				err = decodeAttrs(raw, n, func(j int, kind SpanKind, name, _ uint32) {
-					s.kindName[base+int64(j)] = uint32(kind)<<24 | name
+					if s.kindName != nil {
+						s.kindName[base+int64(j)] = uint32(kind)<<24 | name
+					}
 				})
 			}
 		}
