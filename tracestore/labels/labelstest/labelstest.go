@@ -33,6 +33,15 @@ var weights = map[string]int{"q1": 1, "q2": 2, "q3": 3, "q4": 4}
 // process's CPU time (or a minute) while it records an execution trace
 // with CPU samples, and returns the trace and the trampoline history.
 func Workload(t testing.TB, d time.Duration) (traceData []byte, h trampoline.History) {
+	return WorkloadWithNoise(t, d, 0)
+}
+
+// WorkloadWithNoise is Workload with noise goroutines running beside the
+// labelled ones, unlabelled, that pass tokens around a ring and sleep a
+// little at each turn: they fill the trace with scheduling events and
+// lanes, some hundreds of thousands of events a second, among which the
+// label's goroutines are few.
+func WorkloadWithNoise(t testing.TB, d time.Duration, noise int) (traceData []byte, h trampoline.History) {
 	if trace.IsEnabled() {
 		t.Fatal("tracing is already enabled")
 	}
@@ -42,6 +51,34 @@ func Workload(t testing.TB, d time.Duration) (traceData []byte, h trampoline.His
 	}
 	if err := trace.Start(&tbuf); err != nil {
 		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var nwg sync.WaitGroup
+	if noise > 0 {
+		ring := make([]chan int, noise)
+		for i := range ring {
+			ring[i] = make(chan int, 1)
+			ring[i] <- 0 // a token for each: all turn at once
+		}
+		for i := range noise {
+			nwg.Add(1)
+			go func() {
+				defer nwg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					case v := <-ring[i]:
+						time.Sleep(10 * time.Microsecond)
+						select {
+						case ring[(i+1)%noise] <- v + 1:
+						case <-stop:
+							return
+						}
+					}
+				}
+			}()
+		}
 	}
 	ls := map[string]*trampoline.Label{}
 	for name := range weights {
@@ -79,6 +116,8 @@ func Workload(t testing.TB, d time.Duration) (traceData []byte, h trampoline.His
 	}
 	close(tasks)
 	wg.Wait()
+	close(stop)
+	nwg.Wait()
 	trace.Stop()
 	pprof.StopCPUProfile()
 	for _, l := range ls {
