@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/testsuite"
@@ -68,9 +70,13 @@ var testsuiteCommand = &cli.Command{
 			}
 			if !*report {
 				fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %d packages, runs %s, in %s\n", len(pkgs), runNames(runs), *dir)
+				// An interrupt stops the batch in progress, which then
+				// runs again when the command is run again.
+				ctx, stop := signal.NotifyContext(env.Ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
 				o := testsuite.Options{Dir: *dir, Packages: pkgs, Runs: runs, Batch: *batch,
 					TestArgs: []string{"-short", "-count=1", "-timeout=" + *timeout}, Log: env.Stderr}
-				if err := testsuite.Execute(env.Ctx, o); err != nil {
+				if err := testsuite.Execute(ctx, o); err != nil {
 					return err
 				}
 			}

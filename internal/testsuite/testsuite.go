@@ -5,7 +5,8 @@
 // Each run is a go command with its environment and build flags. Its go
 // test -json output is appended to DIR/NAME.json, batch by batch, so an
 // interrupted run resumes where it stopped: a package is done in a run once
-// its JSON holds the package's final action (pass, fail or skip). The runs
+// its JSON holds the package's final action (pass, fail or skip). A batch
+// that was stopped counts for nothing: its packages run again. The runs
 // take turns batch by batch, so that at any time they have finished nearly
 // the same packages and their comparison covers most of what has run.
 package testsuite
@@ -177,10 +178,15 @@ func Execute(ctx context.Context, o Options) error {
 // validName is the form of a run's name, a file name stem.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// runBatch runs go test -json on pkgs in run r, appending its output to
-// r's JSON file, and returns the outcomes it printed.
+// runBatch runs go test -json on pkgs in run r and returns the outcomes
+// it printed. While it runs, the output goes to r's partial file
+// (NAME.partial.json); only when go test ends by itself is it appended to
+// r's JSON file, so that a stopped batch (an interrupt, ctx done), whose
+// packages may have failed only because they were stopped, counts for
+// nothing and runs again.
 func runBatch(ctx context.Context, o Options, r Run, pkgs []string) (map[string]string, error) {
-	f, err := os.OpenFile(JSONFile(o.Dir, r.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	partial := filepath.Join(o.Dir, r.Name+".partial.json")
+	f, err := os.Create(partial)
 	if err != nil {
 		return nil, err
 	}
@@ -189,20 +195,27 @@ func runBatch(ctx context.Context, o Options, r Run, pkgs []string) (map[string]
 	args = append(append(args, r.Flags...), pkgs...)
 	cmd := exec.CommandContext(ctx, r.Go, args...)
 	cmd.Env, cmd.Dir = r.Env, r.Dir
+	stopGroup(cmd)
+	cmd.WaitDelay = time.Minute
 	var buf bytes.Buffer
 	cmd.Stdout = io.MultiWriter(f, &buf)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
-	got, _ := Outcomes(&buf)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 && ctx.Err() == nil {
 		// go test exits 1 when a package fails: the JSON says which.
 		err = nil
 	}
 	if err != nil {
-		return got, fmt.Errorf("testsuite: %s: go %s: %w\n%s", r.Name, strings.Join(args[:len(args)-len(pkgs)], " "), err, lastLines(stderr.Bytes(), 20))
+		return nil, fmt.Errorf("testsuite: %s: go %s: %w\n%s", r.Name, strings.Join(args[:len(args)-len(pkgs)], " "), err, lastLines(stderr.Bytes(), 20))
 	}
+	if err := appendFile(JSONFile(o.Dir, r.Name), buf.Bytes()); err != nil {
+		return nil, err
+	}
+	f.Close()
+	os.Remove(partial)
+	got, _ := Outcomes(&buf)
 	// What go test printed on standard error (build failures of
 	// packages without a JSON event, vet failures) is kept with the JSON.
 	if stderr.Len() > 0 {
@@ -339,9 +352,13 @@ func (t *Table) Totals(i int) (all, common Totals) {
 // row each, the packages that failed in every run, and each run's totals.
 func (t *Table) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	diffs := t.Differences()
 	width := len("package")
-	for _, p := range t.Packages {
+	for _, p := range diffs {
 		width = max(width, len(p))
+	}
+	for _, r := range t.Runs {
+		width = max(width, len(r))
 	}
 	row := func(first string, cells []string) {
 		fmt.Fprintf(bw, "%-*s", width, first)
@@ -356,7 +373,6 @@ func (t *Table) Write(w io.Writer) error {
 			complete++
 		}
 	}
-	diffs := t.Differences()
 	fmt.Fprintf(bw, "packages whose outcome differs (%d of the %d that every run has finished; %d in the suite):\n", len(diffs), complete, len(t.Packages))
 	row("package", t.Runs)
 	for _, p := range diffs {
@@ -375,7 +391,7 @@ func (t *Table) Write(w io.Writer) error {
 	fmt.Fprintf(bw, "\n\ntotals (all packages: pass fail skip not-run | packages every run finished: pass fail skip):\n")
 	for i, r := range t.Runs {
 		a, c := t.Totals(i)
-		fmt.Fprintf(bw, "%-*s  %4d %4d %4d %4d | %4d %4d %4d\n", max(width, 20), r, a.Pass, a.Fail, a.Skip, a.Missing, c.Pass, c.Fail, c.Skip)
+		fmt.Fprintf(bw, "%-*s  %4d %4d %4d %4d | %4d %4d %4d\n", width, r, a.Pass, a.Fail, a.Skip, a.Missing, c.Pass, c.Fail, c.Skip)
 	}
 	return bw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOutcomes(t *testing.T) {
@@ -180,5 +181,49 @@ func TestExecute(t *testing.T) {
 	}
 	if tab, err = Load(dir, []string{"a", "b"}, pkgs); err != nil || tab.Outcome["m/broken"][1] != Fail {
 		t.Errorf("after resuming, m/broken in run b: %v (%v)", tab.Outcome["m/broken"], err)
+	}
+}
+
+// TestExecuteStopped stops Execute while a test runs: the batch counts for
+// nothing (the run's JSON file does not get it), so it runs again later.
+func TestExecuteStopped(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	mod := t.TempDir()
+	for name, s := range map[string]string{
+		"go.mod":            "module m\n\ngo 1.24\n",
+		"slow/slow_test.go": "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(time.Minute) }\n",
+	} {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
+	o := Options{Dir: dir, Packages: []string{"m/slow"}, Runs: []Run{{Name: "a", Go: goCmd, Env: env, Dir: mod}}, TestArgs: []string{"-count=1", "-vet=off"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Stop once TestSlow runs.
+		for ctx.Err() == nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "a.partial.json"))
+			if bytes.Contains(b, []byte(`"Action":"run","Package":"m/slow","Test":"TestSlow"`)) {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	if err := Execute(ctx, o); err == nil {
+		t.Fatal("Execute stopped: no error")
+	}
+	if b, err := os.ReadFile(JSONFile(dir, "a")); err == nil && len(b) > 0 {
+		t.Errorf("the stopped batch went into the run's JSON:\n%s", b)
 	}
 }
