@@ -25,6 +25,7 @@ var testsuiteCommand = &cli.Command{
 	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
 		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
 		"prints the packages whose outcome (pass, fail, skip) differs between them, the\n" +
+		"tests whose outcome differs within the packages every run finished, the\n" +
 		"packages failing in all, and each run's totals; the table is also written to\n" +
 		"DIR/table.txt. Each run's go test -json output goes to DIR/NAME.json (NAME: stock\n" +
 		"or the flavour), batch by batch, the runs taking turns; a run that is stopped\n" +

@@ -95,6 +95,29 @@ func Outcomes(r io.Reader) (map[string]string, error) {
 	return out, sc.Err()
 }
 
+// CaseOutcomes reads go test -json output and returns the final action of
+// each test (pass, fail or skip), keyed by package and test name joined by
+// a space.
+func CaseOutcomes(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var e event
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if e.Test != "" && e.Package != "" && (e.Action == Pass || e.Action == Fail || e.Action == Skip) {
+			out[e.Package+" "+e.Test] = e.Action
+		}
+	}
+	return out, sc.Err()
+}
+
 // readOutcomes returns Outcomes of the file at path, none if it is missing.
 func readOutcomes(path string) (map[string]string, error) {
 	f, err := os.Open(path)
@@ -248,12 +271,15 @@ type Table struct {
 	Runs     []string
 	Packages []string            // every package, in the suite's order
 	Outcome  map[string][]string // package -> outcome per run, Missing if not run
+	// Tests holds each test's outcome per run ("" if it did not run),
+	// keyed by package and test name joined by a space.
+	Tests map[string][]string
 }
 
 // Load reads the runs' JSON files in dir into a Table over pkgs; packages
 // the files name that are not in pkgs are added at the end, sorted.
 func Load(dir string, runs []string, pkgs []string) (*Table, error) {
-	t := &Table{Runs: runs, Packages: slices.Clone(pkgs), Outcome: map[string][]string{}}
+	t := &Table{Runs: runs, Packages: slices.Clone(pkgs), Outcome: map[string][]string{}, Tests: map[string][]string{}}
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		seen[p] = true
@@ -276,6 +302,23 @@ func Load(dir string, runs []string, pkgs []string) (*Table, error) {
 				}
 			}
 			t.Outcome[p][i] = a
+		}
+		f, err := os.Open(JSONFile(dir, r))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		to, err := CaseOutcomes(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		for k, a := range to {
+			if t.Tests[k] == nil {
+				t.Tests[k] = make([]string, len(runs))
+			}
+			t.Tests[k][i] = a
 		}
 	}
 	slices.Sort(extra)
@@ -316,6 +359,27 @@ func (t *Table) Differences() []string {
 			}
 		}
 	}
+	return d
+}
+
+// TestDifferences returns the tests (package, a space, test) of the
+// packages every run has finished whose outcome is not the same in all
+// runs (a test that did not run in one counts as different), sorted.
+func (t *Table) TestDifferences() []string {
+	var d []string
+	for k, o := range t.Tests {
+		p, _, _ := strings.Cut(k, " ")
+		if !t.Complete(p) {
+			continue
+		}
+		for _, a := range o[1:] {
+			if a != o[0] {
+				d = append(d, k)
+				break
+			}
+		}
+	}
+	slices.Sort(d)
 	return d
 }
 
@@ -388,7 +452,19 @@ func (t *Table) Write(w io.Writer) error {
 	for _, p := range allFail {
 		fmt.Fprintf(bw, " %s", p)
 	}
-	fmt.Fprintf(bw, "\n\ntotals (all packages: pass fail skip not-run | packages every run finished: pass fail skip):\n")
+	tdiffs := t.TestDifferences()
+	fmt.Fprintf(bw, "\n\ntests whose outcome differs, in the packages every run has finished (%d; - did not run):\n", len(tdiffs))
+	for _, k := range tdiffs {
+		fmt.Fprintf(bw, "%s", k)
+		for i, a := range t.Tests[k] {
+			if a == "" {
+				a = Missing
+			}
+			fmt.Fprintf(bw, "  %s=%s", t.Runs[i], a)
+		}
+		fmt.Fprintln(bw)
+	}
+	fmt.Fprintf(bw, "\ntotals (all packages: pass fail skip not-run | packages every run finished: pass fail skip):\n")
 	for i, r := range t.Runs {
 		a, c := t.Totals(i)
 		fmt.Fprintf(bw, "%-*s  %4d %4d %4d %4d | %4d %4d %4d\n", width, r, a.Pass, a.Fail, a.Skip, a.Missing, c.Pass, c.Fail, c.Skip)

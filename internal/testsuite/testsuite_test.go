@@ -64,13 +64,18 @@ func TestTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("stock", `{"Action":"pass","Package":"a"}
+	write("stock", `{"Action":"pass","Package":"a","Test":"TestA"}
+{"Action":"skip","Package":"a","Test":"TestB"}
+{"Action":"pass","Package":"a"}
 {"Action":"pass","Package":"b"}
 {"Action":"fail","Package":"c"}
 {"Action":"skip","Package":"d"}
 {"Action":"pass","Package":"x"}
 `)
-	write("patched", `{"Action":"pass","Package":"a"}
+	write("patched", `{"Action":"pass","Package":"a","Test":"TestA"}
+{"Action":"pass","Package":"a","Test":"TestB"}
+{"Action":"pass","Package":"a","Test":"TestC"}
+{"Action":"pass","Package":"a"}
 {"Action":"fail","Package":"b"}
 {"Action":"fail","Package":"c"}
 {"Action":"skip","Package":"d"}
@@ -89,11 +94,14 @@ func TestTable(t *testing.T) {
 	if want := (Totals{Pass: 1, Fail: 2, Skip: 1}); common != want {
 		t.Errorf("patched totals over the packages both finished: %+v, want %+v", common, want)
 	}
+	if d := tab.TestDifferences(); len(d) != 2 || d[0] != "a TestB" || d[1] != "a TestC" {
+		t.Errorf("TestDifferences = %q, want [a TestB, a TestC]", d)
+	}
 	var out bytes.Buffer
 	if err := tab.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"(1 of the 4 that every run has finished; 6 in the suite)", "\nb        pass     fail", "failing in every run (1): c\n", "\nstock "} {
+	for _, want := range []string{"(1 of the 4 that every run has finished; 6 in the suite)", "\nb        pass     fail", "failing in every run (1): c\n", "a TestB  stock=skip  patched=pass\n", "a TestC  stock=-  patched=pass\n", "\nstock "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
