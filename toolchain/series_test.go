@@ -206,7 +206,6 @@ const helloMain = `package main
 
 import (
 	"fmt"
-	"io"
 	"path/filepath"
 	"runtime"
 )
@@ -252,7 +251,7 @@ func TestSeriesPrefixes(t *testing.T) {
 					t.Fatalf("the series up to %s: %v", series[k-1].Name, err)
 				}
 				out, err := exec.Command(bin).CombinedOutput()
-				if want := "hello main.go 11\n"; err != nil || string(out) != want {
+				if want := "hello main.go 10\n"; err != nil || string(out) != want {
 					t.Fatalf("the series up to %s: hello printed %q (%v), want %q", series[k-1].Name, out, err, want)
 				}
 				f, err := objscan.Open(bin)

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/testsuite"
@@ -23,6 +25,7 @@ var testsuiteCommand = &cli.Command{
 	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
 		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
 		"prints the packages whose outcome (pass, fail, skip) differs between them, the\n" +
+		"tests whose outcome differs within the packages every run finished, the\n" +
 		"packages failing in all, and each run's totals; the table is also written to\n" +
 		"DIR/table.txt. Each run's go test -json output goes to DIR/NAME.json (NAME: stock\n" +
 		"or the flavour), batch by batch, the runs taking turns; a run that is stopped\n" +
@@ -68,9 +71,13 @@ var testsuiteCommand = &cli.Command{
 			}
 			if !*report {
 				fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %d packages, runs %s, in %s\n", len(pkgs), runNames(runs), *dir)
+				// An interrupt stops the batch in progress, which then
+				// runs again when the command is run again.
+				ctx, stop := signal.NotifyContext(env.Ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
 				o := testsuite.Options{Dir: *dir, Packages: pkgs, Runs: runs, Batch: *batch,
 					TestArgs: []string{"-short", "-count=1", "-timeout=" + *timeout}, Log: env.Stderr}
-				if err := testsuite.Execute(env.Ctx, o); err != nil {
+				if err := testsuite.Execute(ctx, o); err != nil {
 					return err
 				}
 			}

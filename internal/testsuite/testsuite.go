@@ -5,7 +5,8 @@
 // Each run is a go command with its environment and build flags. Its go
 // test -json output is appended to DIR/NAME.json, batch by batch, so an
 // interrupted run resumes where it stopped: a package is done in a run once
-// its JSON holds the package's final action (pass, fail or skip). The runs
+// its JSON holds the package's final action (pass, fail or skip). A batch
+// that was stopped counts for nothing: its packages run again. The runs
 // take turns batch by batch, so that at any time they have finished nearly
 // the same packages and their comparison covers most of what has run.
 package testsuite
@@ -94,6 +95,29 @@ func Outcomes(r io.Reader) (map[string]string, error) {
 	return out, sc.Err()
 }
 
+// CaseOutcomes reads go test -json output and returns the final action of
+// each test (pass, fail or skip), keyed by package and test name joined by
+// a space.
+func CaseOutcomes(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var e event
+		if json.Unmarshal(line, &e) != nil {
+			continue
+		}
+		if e.Test != "" && e.Package != "" && (e.Action == Pass || e.Action == Fail || e.Action == Skip) {
+			out[e.Package+" "+e.Test] = e.Action
+		}
+	}
+	return out, sc.Err()
+}
+
 // readOutcomes returns Outcomes of the file at path, none if it is missing.
 func readOutcomes(path string) (map[string]string, error) {
 	f, err := os.Open(path)
@@ -177,10 +201,15 @@ func Execute(ctx context.Context, o Options) error {
 // validName is the form of a run's name, a file name stem.
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// runBatch runs go test -json on pkgs in run r, appending its output to
-// r's JSON file, and returns the outcomes it printed.
+// runBatch runs go test -json on pkgs in run r and returns the outcomes
+// it printed. While it runs, the output goes to r's partial file
+// (NAME.partial.json); only when go test ends by itself is it appended to
+// r's JSON file, so that a stopped batch (an interrupt, ctx done), whose
+// packages may have failed only because they were stopped, counts for
+// nothing and runs again.
 func runBatch(ctx context.Context, o Options, r Run, pkgs []string) (map[string]string, error) {
-	f, err := os.OpenFile(JSONFile(o.Dir, r.Name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	partial := filepath.Join(o.Dir, r.Name+".partial.json")
+	f, err := os.Create(partial)
 	if err != nil {
 		return nil, err
 	}
@@ -189,20 +218,27 @@ func runBatch(ctx context.Context, o Options, r Run, pkgs []string) (map[string]
 	args = append(append(args, r.Flags...), pkgs...)
 	cmd := exec.CommandContext(ctx, r.Go, args...)
 	cmd.Env, cmd.Dir = r.Env, r.Dir
+	stopGroup(cmd)
+	cmd.WaitDelay = time.Minute
 	var buf bytes.Buffer
 	cmd.Stdout = io.MultiWriter(f, &buf)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
-	got, _ := Outcomes(&buf)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == 1 && ctx.Err() == nil {
 		// go test exits 1 when a package fails: the JSON says which.
 		err = nil
 	}
 	if err != nil {
-		return got, fmt.Errorf("testsuite: %s: go %s: %w\n%s", r.Name, strings.Join(args[:len(args)-len(pkgs)], " "), err, lastLines(stderr.Bytes(), 20))
+		return nil, fmt.Errorf("testsuite: %s: go %s: %w\n%s", r.Name, strings.Join(args[:len(args)-len(pkgs)], " "), err, lastLines(stderr.Bytes(), 20))
 	}
+	if err := appendFile(JSONFile(o.Dir, r.Name), buf.Bytes()); err != nil {
+		return nil, err
+	}
+	f.Close()
+	os.Remove(partial)
+	got, _ := Outcomes(&buf)
 	// What go test printed on standard error (build failures of
 	// packages without a JSON event, vet failures) is kept with the JSON.
 	if stderr.Len() > 0 {
@@ -235,12 +271,15 @@ type Table struct {
 	Runs     []string
 	Packages []string            // every package, in the suite's order
 	Outcome  map[string][]string // package -> outcome per run, Missing if not run
+	// Tests holds each test's outcome per run ("" if it did not run),
+	// keyed by package and test name joined by a space.
+	Tests map[string][]string
 }
 
 // Load reads the runs' JSON files in dir into a Table over pkgs; packages
 // the files name that are not in pkgs are added at the end, sorted.
 func Load(dir string, runs []string, pkgs []string) (*Table, error) {
-	t := &Table{Runs: runs, Packages: slices.Clone(pkgs), Outcome: map[string][]string{}}
+	t := &Table{Runs: runs, Packages: slices.Clone(pkgs), Outcome: map[string][]string{}, Tests: map[string][]string{}}
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		seen[p] = true
@@ -263,6 +302,23 @@ func Load(dir string, runs []string, pkgs []string) (*Table, error) {
 				}
 			}
 			t.Outcome[p][i] = a
+		}
+		f, err := os.Open(JSONFile(dir, r))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		to, err := CaseOutcomes(f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		for k, a := range to {
+			if t.Tests[k] == nil {
+				t.Tests[k] = make([]string, len(runs))
+			}
+			t.Tests[k][i] = a
 		}
 	}
 	slices.Sort(extra)
@@ -306,6 +362,27 @@ func (t *Table) Differences() []string {
 	return d
 }
 
+// TestDifferences returns the tests (package, a space, test) of the
+// packages every run has finished whose outcome is not the same in all
+// runs (a test that did not run in one counts as different), sorted.
+func (t *Table) TestDifferences() []string {
+	var d []string
+	for k, o := range t.Tests {
+		p, _, _ := strings.Cut(k, " ")
+		if !t.Complete(p) {
+			continue
+		}
+		for _, a := range o[1:] {
+			if a != o[0] {
+				d = append(d, k)
+				break
+			}
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
 // Totals are the counts of one run's outcomes.
 type Totals struct {
 	Pass, Fail, Skip, Missing int
@@ -339,9 +416,13 @@ func (t *Table) Totals(i int) (all, common Totals) {
 // row each, the packages that failed in every run, and each run's totals.
 func (t *Table) Write(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	diffs := t.Differences()
 	width := len("package")
-	for _, p := range t.Packages {
+	for _, p := range diffs {
 		width = max(width, len(p))
+	}
+	for _, r := range t.Runs {
+		width = max(width, len(r))
 	}
 	row := func(first string, cells []string) {
 		fmt.Fprintf(bw, "%-*s", width, first)
@@ -356,7 +437,6 @@ func (t *Table) Write(w io.Writer) error {
 			complete++
 		}
 	}
-	diffs := t.Differences()
 	fmt.Fprintf(bw, "packages whose outcome differs (%d of the %d that every run has finished; %d in the suite):\n", len(diffs), complete, len(t.Packages))
 	row("package", t.Runs)
 	for _, p := range diffs {
@@ -372,10 +452,22 @@ func (t *Table) Write(w io.Writer) error {
 	for _, p := range allFail {
 		fmt.Fprintf(bw, " %s", p)
 	}
-	fmt.Fprintf(bw, "\n\ntotals (all packages: pass fail skip not-run | packages every run finished: pass fail skip):\n")
+	tdiffs := t.TestDifferences()
+	fmt.Fprintf(bw, "\n\ntests whose outcome differs, in the packages every run has finished (%d; - did not run):\n", len(tdiffs))
+	for _, k := range tdiffs {
+		fmt.Fprintf(bw, "%s", k)
+		for i, a := range t.Tests[k] {
+			if a == "" {
+				a = Missing
+			}
+			fmt.Fprintf(bw, "  %s=%s", t.Runs[i], a)
+		}
+		fmt.Fprintln(bw)
+	}
+	fmt.Fprintf(bw, "\ntotals (all packages: pass fail skip not-run | packages every run finished: pass fail skip):\n")
 	for i, r := range t.Runs {
 		a, c := t.Totals(i)
-		fmt.Fprintf(bw, "%-*s  %4d %4d %4d %4d | %4d %4d %4d\n", max(width, 20), r, a.Pass, a.Fail, a.Skip, a.Missing, c.Pass, c.Fail, c.Skip)
+		fmt.Fprintf(bw, "%-*s  %4d %4d %4d %4d | %4d %4d %4d\n", width, r, a.Pass, a.Fail, a.Skip, a.Missing, c.Pass, c.Fail, c.Skip)
 	}
 	return bw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOutcomes(t *testing.T) {
@@ -63,13 +64,18 @@ func TestTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("stock", `{"Action":"pass","Package":"a"}
+	write("stock", `{"Action":"pass","Package":"a","Test":"TestA"}
+{"Action":"skip","Package":"a","Test":"TestB"}
+{"Action":"pass","Package":"a"}
 {"Action":"pass","Package":"b"}
 {"Action":"fail","Package":"c"}
 {"Action":"skip","Package":"d"}
 {"Action":"pass","Package":"x"}
 `)
-	write("patched", `{"Action":"pass","Package":"a"}
+	write("patched", `{"Action":"pass","Package":"a","Test":"TestA"}
+{"Action":"pass","Package":"a","Test":"TestB"}
+{"Action":"pass","Package":"a","Test":"TestC"}
+{"Action":"pass","Package":"a"}
 {"Action":"fail","Package":"b"}
 {"Action":"fail","Package":"c"}
 {"Action":"skip","Package":"d"}
@@ -88,11 +94,14 @@ func TestTable(t *testing.T) {
 	if want := (Totals{Pass: 1, Fail: 2, Skip: 1}); common != want {
 		t.Errorf("patched totals over the packages both finished: %+v, want %+v", common, want)
 	}
+	if d := tab.TestDifferences(); len(d) != 2 || d[0] != "a TestB" || d[1] != "a TestC" {
+		t.Errorf("TestDifferences = %q, want [a TestB, a TestC]", d)
+	}
 	var out bytes.Buffer
 	if err := tab.Write(&out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"(1 of the 4 that every run has finished; 6 in the suite)", "\nb        pass     fail", "failing in every run (1): c\n", "\nstock "} {
+	for _, want := range []string{"(1 of the 4 that every run has finished; 6 in the suite)", "\nb        pass     fail", "failing in every run (1): c\n", "a TestB  stock=skip  patched=pass\n", "a TestC  stock=-  patched=pass\n", "\nstock "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -180,5 +189,49 @@ func TestExecute(t *testing.T) {
 	}
 	if tab, err = Load(dir, []string{"a", "b"}, pkgs); err != nil || tab.Outcome["m/broken"][1] != Fail {
 		t.Errorf("after resuming, m/broken in run b: %v (%v)", tab.Outcome["m/broken"], err)
+	}
+}
+
+// TestExecuteStopped stops Execute while a test runs: the batch counts for
+// nothing (the run's JSON file does not get it), so it runs again later.
+func TestExecuteStopped(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command:", err)
+	}
+	mod := t.TempDir()
+	for name, s := range map[string]string{
+		"go.mod":            "module m\n\ngo 1.24\n",
+		"slow/slow_test.go": "package slow\n\nimport (\n\t\"testing\"\n\t\"time\"\n)\n\nfunc TestSlow(t *testing.T) { time.Sleep(time.Minute) }\n",
+	} {
+		p := filepath.Join(mod, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local", "GOWORK=off")
+	o := Options{Dir: dir, Packages: []string{"m/slow"}, Runs: []Run{{Name: "a", Go: goCmd, Env: env, Dir: mod}}, TestArgs: []string{"-count=1", "-vet=off"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Stop once TestSlow runs.
+		for ctx.Err() == nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "a.partial.json"))
+			if bytes.Contains(b, []byte(`"Action":"run","Package":"m/slow","Test":"TestSlow"`)) {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	if err := Execute(ctx, o); err == nil {
+		t.Fatal("Execute stopped: no error")
+	}
+	if b, err := os.ReadFile(JSONFile(dir, "a")); err == nil && len(b) > 0 {
+		t.Errorf("the stopped batch went into the run's JSON:\n%s", b)
 	}
 }
