@@ -259,3 +259,21 @@ func TestBlockRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGetN reads every width at the end of a buffer and inside it, against
+// putN.
+func TestGetN(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		v := uint64(0x0102030405060708) >> (64 - 8*n)
+		for _, pad := range []int{0, 7} {
+			b := make([]byte, n+pad)
+			for i := range b {
+				b[i] = 0xee
+			}
+			putN(b, v, n)
+			if got := getN(b, n); got != v {
+				t.Errorf("getN(%x, %d) = %#x, want %#x", b, n, got, v)
+			}
+		}
+	}
+}
