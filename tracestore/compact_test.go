@@ -259,3 +259,67 @@ func TestBlockRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestGetN reads every width at the end of a buffer and inside it, against
+// putN.
+func TestGetN(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		v := uint64(0x0102030405060708) >> (64 - 8*n)
+		for _, pad := range []int{0, 7} {
+			b := make([]byte, n+pad)
+			for i := range b {
+				b[i] = 0xee
+			}
+			putN(b, v, n)
+			if got := getN(b, n); got != v {
+				t.Errorf("getN(%x, %d) = %#x, want %#x", b, n, got, v)
+			}
+		}
+	}
+}
+
+// TestExtraFiles: a manifest may list files Open does not know (a later
+// writer's), which File reads checked; names that are not plain are
+// refused.
+func TestExtraFiles(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	extra := []byte("coarse levels")
+	if err := os.WriteFile(filepath.Join(base, "levels.bin"), extra, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	editManifest(t, base, func(m map[string]any) {
+		m["files"] = append(m["files"].([]any), map[string]any{"name": "levels.bin", "bytes": len(extra), "crc32c": crc(extra), "optional": true})
+	})
+	s, err := Open(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.File("levels.bin"); err != nil || !bytes.Equal(b, extra) {
+		t.Errorf("File: %q, %v", b, err)
+	}
+	if _, err := s.File("missing.bin"); err == nil {
+		t.Error("File of a file the manifest does not list: no error")
+	}
+	s.Close()
+	os.WriteFile(filepath.Join(base, "levels.bin"), []byte("coarse levelz"), 0o666)
+	if s, err = Open(base); err != nil {
+		t.Fatalf("a changed extra file stops Open: %v", err)
+	}
+	if _, err := s.File("levels.bin"); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Errorf("File of a changed file: %v", err)
+	}
+	s.Close()
+	for _, name := range []string{"../x", "a/b", "", ".", "..", fileManifest, fileSpans} {
+		dir := copyStore(t, base)
+		editManifest(t, dir, func(m map[string]any) {
+			m["files"] = append(m["files"].([]any), map[string]any{"name": name, "bytes": 0, "crc32c": 0})
+		})
+		if s, err := Open(dir); err == nil {
+			s.Close()
+			t.Errorf("a file named %q: Open succeeded", name)
+		}
+	}
+}

@@ -53,8 +53,9 @@
 // reader holds one generation of the trace besides.
 //
 // Open reads a store back and checks it: the small files against their
-// CRC-32C, spans.bin and forest.bin too, and every page of the event log
-// when it is read. A truncated or corrupt store gives an error that names
+// CRC-32C, spans.bin, forest.bin and spanattr.bin too (it decodes every
+// span and inflates every chunk of attributes), and every page of the
+// event log when it is read. A truncated or corrupt store gives an error that names
 // the file and the offset, never a panic; a corrupt index answers "every
 // page", so a query is never wrong, only slower.
 package tracestore

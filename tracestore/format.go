@@ -211,6 +211,9 @@ func putN(b []byte, v uint64, n int) {
 }
 
 func getN(b []byte, n int) uint64 {
+	if len(b) >= 8 { // one load, masked
+		return binary.LittleEndian.Uint64(b) & (^uint64(0) >> (64 - 8*n))
+	}
 	var v uint64
 	for k := range n {
 		v |= uint64(b[k]) << (8 * k)

@@ -265,6 +265,13 @@ func (s *Store) open() error {
 		// spans are sorted and do not overlap; the forest is rebuilt from
 		// the spans and must equal the one in forest.bin.
 		f := forest.New(combine, noAgg)
+		// The forest queries use: over leaves of queryLeafSpans spans,
+		// a quarter of a block, so that a query folds fewer spans at its
+		// ends than the file's forest would make it.
+		var qf *forest.Forest[Agg]
+		if !s.checkOnly {
+			qf = forest.New(combine, noAgg)
+		}
 		end := int64(-1 << 63)
 		for k := range nb {
 			bi := l.blockOff + k
@@ -287,9 +294,14 @@ func (s *Store) open() error {
 			if end > s.m.Duration {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): spans end at %d, after the trace (%d)", fileSpans, i, k, lo, end, s.m.Duration)
 			}
-			a := noAgg
+			a, sub := noAgg, noAgg
 			for j, sp := range blk {
-				a = combine(a, Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur})
+				v := Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur}
+				a = combine(a, v)
+				if sub = combine(sub, v); qf != nil && (j+1)%queryLeafSpans == 0 {
+					qf.Append(sub)
+					sub = noAgg
+				}
 			}
 			if n == BlockSpans {
 				f.Append(a)
@@ -306,8 +318,8 @@ func (s *Store) open() error {
 		blockOff += nb
 		forestOff += nv
 		s.lanes = append(s.lanes, l)
-		if !s.checkOnly {
-			s.forests = append(s.forests, f)
+		if qf != nil {
+			s.forests = append(s.forests, qf)
 		}
 	}
 	if lo != len(lt) {
@@ -666,15 +678,19 @@ func (r *rowCursor) aggregate(i0, i1 int64) Agg {
 		}
 		return a
 	}
-	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
-	lastWhole := i1 / BlockSpans
+	firstWhole := (i0 + queryLeafSpans - 1) / queryLeafSpans
+	lastWhole := i1 / queryLeafSpans
 	if firstWhole >= lastWhole {
 		return fold(noAgg, i0, i1)
 	}
-	a := fold(noAgg, i0, firstWhole*BlockSpans)
+	a := fold(noAgg, i0, firstWhole*queryLeafSpans)
 	a = combine(a, r.s.forests[r.l].Query(int(firstWhole), int(lastWhole)))
-	return fold(a, lastWhole*BlockSpans, i1)
+	return fold(a, lastWhole*queryLeafSpans, i1)
 }
+
+// queryLeafSpans is the number of spans a leaf of the forests Open
+// builds for queries aggregates: BlockSpans must be a multiple.
+const queryLeafSpans = 16
 
 // Stack returns the frames of stack id, innermost first.
 func (s *Store) Stack(id uint64) ([]Frame, error) {

@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	pctab-trace build [-pagesize N] TRACE STORE   ingest TRACE into the directory STORE
+//	pctab-trace build [-pagesize N] [-mem SIZE] TRACE STORE   ingest TRACE into the directory STORE
 //	pctab-trace query [-json] [-from T] [-to T] (-func F | -line FILE:LINE) STORE
 //	                                              events whose stack passes through F (or FILE:LINE)
 //	pctab-trace agg [-json] [-from T] [-to T] [-track KIND] STORE
