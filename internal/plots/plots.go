@@ -6,7 +6,6 @@ package plots
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/pctab/pctab/internal/svgplot"
 	"github.com/pctab/pctab/lookupbench"
@@ -58,7 +57,7 @@ func Kinds(r *report.Report, title, subtitle string) *svgplot.BarChart {
 	c := &svgplot.BarChart{
 		Title: title, Subtitle: subtitle,
 		ValueLabel: "change of the kind's table bytes, varint to linear spec (%)",
-		Format:     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) + "%" },
+		Format:     func(v float64) string { return fmt.Sprintf("%+.1f%%", v+0) },
 	}
 	for _, k := range r.Kinds {
 		if k.VarintBytes == 0 && k.LinearBytes == 0 {

@@ -261,7 +261,7 @@ func (p *Plot) WriteSVG(out io.Writer) error {
 		}
 		y := Y(r.Y)
 		w.f(`<line class="refline" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#c00" stroke-dasharray="6 4"/>`+"\n", x0, y, x1, y)
-		w.text(x1-4, y-4, ` text-anchor="end" fill="#c00" font-size="11"`, r.Label)
+		w.text(x0+4, y-4, ` fill="#c00" font-size="11"`, r.Label)
 	}
 	inside := func(pt Point) bool {
 		return !bad(pt.X) && !bad(pt.Y) && pt.X >= xmin && pt.X <= xmax && pt.Y >= ymin && pt.Y <= ymax
