@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/bits"
@@ -92,7 +91,7 @@ func (b *builder) finish() (*Manifest, error) {
 		Spans:         b.numSpans,
 		TimeQuantum:   b.quantum(),
 	}
-	for _, name := range []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx, fileFuncIdx, fileLineIdx} {
+	for _, name := range storeFiles() {
 		s, err := sumFile(filepath.Join(b.dir, name))
 		if err != nil {
 			return nil, err
@@ -451,23 +450,7 @@ func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
 }
 
 func writeManifest(dir string, m *Manifest) error {
-	data, err := json.MarshalIndent(m, "", "\t")
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(filepath.Join(dir, fileManifest))
-	if err != nil {
-		return fmt.Errorf("tracestore: %w", err)
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("tracestore: writing %s: %w", fileManifest, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("tracestore: syncing %s: %w", fileManifest, err)
-	}
-	return f.Close()
+	return writeManifestAs(dir, fileManifest, m)
 }
 
 // quantum returns the store's time quantum: the power of two q that makes

@@ -189,6 +189,11 @@ func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base int64) err
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		// Listed in the manifest, with its size and checksum, as an
+		// optional file: a store without it still opens.
+		err = tracestore.AddFile(dir, labels.FileName, true)
+	}
 	if err != nil {
 		os.Remove(out.Name())
 		return err

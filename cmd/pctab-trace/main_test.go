@@ -219,6 +219,15 @@ func TestLabelCommands(t *testing.T) {
 	if err != nil || x == nil {
 		t.Fatalf("labels.idx: %v", err)
 	}
+	// The manifest lists the index, checked, as an optional file.
+	if st, err := tracestore.Open(store); err != nil {
+		t.Fatal(err)
+	} else {
+		if _, err := st.File(labels.FileName); err != nil {
+			t.Errorf("the manifest does not list %s: %v", labels.FileName, err)
+		}
+		st.Close()
+	}
 	q3 := labels.Label{Key: "query", Value: "q3"}
 	js := runCmd(t, "query", "-json", "-label", "query=q3", store)
 	if err := jsonschema.CheckValue([]byte(js), schemaOf("query-label")); err != nil {
