@@ -38,6 +38,15 @@ func Flavours() []Flavour {
 	}
 }
 
+// FlavourNames returns the names of Flavours, in order: stock first.
+func FlavourNames() []string {
+	var names []string
+	for _, fl := range Flavours() {
+		names = append(names, fl.Name)
+	}
+	return names
+}
+
 // BenchOptions configure Bench.
 type BenchOptions struct {
 	Dir       string // directory of the package's module, "" for a standard-library package

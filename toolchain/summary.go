@@ -18,11 +18,7 @@ import (
 // per flavour checks the goal of issue 22: every median ratio at most 1.00
 // and every paired interval's upper bound at most 1.03.
 func Summarize(r io.Reader, w io.Writer) error {
-	var order []string
-	for _, fl := range Flavours() {
-		order = append(order, fl.Name)
-	}
-	res, err := benchcmp.Read(r, "sec/op", order)
+	res, err := benchcmp.Read(r, "sec/op", FlavourNames())
 	if err != nil {
 		return fmt.Errorf("toolchain: %w", err)
 	}

@@ -15,11 +15,7 @@ import (
 // toolchain), the stock flavour first and the others in toolchain.Flavours
 // order.
 func ReadResults(r io.Reader, unit string) (*benchcmp.Results, error) {
-	var order []string
-	for _, fl := range toolchain.Flavours() {
-		order = append(order, fl.Name)
-	}
-	return benchcmp.Read(r, unit, order)
+	return benchcmp.Read(r, unit, toolchain.FlavourNames())
 }
 
 // A Price is the price of caller information in one flavour: the
