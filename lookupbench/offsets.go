@@ -81,28 +81,7 @@ func (b *Bench) Offsets(oo OffsetOptions) (*Result, error) {
 		}
 	}
 	st := &runState{ro: RunOptions{Count: count, BenchTime: bt, Progress: oo.Progress}, bt: bt, count: count, encs: encs}
-	for _, pl := range plans {
-		st.total += len(pl.encs) * count
-	}
-	for _, pl := range plans {
-		g, err := b.runGroup(pl, st)
-		if err != nil {
-			return nil, err
-		}
-		res.Groups = append(res.Groups, g)
-	}
-	res.Clock = ClockWall
-	if !st.noCPU && st.cpu > 0 {
-		res.Clock = ClockThreadCPU
-		res.WallPerCPU = float64(st.wall) / float64(st.cpu)
-	}
-	for i := range res.Groups {
-		summarize(&res.Groups[i], res.Clock)
-	}
-	if oo.Progress != nil {
-		oo.Progress(st.done, st.total, "")
-	}
-	return res, nil
+	return b.runPlans(res, plans, st)
 }
 
 // OffsetBucket parses a group's PCs field written by OffsetGroupName.
@@ -132,26 +111,11 @@ func (b *Bench) sampleOffsets(lo, hi uint32, n int, seed uint64) ([]Sample, erro
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("lookupbench: no table covers byte offset %d", lo)
 	}
-	var starts []int32
-	if b.opt.Sampling == ByTable {
-		for i := range cands {
-			if i == 0 || cands[i].tab != cands[i-1].tab {
-				starts = append(starts, int32(i))
-			}
-		}
-		starts = append(starts, int32(len(cands)))
-	}
 	rng := rand.New(rand.NewPCG(seed, uint64(lo)<<32|uint64(hi)))
+	pick := b.picker(cands)
 	out := make([]Sample, n)
 	for i := range out {
-		var c *candidate
-		if starts != nil {
-			t := rng.IntN(len(starts) - 1)
-			a, z := int(starts[t]), int(starts[t+1])
-			c = &cands[a+rng.IntN(z-a)]
-		} else {
-			c = &cands[rng.IntN(len(cands))]
-		}
+		c := pick(rng)
 		ref := b.f.Tabs[c.tab].Refs[c.ref]
 		end := min(uint64(hi), b.tableBytes(int(c.tab)))
 		first, last := lo/b.q, uint32((end-1)/uint64(b.q)) // PC-quantum steps

@@ -200,6 +200,33 @@ func (g *Group) Timing(enc string) *Timing {
 	return nil
 }
 
+// runPlans times every plan, Count rounds each, into res's groups, and
+// summarizes them with the clock the rounds were timed by.
+func (b *Bench) runPlans(res *Result, plans []plan, st *runState) (*Result, error) {
+	for _, pl := range plans {
+		st.total += len(pl.encs) * st.count
+	}
+	for _, pl := range plans {
+		g, err := b.runGroup(pl, st)
+		if err != nil {
+			return nil, err
+		}
+		res.Groups = append(res.Groups, g)
+	}
+	res.Clock = ClockWall
+	if !st.noCPU && st.cpu > 0 {
+		res.Clock = ClockThreadCPU
+		res.WallPerCPU = float64(st.wall) / float64(st.cpu)
+	}
+	for i := range res.Groups {
+		summarize(&res.Groups[i], res.Clock)
+	}
+	if st.ro.Progress != nil {
+		st.ro.Progress(st.done, st.total, "")
+	}
+	return res, nil
+}
+
 // Name returns the benchmark name of encoding enc in g, such as
 // "set=hot/pcs=random/enc=linear".
 func (g *Group) Name(enc string) string {
@@ -223,28 +250,7 @@ func (b *Bench) Run(ro RunOptions) (*Result, error) {
 	}
 	plans := b.plans(encs, ro.Match)
 	st := &runState{ro: ro, bt: bt, count: count, encs: encs}
-	for _, pl := range plans {
-		st.total += len(pl.encs) * count
-	}
-	for _, pl := range plans {
-		g, err := b.runGroup(pl, st)
-		if err != nil {
-			return nil, err
-		}
-		res.Groups = append(res.Groups, g)
-	}
-	res.Clock = ClockWall
-	if !st.noCPU && st.cpu > 0 {
-		res.Clock = ClockThreadCPU
-		res.WallPerCPU = float64(st.wall) / float64(st.cpu)
-	}
-	for i := range res.Groups {
-		summarize(&res.Groups[i], res.Clock)
-	}
-	if ro.Progress != nil {
-		ro.Progress(st.done, st.total, "")
-	}
-	return res, nil
+	return b.runPlans(res, plans, st)
 }
 
 // plan is one group to time: a sample set, a PC rule and the selected

@@ -142,27 +142,11 @@ func (b *Bench) Sample(p PCs, n int, seed uint64) ([]Sample, error) {
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("lookupbench: no table has a PC for rule %q", p)
 	}
-	// For ByTable: the range of candidates of each table that has any.
-	var starts []int32
-	if b.opt.Sampling == ByTable {
-		for i := range cands {
-			if i == 0 || cands[i].tab != cands[i-1].tab {
-				starts = append(starts, int32(i))
-			}
-		}
-		starts = append(starts, int32(len(cands)))
-	}
 	rng := rand.New(rand.NewPCG(seed, uint64(p)))
+	pick := b.picker(cands)
 	out := make([]Sample, n)
 	for i := range out {
-		var c *candidate
-		if starts != nil {
-			t := rng.IntN(len(starts) - 1)
-			lo, hi := int(starts[t]), int(starts[t+1])
-			c = &cands[lo+rng.IntN(hi-lo)]
-		} else {
-			c = &cands[rng.IntN(len(cands))]
-		}
+		c := pick(rng)
 		ref := b.f.Tabs[c.tab].Refs[c.ref]
 		s := Sample{Tab: c.tab, Func: int32(ref.Func), Kind: ref.Kind}
 		switch p {
@@ -178,4 +162,26 @@ func (b *Bench) Sample(p PCs, n int, seed uint64) ([]Sample, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// picker returns a function that draws one of cands: uniformly, or with
+// ByTable sampling a table first (uniformly among the tables cands
+// cover, which must be grouped by table) and then one of its candidates.
+func (b *Bench) picker(cands []candidate) func(*rand.Rand) *candidate {
+	if b.opt.Sampling != ByTable {
+		return func(rng *rand.Rand) *candidate { return &cands[rng.IntN(len(cands))] }
+	}
+	// The range of candidates of each table that has any.
+	var starts []int32
+	for i := range cands {
+		if i == 0 || cands[i].tab != cands[i-1].tab {
+			starts = append(starts, int32(i))
+		}
+	}
+	starts = append(starts, int32(len(cands)))
+	return func(rng *rand.Rand) *candidate {
+		t := rng.IntN(len(starts) - 1)
+		lo, hi := int(starts[t]), int(starts[t+1])
+		return &cands[lo+rng.IntN(hi-lo)]
+	}
 }
