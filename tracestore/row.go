@@ -87,7 +87,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		} else {
 			agg = head
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
-				agg = combine(agg, s.forests[l].Query(int(lo), int(hi)))
+				agg = combine(agg, s.forests[l].Query(int(lo*leavesPerBlock), int(hi*leavesPerBlock)))
 			}
 			agg = combine(agg, r.fold(i1/BlockSpans*BlockSpans, i1))
 		}
@@ -283,21 +283,24 @@ func (r *rowSweep) fold(i0, i1 int64) Agg {
 	return a
 }
 
-// tail combines the spans of a block from i0 to the block's end: from
-// its forest leaf and the spans before i0 when the leaf's longest span is
-// not before i0 (the spans after it need not be decoded), else span by
-// span.
+// leavesPerBlock is the number of leaves of a query forest (of
+// queryLeafSpans spans each) in a block.
+const leavesPerBlock = BlockSpans / queryLeafSpans
+
+// tail combines the spans of a block from i0 to the block's end: span by
+// span up to the first query-forest leaf at or after i0, and the block's
+// leaves from there. A lane's last block, when it is not whole, is folded
+// span by span.
 func (r *rowSweep) tail(i0 int64) Agg {
 	k := i0 / BlockSpans
 	end := min((k+1)*BlockSpans, r.n)
-	if end-k*BlockSpans < BlockSpans || i0 == end {
+	if end-k*BlockSpans < BlockSpans {
 		return r.fold(i0, end)
 	}
-	leaf := r.s.forests[r.l].Leaf(int(k))
-	if leaf.Index < i0 {
-		return r.fold(i0, end)
+	leaf := (i0 + queryLeafSpans - 1) / queryLeafSpans
+	a := r.fold(i0, leaf*queryLeafSpans)
+	if hi := (k + 1) * leavesPerBlock; leaf < hi {
+		a = combine(a, r.s.forests[r.l].Query(int(leaf), int(hi)))
 	}
-	d := r.blk(k)
-	d.ensure(int(i0 - k*BlockSpans - 1))
-	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[i0-k*BlockSpans]}
+	return a
 }

@@ -71,7 +71,13 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 // computation, on every lane of a real trace's store over random ranges
 // and pixel counts, the whole trace among them.
 func TestQueryRowSweep(t *testing.T) {
-	s, _ := build(t, recordTrace(t))
+	for name, data := range rowTraces(t) {
+		t.Run(name, func(t *testing.T) { testQueryRowSweep(t, data) })
+	}
+}
+
+func testQueryRowSweep(t *testing.T, data []byte) {
+	s, _ := build(t, data)
 	d := s.Manifest().Duration
 	rng := rand.New(rand.NewPCG(1, 2))
 	for l := range s.Lanes() {
