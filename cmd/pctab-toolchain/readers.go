@@ -87,7 +87,7 @@ var readersCommand = &cli.Command{
 			}
 			var results []*readers.Result
 			for _, r := range rs {
-				stock, err := r.Build(env.Ctx, cache, false, env.Stderr)
+				stock, err := r.Build(env.Ctx, cache, tc, false, env.Stderr)
 				if errors.Is(err, readers.ErrUnavailable) {
 					fmt.Fprintf(env.Stderr, "pctab-toolchain: skipping %s: %v\n", r.Name, err)
 					continue
@@ -95,7 +95,7 @@ var readersCommand = &cli.Command{
 				if err != nil {
 					return err
 				}
-				patched, err := r.Build(env.Ctx, cache, true, env.Stderr)
+				patched, err := r.Build(env.Ctx, cache, tc, true, env.Stderr)
 				if err != nil {
 					return err
 				}
@@ -108,6 +108,13 @@ var readersCommand = &cli.Command{
 					switch r.Name {
 					case "govulncheck":
 						res, err = readers.CheckGovulncheck(env.Ctx, stock, patched, b, db)
+						if err != nil {
+							return err
+						}
+						results = append(results, res)
+					case "gore":
+						// Without symbols gore finds the pclntab by its section.
+						res, err = readers.CheckProbe(env.Ctx, stock, patched, b.Stripped())
 						if err != nil {
 							return err
 						}

@@ -20,16 +20,26 @@ import (
 // with symbols and DWARF and stripped (-ldflags='-s -w'). All are built
 // with -trimpath, so that file names do not depend on the GOROOT.
 type Binaries struct {
-	Format                                       string // the format's name, and /GOARCH for a cross build
-	GOARCH                                       string // empty for the host's
+	Format                                       string // the format's name, and /TARGET for a cross build
+	GOOS, GOARCH                                 string // empty for the host's
 	Patched, Twin, Stock                         string
 	PatchedStripped, TwinStripped, StockStripped string
 }
 
+// Stripped returns the stripped binaries of b as b's unstripped ones
+// (Format " stripped"), for the checks that read Patched and Twin.
+func (b *Binaries) Stripped() *Binaries {
+	s := *b
+	s.Format += " stripped"
+	s.Patched, s.Twin, s.Stock = b.PatchedStripped, b.TwinStripped, b.StockStripped
+	return &s
+}
+
 // BuildProgram unpacks the txtar archive (a Go module) into dir and builds
-// it there in format f, for linux/goarch if goarch is not empty (binaries
-// only the probe reads: they do not run here).
-func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir string, f toolchain.Format, goarch string) (*Binaries, error) {
+// it there in format f, for target if it is not empty (binaries only the
+// probes read: they do not run here): GOARCH for linux/GOARCH, or
+// GOOS/GOARCH.
+func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir string, f toolchain.Format, target string) (*Binaries, error) {
 	ar, err := txtar.ParseFile(archive)
 	if err != nil {
 		return nil, err
@@ -44,11 +54,15 @@ func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir str
 			return nil, err
 		}
 	}
-	b := &Binaries{Format: f.Name, GOARCH: goarch}
+	b := &Binaries{Format: f.Name}
 	var env []string
-	if goarch != "" {
-		b.Format += "/" + goarch
-		env = []string{"GOOS=linux", "GOARCH=" + goarch}
+	if target != "" {
+		b.GOOS, b.GOARCH, _ = strings.Cut(target, "/")
+		if b.GOARCH == "" {
+			b.GOOS, b.GOARCH = "linux", target
+		}
+		b.Format += "/" + target
+		env = []string{"GOOS=" + b.GOOS, "GOARCH=" + b.GOARCH}
 	}
 	for _, c := range []struct {
 		out         *string
@@ -149,7 +163,13 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 	if bad.Err != "" {
 		r.Released += ", error: " + bad.Err
 	}
+	if cb.Info > 0 {
+		r.Released += fmt.Sprintf(", %d report lines (%d on the twin)", len(bad.Info), cb.Info)
+	}
 	r.Patched = fmt.Sprintf("%d functions, %d inlined calls, %d PCs: %d differences", c.Funcs, c.Inlined, c.PCs, c.Differ)
+	if c.Info > 0 {
+		r.Patched += fmt.Sprintf(", %d report lines", c.Info)
+	}
 	if c.Deltas > 0 {
 		r.Patched += fmt.Sprintf(", %d stack deltas", c.Deltas)
 	}

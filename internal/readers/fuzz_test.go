@@ -9,6 +9,7 @@ import (
 func FuzzParseProbe(f *testing.F) {
 	f.Add([]byte(probeTwin))
 	f.Add([]byte("error\tunknown magic\n"))
+	f.Add([]byte("info\tcompiler-error\tno goversion found\n"))
 	f.Add([]byte("func\tmain.a\t0x1000\t0x1010\tinline-error: EOF\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := parseProbe(data)
@@ -21,8 +22,8 @@ func FuzzParseProbe(f *testing.F) {
 				lines++
 			}
 		}
-		if len(p.Funcs)+len(p.PCs) > lines {
-			t.Fatalf("%d records from %d lines", len(p.Funcs)+len(p.PCs), lines)
+		if n := len(p.Funcs) + len(p.PCs) + len(p.Deltas) + len(p.Info); n > lines {
+			t.Fatalf("%d records from %d lines", n, lines)
 		}
 	})
 }

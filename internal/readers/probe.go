@@ -16,6 +16,7 @@ type Probe struct {
 	Funcs  []ProbeFunc // every function of the table
 	PCs    []ProbePC   // PCToLine at the sampled PCs
 	Deltas []string    // stack deltas, "ADDRESS INFO" (the eBPF profiler's probe)
+	Info   []string    // what the reader reports about the binary, "KEY\tVALUE" (gore's probe)
 }
 
 // A ProbeFunc is one function of the table and its inlined calls.
@@ -59,6 +60,11 @@ func parseProbe(data []byte) (*Probe, error) {
 				return bad()
 			}
 			p.Err = f[1]
+		case "info":
+			if len(f) != 3 {
+				return bad()
+			}
+			p.Info = append(p.Info, f[1]+"\t"+f[2])
 		case "delta":
 			if len(f) != 3 {
 				return bad()
@@ -105,6 +111,7 @@ type Comparison struct {
 	Funcs   int      // functions compared (name, entry, end, inlined calls)
 	Inlined int      // inlined calls compared
 	Deltas  int      // stack deltas compared
+	Info    int      // report lines compared
 	PCs     int      // PCs compared (function, file, line)
 	Padding int      // PCs skipped: past the end of the twin's varint tables
 	NoTable int      // PCs skipped: of functions without line tables
@@ -118,7 +125,8 @@ const maxDiffs = 20
 // Diff compares what a reader read from a binary with linear tables (got)
 // with what it read from the binary's stock twin (want): the same
 // functions with the same inlined calls, and the same function, file and
-// line at every sampled PC. A PC at which the twin's line table has ended
+// line at every sampled PC, and the same report lines (Info), in order. A
+// PC at which the twin's line table has ended
 // (line <= 0: the alignment padding after a function's code, where the
 // derived format carries the last value on) is counted in Padding, not
 // compared. So are, in NoTable, the PCs of the functions whose entries
@@ -160,6 +168,19 @@ func Diff(got, want *Probe, noTable map[uint64]bool) (*Comparison, error) {
 	c.Deltas = len(want.Deltas)
 	if strings.Join(got.Deltas, "\n") != strings.Join(want.Deltas, "\n") {
 		add("%d stack deltas, want %d", len(got.Deltas), len(want.Deltas))
+	}
+	c.Info = len(want.Info)
+	for i := range max(len(got.Info), len(want.Info)) {
+		g, w := "(none)", "(none)"
+		if i < len(got.Info) {
+			g = got.Info[i]
+		}
+		if i < len(want.Info) {
+			w = want.Info[i]
+		}
+		if g != w {
+			add("report line %d: %q, want %q", i+1, g, w)
+		}
 	}
 	gotPC := make(map[uint64]ProbePC, len(got.PCs))
 	for _, p := range got.PCs {

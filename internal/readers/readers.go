@@ -1,11 +1,14 @@
 // Package readers builds outside readers of the pclntab, Delve (dlv),
-// govulncheck and the OpenTelemetry eBPF profiler's reader of Go binaries,
-// from the Go module proxy at the versions pinned in versions.txt, either
-// as released or with a patch (patches/NAME.diff) that teaches the
-// reader's decoder (Delve's and govulncheck's copies of debug/gosym, the
-// profiler's elfunwindinfo) the linear tables the patched toolchain
-// writes (package toolchain), the way toolchain/patches/linear.diff
-// teaches debug/gosym itself; and it runs them, and go tool pprof, on
+// govulncheck, the OpenTelemetry eBPF profiler's reader of Go binaries and
+// goretk/gore, from the Go module proxy at the versions pinned in
+// versions.txt, either as released or with a patch (patches/NAME.diff)
+// that teaches the reader's decoder (Delve's and govulncheck's copies of
+// debug/gosym, the profiler's elfunwindinfo, gore's search for the
+// pclntab) the linear tables the patched toolchain writes (package
+// toolchain), the way the toolchain's series teaches debug/gosym itself. A
+// reader that decodes the tables with the standard library's debug/gosym
+// (gore) is built, patched, with the patched toolchain's go command. It
+// runs them, and go tool pprof, on
 // binaries built with the patched toolchain, its twin and the stock
 // toolchain ([CheckProbe], [CheckGovulncheck], [CheckDelve], [CheckPprof]).
 //
@@ -36,6 +39,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/pctab/pctab/toolchain"
 )
 
 //go:embed versions.txt
@@ -56,6 +61,12 @@ var probeSource string
 //go:embed probe_ebpf.go.txt
 var probeEBPF string
 
+//go:embed patches/gore.diff
+var gorePatch []byte
+
+//go:embed probe_gore.go.txt
+var probeGore string
+
 // A Reader is one outside reader of the pclntab, built from its module.
 type Reader struct {
 	Name     string // its name in versions.txt, e.g. "dlv"
@@ -66,6 +77,12 @@ type Reader struct {
 	ProbeDir string // directory of the probe in the module, where it may import PatchDir
 	Probe    string // the probe's source (see ReadProbe)
 	Patch    []byte // the diff against the module that teaches PatchDir the linear tables
+
+	// StdGosym says that the reader decodes the tables with the standard
+	// library's debug/gosym, not a copy: its patched build compiles with
+	// the patched toolchain's go command, whose debug/gosym reads the
+	// linear tables, and its released one with the local go command.
+	StdGosym bool
 }
 
 // readerInfo is what versions.txt does not say about each reader.
@@ -91,6 +108,17 @@ var readerInfo = map[string]Reader{
 		ProbeDir: "cmd/pctabprobe",
 		Probe:    probeEBPF,
 		Patch:    ebpfPatch,
+	},
+	// gore is a library: what it reports about a binary, through the
+	// probe. It reads the tables with debug/gosym; its patch teaches its
+	// search for the pclntab (binaries without symbols and without a
+	// .gopclntab section, such as stripped PE files) the magics.
+	"gore": {
+		PatchDir: ".",
+		ProbeDir: "pctabprobe",
+		Probe:    probeGore,
+		Patch:    gorePatch,
+		StdGosym: true,
 	},
 }
 
@@ -176,18 +204,31 @@ func (r Reader) SourceEnv() string {
 // Build builds r's command (if it has one) and the probe with the local
 // go command, from the module's source at r.Version (go mod download, so
 // through the module proxy, or the directory SourceEnv names when the
-// proxy does not serve it), with r.Patch applied if patched. A build
-// already in cacheDir is reused. Progress goes to log (may be nil).
-func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io.Writer) (*Build, error) {
+// proxy does not serve it), with r.Patch applied if patched. A patched
+// build of a reader that uses the standard library's debug/gosym
+// (r.StdGosym) compiles with tc's patched go command instead; tc may be
+// nil for the others. A build already in cacheDir is reused. Progress
+// goes to log (may be nil).
+func (r Reader) Build(ctx context.Context, cacheDir string, tc *toolchain.Toolchain, patched bool, log io.Writer) (*Build, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	goVersion, err := goOutput(ctx, "", "env", "GOVERSION")
+	goCmd := localGo()
+	if patched && r.StdGosym {
+		if tc == nil {
+			return nil, fmt.Errorf("readers: %s reads the tables with debug/gosym: its patched build needs the patched toolchain", r.Name)
+		}
+		goCmd = patchedGo(tc)
+	}
+	goVersion, err := goCmd.output(ctx, "", "env", "GOVERSION")
 	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n%s\n", r.Module, r.Version, r.Command, r.ProbeDir, strings.TrimSpace(goVersion))
+	if goCmd.key != "" {
+		fmt.Fprintf(h, "toolchain %s\n", goCmd.key)
+	}
 	if patched {
 		h.Write(r.Patch)
 	}
@@ -243,8 +284,8 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 		if c.pkg == "" {
 			continue
 		}
-		fmt.Fprintf(log, "readers: go build ./%s\n", c.pkg)
-		if _, err := goOutput(ctx, b.Src, "build", "-trimpath", "-o", c.out, "./"+c.pkg); err != nil {
+		fmt.Fprintf(log, "readers: %s build ./%s\n", goCmd.path, c.pkg)
+		if _, err := goCmd.output(ctx, b.Src, "build", "-trimpath", "-o", c.out, "./"+c.pkg); err != nil {
 			return nil, err
 		}
 	}
@@ -257,7 +298,7 @@ func (r Reader) Build(ctx context.Context, cacheDir string, patched bool, log io
 // download returns the directory of r's module source: the module cache's
 // (go mod download), or SourceEnv's when the proxy does not serve it.
 func (r Reader) download(ctx context.Context) (string, error) {
-	out, err := goOutput(ctx, "", "mod", "download", "-json", r.Module+"@"+r.Version)
+	out, err := localGo().output(ctx, "", "mod", "download", "-json", r.Module+"@"+r.Version)
 	var mod struct{ Dir, Error string }
 	if err == nil {
 		if err = json.Unmarshal([]byte(out), &mod); err == nil && (mod.Error != "" || mod.Dir == "") {
@@ -276,9 +317,16 @@ func (r Reader) download(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("%w: go mod download %s@%s: %v (%s may name a copy of it)", ErrUnavailable, r.Module, r.Version, err, r.SourceEnv())
 }
 
-// goEnv is the environment of the go commands that build readers: the
-// local toolchain, the module's own go.mod, no workspace.
-func goEnv() []string {
+// A goCommand is the go command that builds a reader, and its environment.
+type goCommand struct {
+	path string   // "go" (on PATH) or the patched toolchain's
+	env  []string // the whole environment
+	key  string   // the patched toolchain's key, empty for the local go
+}
+
+// localGo is the local toolchain's go command (on PATH), with the
+// module's own go.mod and no workspace.
+func localGo() goCommand {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -288,19 +336,25 @@ func goEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOWORK=off")
+	return goCommand{path: "go", env: append(env, "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOWORK=off")}
 }
 
-func goOutput(ctx context.Context, dir string, args ...string) (string, error) {
+// patchedGo is tc's patched go command (linear tables, and a debug/gosym
+// that reads them), with the module's own go.mod and no workspace.
+func patchedGo(tc *toolchain.Toolchain) goCommand {
+	return goCommand{path: tc.GoCommand(false), env: tc.Env(false, "GOFLAGS=-mod=mod", "GOWORK=off"), key: tc.Key}
+}
+
+func (g goCommand) output(ctx context.Context, dir string, args ...string) (string, error) {
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, g.path, args...)
 	cmd.Dir = dir
-	cmd.Env = goEnv()
+	cmd.Env = g.env
 	cmd.Stdout = &out
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
+		return "", fmt.Errorf("%s %s: %w\n%s", g.path, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return out.String(), nil
 }

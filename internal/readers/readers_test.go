@@ -30,8 +30,9 @@ func TestReaders(t *testing.T) {
 		for _, line := range strings.Split(string(r.Patch), "\n") {
 			if rest, ok := strings.CutPrefix(line, "diff --git a/"); ok {
 				n++
-				if !strings.HasPrefix(rest, gosymDir) {
-					t.Errorf("%s: the patch changes %s, outside %s", r.Name, rest, gosymDir)
+				file, _, _ := strings.Cut(rest, " ")
+				if r.PatchDir == "." && strings.Contains(file, "/") || r.PatchDir != "." && !strings.HasPrefix(file, gosymDir) {
+					t.Errorf("%s: the patch changes %s, outside %s", r.Name, file, gosymDir)
 				}
 			}
 		}
@@ -39,7 +40,7 @@ func TestReaders(t *testing.T) {
 			t.Errorf("%s: the patch changes no file", r.Name)
 		}
 	}
-	if want := []string{"dlv", "govulncheck", "ebpf-profiler"}; !slices.Equal(names, want) {
+	if want := []string{"dlv", "govulncheck", "ebpf-profiler", "gore"}; !slices.Equal(names, want) {
 		t.Errorf("readers %v, want %v", names, want)
 	}
 }
@@ -59,7 +60,8 @@ func TestParseVersions(t *testing.T) {
 	}
 }
 
-const probeTwin = "funcs\t2\n" +
+const probeTwin = "info\tmain-packages\t1\n" +
+	"funcs\t2\n" +
 	"func\tmain.a\t0x1000\t0x1010\tmain.b@4\n" +
 	"pc\t0x1000\tmain.a\tx.go\t3\n" +
 	"pc\t0x1008\tmain.a\tx.go\t4\n" +
@@ -82,7 +84,9 @@ func TestDiff(t *testing.T) {
 		{"padding", strings.Replace(probeTwin, "0x100c\t?\t\t-1", "0x100c\tmain.a\tx.go\t4", 1), 0},
 		{"line", strings.Replace(probeTwin, "x.go\t9", "x.go\t8", 1), 1},
 		{"inlined", strings.Replace(probeTwin, "\tmain.b@4", "", 1), 1},
-		{"stock reader", "funcs\t0\n", 4}, // the count and the 3 PCs of code
+		{"report", strings.Replace(probeTwin, "main-packages\t1", "main-packages\t0", 1), 1},
+		{"stock reader", "info\tmain-packages\t1\nfuncs\t0\n", 4}, // the count and the 3 PCs of code
+		{"no report", "funcs\t0\n", 5},
 	} {
 		got, err := parseProbe([]byte(tc.got))
 		if err != nil {
@@ -111,7 +115,7 @@ func TestDiff(t *testing.T) {
 	if _, err := Diff(want, &Probe{}, nil); err == nil {
 		t.Error("Diff against an empty truth: no error")
 	}
-	for _, bad := range []string{"pc\t0x10\n", "func\tf\tx\t0x10\n", "what\n", "pc\t0x10\tf\tx.go\tten\n"} {
+	for _, bad := range []string{"pc\t0x10\n", "info\tkey\n", "func\tf\tx\t0x10\n", "what\n", "pc\t0x10\tf\tx.go\tten\n"} {
 		if _, err := parseProbe([]byte(bad)); err == nil {
 			t.Errorf("parseProbe(%q): no error", bad)
 		}
@@ -172,11 +176,12 @@ func TestWriteVulnDB(t *testing.T) {
 // default format and in spec tables with a length field (the other _func
 // layout), and the reader called name, released and patched.
 //
-// cross are the same for linux/arm64 and linux/s390x, for the probe only.
+// cross are the same for each of targets (see BuildProgram), for the
+// probe only.
 //
 // A reader the module proxy may not serve (the eBPF profiler here) is
 // skipped when it does not and SourceEnv names no copy.
-func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patched *Build) {
+func longSetup(t *testing.T, name string, targets ...string) (bins, cross []*Binaries, stock, patched *Build) {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain, and "+name+" from the module proxy")
 	ctx := context.Background()
 	cache, err := toolchain.DefaultCacheDir()
@@ -196,14 +201,12 @@ func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patch
 			bins = append(bins, b)
 		}
 	}
-	// The gosym copies on other architectures: arm64 (a PC quantum of 4)
-	// and big-endian s390x (the magics read in the other byte order).
-	for _, goarch := range []string{"arm64", "s390x"} {
+	for _, target := range targets {
 		for _, f := range toolchain.Formats() {
 			if f.Name != "compact-fast" && f.Name != "spec-field" {
 				continue
 			}
-			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, goarch)
+			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, target)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,19 +221,24 @@ func longSetup(t *testing.T, name string) (bins, cross []*Binaries, stock, patch
 	if err != nil {
 		t.Fatal(err)
 	}
-	stock, err = r.Build(ctx, rcache, false, nil)
+	stock, err = r.Build(ctx, rcache, tc, false, nil)
 	if errors.Is(err, ErrUnavailable) && name == "ebpf-profiler" {
 		t.Skip(err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	patched, err = r.Build(ctx, rcache, true, nil)
+	patched, err = r.Build(ctx, rcache, tc, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return bins, cross, stock, patched
 }
+
+// gosymTargets are the cross builds the gosym copies read: arm64 (a PC
+// quantum of 4) and big-endian s390x (the magics read in the other byte
+// order).
+var gosymTargets = []string{"arm64", "s390x"}
 
 // checkResult requires the patched reader to give the truth, and the
 // released one not to (the break the patch fixes) when broken is set.
@@ -252,7 +260,7 @@ func checkResult(t *testing.T, r *Result, err error, broken bool) {
 // the patched binaries and their twins against a synthetic database, and
 // compares what its gosym copy reads.
 func TestGovulncheck(t *testing.T) {
-	bins, cross, stock, patched := longSetup(t, "govulncheck")
+	bins, cross, stock, patched := longSetup(t, "govulncheck", gosymTargets...)
 	ctx := context.Background()
 	db := t.TempDir()
 	if err := WriteVulnDB(db, FeaturesSymbols()); err != nil {
@@ -289,7 +297,7 @@ func TestGovulncheck(t *testing.T) {
 // its gosym copy), against the same run on the stock build; and compares
 // what its gosym copy reads.
 func TestDelve(t *testing.T) {
-	bins, cross, stock, patched := longSetup(t, "dlv")
+	bins, cross, stock, patched := longSetup(t, "dlv", gosymTargets...)
 	ctx := context.Background()
 	for _, b := range cross {
 		r, err := CheckProbe(ctx, stock, patched, b)
@@ -331,7 +339,7 @@ func TestPprof(t *testing.T) {
 // deltas Extract derives from pcsp. The profiler reads amd64 and arm64
 // binaries.
 func TestEBPFProfiler(t *testing.T) {
-	bins, cross, stock, patched := longSetup(t, "ebpf-profiler")
+	bins, cross, stock, patched := longSetup(t, "ebpf-profiler", gosymTargets...)
 	ctx := context.Background()
 	for _, b := range append(bins, cross...) {
 		if b.GOARCH != "" && b.GOARCH != "arm64" {
@@ -339,5 +347,28 @@ func TestEBPFProfiler(t *testing.T) {
 		}
 		r, err := CheckProbe(ctx, stock, patched, b)
 		checkResult(t, r, err, true)
+	}
+}
+
+// TestGore compares what goretk/gore, released (built with the local go)
+// and patched (its search for the pclntab taught the magics, built with
+// the patched toolchain, whose debug/gosym reads the linear tables),
+// reports about the patched binaries and their twins: functions, file and
+// line at every third PC, packages, the source lines of the main
+// package's functions, the compiler version and the GOROOT. It reads the
+// binaries with symbols and stripped, for linux/amd64, linux/arm64 and
+// windows/amd64: a stripped PE file has no symbols and no pclntab section,
+// and gore finds the table by its magic.
+func TestGore(t *testing.T) {
+	bins, cross, stock, patched := longSetup(t, "gore", "arm64", "windows/amd64")
+	ctx := context.Background()
+	for _, b := range append(bins, cross...) {
+		for _, b := range []*Binaries{b, b.Stripped()} {
+			r, err := CheckProbe(ctx, stock, patched, b)
+			checkResult(t, r, err, true)
+			if r != nil && !strings.Contains(r.Patched, "report lines") {
+				t.Errorf("%s: no report line compared: %s", b.Format, r.Patched)
+			}
+		}
 	}
 }
