@@ -112,13 +112,6 @@ var readersCommand = &cli.Command{
 							return err
 						}
 						results = append(results, res)
-					case "gore":
-						// Without symbols gore finds the pclntab by its section.
-						res, err = readers.CheckProbe(env.Ctx, stock, patched, b.Stripped())
-						if err != nil {
-							return err
-						}
-						results = append(results, res)
 					case "dlv":
 						for _, stripped := range []bool{false, true} {
 							res, err = readers.CheckDelve(env.Ctx, stock, patched, b, stripped)

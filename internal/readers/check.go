@@ -183,7 +183,7 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 		r.Patched += "; first: " + c.Diffs[0]
 	}
 	r.Broken = cb.Differ != 0
-	r.OK = c.Differ == 0 && same.Differ == 0 && c.Funcs > 0 && c.PCs > 0
+	r.OK = c.Differ == 0 && same.Differ == 0 && c.Funcs > 0 && (c.PCs > 0 || c.Info > 0)
 	return r, nil
 }
 

@@ -356,14 +356,20 @@ func TestEBPFProfiler(t *testing.T) {
 // reports about the patched binaries and their twins: functions, file and
 // line at every third PC, packages, the source lines of the main
 // package's functions, the compiler version and the GOROOT. It reads the
-// binaries with symbols and stripped, for linux/amd64, linux/arm64 and
-// windows/amd64: a stripped PE file has no symbols and no pclntab section,
-// and gore finds the table by its magic.
+// binaries for linux/amd64, linux/arm64 and windows/amd64, and the
+// stripped windows/amd64 ones: a stripped PE file has no symbols and no
+// pclntab section, and gore finds the table by its magic. (On stripped
+// ELF files of Go 1.26 gore fails, stock ones too: it does not find the
+// moduledata, so neither runtime.text.)
 func TestGore(t *testing.T) {
 	bins, cross, stock, patched := longSetup(t, "gore", "arm64", "windows/amd64")
 	ctx := context.Background()
 	for _, b := range append(bins, cross...) {
-		for _, b := range []*Binaries{b, b.Stripped()} {
+		check := []*Binaries{b}
+		if b.GOOS == "windows" {
+			check = append(check, b.Stripped())
+		}
+		for _, b := range check {
 			r, err := CheckProbe(ctx, stock, patched, b)
 			checkResult(t, r, err, true)
 			if r != nil && !strings.Contains(r.Patched, "report lines") {
