@@ -112,6 +112,13 @@ var readersCommand = &cli.Command{
 							return err
 						}
 						results = append(results, res)
+					case "pyroscope":
+						// Without the ELF symbol table to fall back on.
+						res, err = readers.CheckProbe(env.Ctx, stock, patched, b.Stripped())
+						if err != nil {
+							return err
+						}
+						results = append(results, res)
 					case "dlv":
 						for _, stripped := range []bool{false, true} {
 							res, err = readers.CheckDelve(env.Ctx, stock, patched, b, stripped)

@@ -164,7 +164,16 @@ func CheckProbe(ctx context.Context, stock, patched *Build, b *Binaries) (*Resul
 		r.Released += ", error: " + bad.Err
 	}
 	if cb.Info > 0 {
-		r.Released += fmt.Sprintf(", %d report lines (%d on the twin)", len(bad.Info), cb.Info)
+		n := 0
+		for i := range max(len(bad.Info), len(want.Info)) {
+			if i >= len(bad.Info) || i >= len(want.Info) || bad.Info[i] != want.Info[i] {
+				n++
+			}
+		}
+		r.Released += fmt.Sprintf(", %d report lines, %d of them unlike the twin's", len(bad.Info), n)
+		if len(bad.Info) != len(want.Info) {
+			r.Released += fmt.Sprintf(" (%d)", len(want.Info))
+		}
 	}
 	r.Patched = fmt.Sprintf("%d functions, %d inlined calls, %d PCs: %d differences", c.Funcs, c.Inlined, c.PCs, c.Differ)
 	if c.Info > 0 {

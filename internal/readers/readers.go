@@ -1,10 +1,10 @@
 // Package readers builds outside readers of the pclntab, Delve (dlv),
-// govulncheck, the OpenTelemetry eBPF profiler's reader of Go binaries and
-// goretk/gore, from the Go module proxy at the versions pinned in
+// govulncheck, the OpenTelemetry eBPF profiler's reader of Go binaries,
+// goretk/gore and Pyroscope's eBPF symbolizer, from the Go module proxy at the versions pinned in
 // versions.txt, either as released or with a patch (patches/NAME.diff)
 // that teaches the reader's decoder (Delve's and govulncheck's copies of
 // debug/gosym, the profiler's elfunwindinfo, gore's search for the
-// pclntab) the linear tables the patched toolchain writes (package
+// pclntab, Pyroscope's symtab/gosym) the linear tables the patched toolchain writes (package
 // toolchain), the way the toolchain's series teaches debug/gosym itself. A
 // reader that decodes the tables with the standard library's debug/gosym
 // (gore) is built, patched, with the patched toolchain's go command. It
@@ -67,6 +67,12 @@ var gorePatch []byte
 //go:embed probe_gore.go.txt
 var probeGore string
 
+//go:embed patches/pyroscope.diff
+var pyroscopePatch []byte
+
+//go:embed probe_pyroscope.go.txt
+var probePyroscope string
+
 // A Reader is one outside reader of the pclntab, built from its module.
 type Reader struct {
 	Name     string // its name in versions.txt, e.g. "dlv"
@@ -119,6 +125,15 @@ var readerInfo = map[string]Reader{
 		Probe:    probeGore,
 		Patch:    gorePatch,
 		StdGosym: true,
+	},
+	// Pyroscope's eBPF profiler symbolizes Go code with a trimmed copy
+	// of debug/gosym that reads the functab and function names only,
+	// through the probe.
+	"pyroscope": {
+		PatchDir: "symtab/gosym",
+		ProbeDir: "cmd/pctabprobe",
+		Probe:    probePyroscope,
+		Patch:    pyroscopePatch,
 	},
 }
 

@@ -40,7 +40,7 @@ func TestReaders(t *testing.T) {
 			t.Errorf("%s: the patch changes no file", r.Name)
 		}
 	}
-	if want := []string{"dlv", "govulncheck", "ebpf-profiler", "gore"}; !slices.Equal(names, want) {
+	if want := []string{"dlv", "govulncheck", "ebpf-profiler", "gore", "pyroscope"}; !slices.Equal(names, want) {
 		t.Errorf("readers %v, want %v", names, want)
 	}
 }
@@ -179,8 +179,8 @@ func TestWriteVulnDB(t *testing.T) {
 // cross are the same for each of targets (see BuildProgram), for the
 // probe only.
 //
-// A reader the module proxy may not serve (the eBPF profiler here) is
-// skipped when it does not and SourceEnv names no copy.
+// A reader the module proxy may not serve (the eBPF profiler and
+// Pyroscope here) is skipped when it does not and SourceEnv names no copy.
 func longSetup(t *testing.T, name string, targets ...string) (bins, cross []*Binaries, stock, patched *Build) {
 	testenv.SkipUnlessLong(t, "builds the patched toolchain, and "+name+" from the module proxy")
 	ctx := context.Background()
@@ -222,7 +222,7 @@ func longSetup(t *testing.T, name string, targets ...string) (bins, cross []*Bin
 		t.Fatal(err)
 	}
 	stock, err = r.Build(ctx, rcache, tc, false, nil)
-	if errors.Is(err, ErrUnavailable) && name == "ebpf-profiler" {
+	if errors.Is(err, ErrUnavailable) && (name == "ebpf-profiler" || name == "pyroscope") {
 		t.Skip(err)
 	}
 	if err != nil {
@@ -375,6 +375,22 @@ func TestGore(t *testing.T) {
 			if r != nil && !strings.Contains(r.Patched, "report lines") {
 				t.Errorf("%s: no report line compared: %s", b.Format, r.Patched)
 			}
+		}
+	}
+}
+
+// TestPyroscope compares what Pyroscope's eBPF symbolizer of ELF files,
+// released and patched, reads from the patched binaries and their twins,
+// with symbols and stripped, for amd64 and arm64: the Go table's
+// functions, the table it resolves with (the Go table, or else the ELF
+// symbol table) and the function it resolves every 48th byte of .text to.
+func TestPyroscope(t *testing.T) {
+	bins, cross, stock, patched := longSetup(t, "pyroscope", "arm64")
+	ctx := context.Background()
+	for _, b := range append(bins, cross...) {
+		for _, b := range []*Binaries{b, b.Stripped()} {
+			r, err := CheckProbe(ctx, stock, patched, b)
+			checkResult(t, r, err, true)
 		}
 	}
 }
