@@ -21,18 +21,20 @@ var readersCommand = &cli.Command{
 	Args:  "[-o DIR] [-formats LIST] [-archive FILE]",
 	Short: "run outside readers of the pclntab, released and patched, on patched binaries",
 	Long: "Readers builds the outside readers of the pclntab (package internal/readers:\n" +
-		"Delve, govulncheck and the eBPF profiler's reader, at the versions in\n" +
-		"internal/readers/versions.txt, through the module proxy or the directory\n" +
-		"PCTAB_READER_SRC_NAME names, under $HOME/.cache/pctab-readers; a reader\n" +
-		"that is neither is skipped with a message), each as released\n" +
-		"and with its patch, builds the program of a testdata archive with the patched\n" +
-		"toolchain in each format, with its twin and with the stock toolchain, and\n" +
-		"prints what the released and the patched reader do with the patched binary:\n" +
-		"what their decoders read against the twin, govulncheck -mode=binary's\n" +
-		"symbols against the stock build's (with a synthetic vulnerability database),\n" +
-		"and dlv exec's breakpoints and stacks against the stock build's. ok means the\n" +
-		"patched reader gives the stock answer; broken that the released one does not.\n" +
-		"It runs from the module's root. See docs/toolchain-readers.md.",
+		"Delve, govulncheck, the eBPF profiler's reader, goretk/gore and Pyroscope's\n" +
+		"eBPF symbolizer, at the versions in internal/readers/versions.txt, through\n" +
+		"the module proxy or the directory PCTAB_READER_SRC_NAME names, under\n" +
+		"$HOME/.cache/pctab-readers; a reader that is neither is skipped with a\n" +
+		"message), each as released and with its patch, builds the program of a\n" +
+		"testdata archive with the patched toolchain in each format, with its twin\n" +
+		"and with the stock toolchain, and prints what the released and the patched\n" +
+		"reader do with the patched binary: what their decoders read (and what gore\n" +
+		"reports) against the twin, for Pyroscope stripped too, govulncheck\n" +
+		"-mode=binary's symbols against the stock build's (with a synthetic\n" +
+		"vulnerability database), and dlv exec's breakpoints and stacks against the\n" +
+		"stock build's. ok means the patched reader gives the stock answer; broken\n" +
+		"that the released one does not. It runs from the module's root. See\n" +
+		"docs/toolchain-readers.md.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		out := fs.String("o", "", "keep the binaries and the vulnerability database in `dir` (default: a temporary directory)")
 		formats := fs.String("formats", "compact-fast,spec-field", "comma-separated table `formats` (toolchain.Formats)")
