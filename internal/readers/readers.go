@@ -1,21 +1,23 @@
 // Package readers builds outside readers of the pclntab, Delve (dlv),
 // govulncheck, the OpenTelemetry eBPF profiler's reader of Go binaries,
-// goretk/gore and Pyroscope's eBPF symbolizer, from the Go module proxy at the versions pinned in
-// versions.txt, either as released or with a patch (patches/NAME.diff)
-// that teaches the reader's decoder (Delve's and govulncheck's copies of
-// debug/gosym, the profiler's elfunwindinfo, gore's search for the
-// pclntab, Pyroscope's symtab/gosym) the linear tables the patched toolchain writes (package
-// toolchain), the way the toolchain's series teaches debug/gosym itself. A
-// reader that decodes the tables with the standard library's debug/gosym
-// (gore) is built, patched, with the patched toolchain's go command. It
-// runs them, and go tool pprof, on
-// binaries built with the patched toolchain, its twin and the stock
-// toolchain ([CheckProbe], [CheckGovulncheck], [CheckDelve], [CheckPprof]).
+// goretk/gore and Pyroscope's eBPF symbolizer, from the Go module proxy at
+// the versions pinned in versions.txt, either as released or with a patch
+// (patches/NAME.diff) that teaches the reader's decoder (Delve's and
+// govulncheck's copies of debug/gosym, the profiler's elfunwindinfo,
+// gore's search for the pclntab, Pyroscope's symtab/gosym) the linear
+// tables the patched toolchain writes (package toolchain), the way the
+// toolchain's series teaches debug/gosym itself. A reader that decodes the
+// tables with the standard library's debug/gosym (gore) is built, patched,
+// with the patched toolchain's go command. It runs them, and go tool
+// pprof, on binaries built with the patched toolchain, its twin and the
+// stock toolchain ([CheckProbe], [CheckGovulncheck], [CheckDelve],
+// [CheckPprof]).
 //
 // Each build also compiles a probe into the reader's module: a small
 // command that prints what the reader's decoder reads from a binary
 // (functions with their inlined calls, the function, file and line at
-// sampled PCs, stack deltas), so that a patched binary and its stock twin
+// sampled PCs, stack deltas, and what a library reports: report lines),
+// so that a patched binary and its stock twin
 // can be compared through the reader's own decoder ([ReadProbe], [Diff]).
 //
 // Builds live under a cache directory (DefaultCacheDir: ~/.cache/pctab-readers),
