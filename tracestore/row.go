@@ -24,11 +24,18 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
 	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 {
+	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
 		return
 	}
-	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans}
+	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
 	r.bufs[0].k, r.bufs[1].k = -1, -1
+	defer func() {
+		if r.bad { // a corrupt block: the lane is empty
+			for i := range cells {
+				cells[i] = Cell{Kind: NoSpan, Span: -1}
+			}
+		}
+	}()
 	first := r.blockStart(0)
 	last := r.span(ln.Spans - 1).End()
 	// Pixel p is [a, b), b = t0 + ⌊w·(p+1)/px⌋, stepped as a quotient
@@ -87,9 +94,12 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		} else {
 			agg = head
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
-				agg = combine(agg, s.forests[l].Query(int(lo*leavesPerBlock), int(hi*leavesPerBlock)))
+				agg = combine(agg, s.forestQuery(l, lo, hi))
 			}
-			agg = combine(agg, r.fold(i1/BlockSpans*BlockSpans, i1))
+			agg = combine(agg, r.head(i1))
+		}
+		if r.bad {
+			return
 		}
 		busy := agg.Busy
 		if startI0 < pa {
@@ -102,8 +112,9 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		c.Count = uint16(min(i1-i0, 65535))
 		c.Busy = share(busy, uint64(b)-uint64(pa))
 		if agg.Index >= i0 && agg.Index < i1 {
-			kn := s.kindName[s.laneSpan[l]+agg.Index]
-			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+			if kn, ok := r.kindName(agg.Index); ok {
+				c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+			}
 		}
 	}
 }
@@ -120,6 +131,12 @@ type rowSweep struct {
 	hint int   // the block of the last time located
 	bufs [2]decodedBlock
 	next int // the buffer to decode into
+
+	bad bool // a block was corrupt
+
+	// The kinds and names of chunk knChunk of spanattr.bin.
+	knChunk int64
+	kn      []uint32
 
 	// Of the last time t located, at span index j: the end of span j-1
 	// and the start of span j-2 (when j > 0), and the start of span j
@@ -158,8 +175,13 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 	}
 	d := &r.bufs[r.next]
 	r.next ^= 1
-	lo, hi, start := r.s.blockAt(r.off + k)
 	d.k = k
+	if !r.s.blockOK(r.l, k) {
+		r.bad = true
+		d.n, d.got, d.rest = 0, 0, nil
+		return d
+	}
+	lo, hi, start := r.s.blockAt(r.off + k)
 	d.n = int(min(BlockSpans, r.n-k*BlockSpans))
 	d.got = 0
 	d.rest = r.s.spans[lo:hi]
@@ -283,24 +305,59 @@ func (r *rowSweep) fold(i0, i1 int64) Agg {
 	return a
 }
 
-// leavesPerBlock is the number of leaves of a query forest (of
-// queryLeafSpans spans each) in a block.
-const leavesPerBlock = BlockSpans / queryLeafSpans
-
-// tail combines the spans of a block from i0 to the block's end: span by
-// span up to the first query-forest leaf at or after i0, and the block's
-// leaves from there. A lane's last block, when it is not whole, is folded
-// span by span.
+// tail combines the spans of a block from i0 to the block's end: the
+// block's forest leaf less the busy time of the spans before i0, unless
+// the leaf's longest span is among those; then (and for a lane's last
+// block, when it is not whole) span by span.
 func (r *rowSweep) tail(i0 int64) Agg {
 	k := i0 / BlockSpans
 	end := min((k+1)*BlockSpans, r.n)
 	if end-k*BlockSpans < BlockSpans {
 		return r.fold(i0, end)
 	}
-	leaf := (i0 + queryLeafSpans - 1) / queryLeafSpans
-	a := r.fold(i0, leaf*queryLeafSpans)
-	if hi := (k + 1) * leavesPerBlock; leaf < hi {
-		a = combine(a, r.s.forests[r.l].Query(int(leaf), int(hi)))
+	leaf := r.s.leaf(r.l, k)
+	if leaf.Index < i0 || leaf.Index >= end {
+		return r.fold(i0, end)
 	}
-	return a
+	d := r.blk(k)
+	j := int(i0 - k*BlockSpans)
+	if j > 0 {
+		d.ensure(j - 1)
+	}
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[j]}
+}
+
+// head combines the spans of the block of i1 from its start to i1 (not
+// included): the block's forest leaf's longest span if it is among them,
+// with their busy time from the block's running sums; else span by span.
+func (r *rowSweep) head(i1 int64) Agg {
+	k := i1 / BlockSpans
+	lo := k * BlockSpans
+	if lo == i1 {
+		return noAgg
+	}
+	if min((k+1)*BlockSpans, r.n)-lo < BlockSpans {
+		return r.fold(lo, i1)
+	}
+	leaf := r.s.leaf(r.l, k)
+	if leaf.Index < lo || leaf.Index >= i1 {
+		return r.fold(lo, i1)
+	}
+	d := r.blk(k)
+	j := int(i1 - lo)
+	d.ensure(j - 1)
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: d.busy[j]}
+}
+
+// kindName returns the kind and name of the lane's span i, ok false if
+// its chunk of spanattr.bin is corrupt.
+func (r *rowSweep) kindName(i int64) (uint32, bool) {
+	g := r.s.laneSpan[r.l] + i
+	if c := g / AttrChunk; c != r.knChunk {
+		r.knChunk, r.kn = c, r.s.kinds.chunk(c)
+	}
+	if r.kn == nil {
+		return 0, false
+	}
+	return r.kn[g%AttrChunk], true
 }

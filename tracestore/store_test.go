@@ -270,12 +270,20 @@ func TestCorruptStore(t *testing.T) {
 			os.WriteFile(path, mut.data, 0o666)
 			s, err := Open(dir)
 			if err == nil {
-				// Only the event log and the indexes are checked lazily.
+				// The event log, the indexes and the timeline are
+				// checked lazily.
 				m := s.Manifest()
 				_, qerr := s.EventsThrough("runtime/trace.WithRegion", 0, m.Duration+1, func(*Event) bool { return true })
 				eerr := s.Events(0, m.Duration+1, func(*Event) bool { return true })
+				exercise(s)
+				verr := s.Verify()
 				s.Close()
 				switch name {
+				case fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx:
+					// The timeline is checked as it is read, and by Verify.
+					if verr == nil {
+						t.Errorf("%s %s: Verify succeeded", name, mut.what)
+					}
 				case fileEvents:
 					if qerr == nil && eerr == nil {
 						t.Errorf("%s %s: no error", name, mut.what)

@@ -1,0 +1,262 @@
+package tracestore
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/pctab/pctab/forest"
+)
+
+// Open reads a store's metadata; the timeline's large files (spans.bin,
+// blocks.idx, forest.bin, spanattr.bin) are checked as they are read:
+//
+//   - a block of spans when a query first decodes it: it decodes in the
+//     one form the builder writes, exactly filling its bytes, its spans
+//     start no earlier than 0, end no later than the next block's first
+//     start and the trace's end, and their aggregate is the block's leaf
+//     in forest.bin. A lane with a block that fails is corrupt: from then
+//     on its queries answer as if it had no spans, and LaneError says why.
+//   - a chunk of spanattr.bin when a query first needs a kind, a name or a
+//     stack in it: a chunk that fails gives no kind or name (a Cell
+//     without a span, a Span of kind NoSpan).
+//
+// What is not checked before use is forest.bin's nodes above the leaves,
+// which queries combine without reading the blocks under them: a corrupt
+// node can make a query's longest span or busy time wrong (never an
+// index outside the range asked, never a panic), which Verify finds.
+
+// Verify checks the whole store, as Build does before it renames a store
+// into place: every file against its size and CRC-32C, every block of
+// spans and every forest value against the spans, every chunk of span
+// attributes. It reads every byte of the timeline, in memory that does
+// not grow with the spans. A store that passes gives the answers it was
+// built with; Open alone checks only the metadata (see Open).
+func (s *Store) Verify() error {
+	var err error
+	if gerr := s.Guard(func() { err = s.verify() }); gerr != nil {
+		err = gerr
+	}
+	return err
+}
+
+func (s *Store) verify() error {
+	for _, name := range []string{fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
+		b, err := s.mapped(name)
+		if err != nil {
+			return err
+		}
+		if crc(b) != s.sums[name].CRC32 {
+			return fmt.Errorf("tracestore: %s: checksum mismatch", name)
+		}
+	}
+	ab := int64(s.w.aggBytes())
+	var blk []Span
+	for i := range s.lanes {
+		l := &s.lanes[i]
+		f := forest.New(combine, noAgg)
+		for k := range blocks(l.Spans) {
+			var err error
+			if blk, err = s.checkBlock(i, k, blk[:0]); err != nil {
+				return err
+			}
+			if len(blk) == BlockSpans {
+				f.Append(blockAgg(blk, k))
+			}
+		}
+		for j, v := range f.Values() {
+			o := (l.forestOff + int64(j)) * ab
+			if got := s.w.getAgg(s.forest[o:]); got != v {
+				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, got, v)
+			}
+		}
+	}
+	var c pageCodec
+	var raw []byte
+	for k := range (s.m.Spans + AttrChunk - 1) / AttrChunk {
+		var err error
+		if raw, err = s.attrChunkRecords(k, &c, raw, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockAgg returns the aggregate of blk, block k of its lane.
+func blockAgg(blk []Span, k int64) Agg {
+	a := noAgg
+	for j, sp := range blk {
+		a = combine(a, Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur})
+	}
+	return a
+}
+
+// checkBlock decodes block k of lane l into blk and checks it (see Open).
+func (s *Store) checkBlock(l int, k int64, blk []Span) ([]Span, error) {
+	ln := &s.lanes[l]
+	bi := ln.blockOff + k
+	bib := int64(s.w.blockIndexBytes())
+	n := int(min(BlockSpans, ln.Spans-k*BlockSpans))
+	lo, hi, start := s.blockAt(bi)
+	if lo < 0 || lo > hi || hi > int64(len(s.spans)) || bi == 0 && lo != 0 {
+		return blk, fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*bib, lo, hi, len(s.spans))
+	}
+	if start < 0 || start > s.m.Duration {
+		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): starts at %d, before 0 or after the trace", fileBlocks, l, k, bi*bib, start)
+	}
+	blk, err := decodeBlock(blk[:0], s.spans[lo:hi], start, n, s.m.TimeQuantum)
+	if err != nil {
+		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, l, k, lo, err)
+	}
+	var enc [BlockSpans * 3 * 10]byte
+	if got := int64(len(appendBlock(enc[:0], blk, s.m.TimeQuantum))); got != hi-lo {
+		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, l, k, lo, hi-lo, got)
+	}
+	end, limit := blk[len(blk)-1].End(), s.m.Duration
+	if k+1 < blocks(ln.Spans) {
+		_, _, next := s.blockAt(bi + 1)
+		limit = min(limit, next)
+	}
+	if end > limit {
+		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): spans end at %d, after the next block's start or the trace's end (%d)", fileSpans, l, k, lo, end, limit)
+	}
+	if n == BlockSpans {
+		o := (ln.forestOff + 2*k) * int64(s.w.aggBytes())
+		if got, want := s.w.getAgg(s.forest[o:]), blockAgg(blk, k); got != want {
+			return blk, fmt.Errorf("tracestore: %s: lane %d, leaf %d (offset %#x): %+v, its spans make %+v", fileForest, l, k, o, got, want)
+		}
+	}
+	return blk, nil
+}
+
+// blockOK reports whether block k of lane l is good, checking it the
+// first time (see Open). It is false for every block of a lane found
+// corrupt.
+func (s *Store) blockOK(l int, k int64) bool {
+	if s.bad[l].Load() {
+		return false
+	}
+	bi := s.lanes[l].blockOff + k
+	word, bit := &s.checked[bi/64], uint64(1)<<(bi%64)
+	if word.Load()&bit != 0 {
+		return true
+	}
+	var buf [BlockSpans]Span
+	if _, err := s.checkBlock(l, k, buf[:0]); err != nil {
+		s.badErr.LoadOrStore(l, err)
+		s.bad[l].Store(true)
+		return false
+	}
+	word.Or(bit)
+	return true
+}
+
+// LaneError returns why lane l answers as if it had no spans: the first
+// corruption a query found in its blocks, or nil.
+func (s *Store) LaneError(l int) error {
+	if err, ok := s.badErr.Load(l); ok {
+		return err.(error)
+	}
+	return nil
+}
+
+// leaf returns the forest leaf of whole block k of lane l.
+func (s *Store) leaf(l int, k int64) Agg {
+	ab := int64(s.w.aggBytes())
+	return s.w.getAgg(s.forest[(s.lanes[l].forestOff+2*k)*ab:])
+}
+
+// forestQuery combines the forest leaves of whole blocks [lo, hi) of lane
+// l, reading forest.bin in place (the implicit in-order forest of package
+// forest: leaf i at value 2i, the node over leaves [i, i+2^k) at value
+// 2i+2^k-1). 0 <= lo <= hi <= the lane's whole blocks.
+func (s *Store) forestQuery(l int, lo, hi int64) Agg {
+	ab := int64(s.w.aggBytes())
+	vals := s.forest[s.lanes[l].forestOff*ab:]
+	acc := noAgg
+	for i := lo; i < hi; {
+		k := int64(bits.Len64(uint64(hi-i)) - 1)
+		if i != 0 {
+			k = min(k, int64(bits.TrailingZeros64(uint64(i))))
+		}
+		acc = combine(acc, s.w.getAgg(vals[(2*i+1<<k-1)*ab:]))
+		i += 1 << k
+	}
+	return acc
+}
+
+// An attrCache keeps the kinds and names (kind<<24 | name) of the chunks
+// of spanattr.bin that queries decoded last, at most attrCacheChunks.
+type attrCache struct {
+	mu    sync.Mutex
+	s     *Store
+	m     map[int64][]uint32
+	codec pageCodec
+	raw   []byte
+}
+
+// attrCacheChunks bounds the chunks an attrCache holds: 16 KiB each.
+const attrCacheChunks = 1024
+
+func (c *attrCache) init(s *Store) { c.s, c.m = s, map[int64][]uint32{} }
+
+// chunk returns the kinds and names of chunk k, or nil if it is corrupt.
+func (c *attrCache) chunk(k int64) []uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kn, ok := c.m[k]; ok {
+		return kn
+	}
+	if len(c.m) >= attrCacheChunks {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	kn := make([]uint32, min(AttrChunk, c.s.m.Spans-k*AttrChunk))
+	var err error
+	c.raw, err = c.s.attrChunkRecords(k, &c.codec, c.raw, func(j int, kind SpanKind, name, _ uint32) {
+		kn[j] = uint32(kind)<<24 | name
+	})
+	if err != nil {
+		kn = nil
+	}
+	c.m[k] = kn
+	return kn
+}
+
+// kindName returns the kind and name of span g (of all the spans, lane
+// after lane), ok false if its chunk is corrupt.
+func (s *Store) kindName(g int64) (kn uint32, ok bool) {
+	c := s.kinds.chunk(g / AttrChunk)
+	if c == nil {
+		return 0, false
+	}
+	return c[g%AttrChunk], true
+}
+
+// attrChunkRecords inflates chunk k of spanattr.bin into raw (grown as
+// needed) and decodes its records, calling visit (if not nil) with each.
+func (s *Store) attrChunkRecords(k int64, c *pageCodec, raw []byte, visit func(j int, kind SpanKind, name, stack uint32)) ([]byte, error) {
+	n := int(min(AttrChunk, s.m.Spans-k*AttrChunk))
+	lo, hi, rawLen, codec, err := s.attrChunk(k)
+	if err == nil && (rawLen < n || rawLen > n*maxAttrBytes) {
+		err = fmt.Errorf("%d record bytes for %d spans", rawLen, n)
+	}
+	if err == nil {
+		if cap(raw) < rawLen {
+			raw = make([]byte, rawLen)
+		}
+		raw = raw[:rawLen]
+		if err = c.inflate(raw, s.attrs[lo:hi], codec); err == nil {
+			if visit == nil {
+				visit = func(int, SpanKind, uint32, uint32) {}
+			}
+			err = decodeAttrs(raw, n, visit)
+		}
+	}
+	if err != nil {
+		return raw, fmt.Errorf("tracestore: %s: chunk %d (offset %#x): %w", fileAttrs, k, lo, err)
+	}
+	return raw, nil
+}
