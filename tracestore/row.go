@@ -2,6 +2,7 @@ package tracestore
 
 import (
 	"github.com/pctab/pctab/internal/gallop"
+	"math"
 )
 
 // QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
@@ -191,39 +192,64 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 }
 
 // ensure decodes the block's spans up to span j (an index in the block).
-// Open checked every block; should the bytes have changed since, it
-// decodes what they say, without panicking.
-func (d *decodedBlock) ensure(j int) {
-	j = min(j, d.n-1)
+func (d *decodedBlock) ensure(j int) { d.decode(j, math.MaxInt64) }
+
+// decode decodes the block's spans up to span j (an index in the block),
+// stopping early after the first that starts at or after t. The block
+// was checked before its first use (Store.blockOK); should its bytes have
+// changed since, it decodes what they say, without panicking.
+func (d *decodedBlock) decode(j int, t int64) {
+	j = min(j, d.n-1, BlockSpans-1)
+	g := d.got
+	if g > j {
+		return
+	}
 	b, prev, q := d.rest, d.prev, d.q
-	for d.got <= j {
-		v, m := uvarint(b)
-		b = b[m:]
-		dur := v >> 2 * q
-		var gap uint64
-		if v&2 != 0 {
-			g, m := uvarint(b)
+	busy := d.busy[g]
+	for g <= j {
+		// Most values are one or two bytes.
+		var v uint64
+		switch {
+		case len(b) > 0 && b[0] < 0x80:
+			v, b = uint64(b[0]), b[1:]
+		case len(b) > 1 && b[1] < 0x80:
+			v, b = uint64(b[0]&0x7f)|uint64(b[1])<<7, b[2:]
+		default:
+			var m int
+			v, m = uvarint(b)
 			b = b[m:]
-			gap = g >> 1 * q
-			if g&1 != 0 {
+		}
+		dur := v >> 2 * q
+		if v&3 != 0 {
+			if v&2 != 0 {
+				gv, m := uvarint(b)
+				b = b[m:]
+				gap := gv >> 1 * q
+				if gv&1 != 0 {
+					r, m := uvarint(b)
+					b = b[m:]
+					gap += r
+				}
+				prev += int64(gap)
+			}
+			if v&1 != 0 {
 				r, m := uvarint(b)
 				b = b[m:]
-				gap += r
+				dur += r
 			}
 		}
-		if v&1 != 0 {
-			r, m := uvarint(b)
-			b = b[m:]
-			dur += r
-		}
-		g := d.got
-		d.start[g] = prev + int64(gap)
+		d.start[g] = prev
 		d.dur[g] = int64(dur)
-		d.busy[g+1] = d.busy[g] + int64(dur)
-		prev = d.start[g] + int64(dur)
-		d.got++
+		busy += int64(dur)
+		d.busy[g+1] = busy
+		start := prev
+		prev += int64(dur)
+		g++
+		if start >= t {
+			break
+		}
 	}
-	d.rest, d.prev = b, prev
+	d.got, d.rest, d.prev = g, b, prev
 }
 
 // uvarint decodes a varint from b: its value and length, at most len(b)
@@ -266,14 +292,16 @@ func (r *rowSweep) locate(t int64) int64 {
 	}
 	d := r.blk(k - 1)
 	j := 1 // the block's first span starts before t
-	for j < d.n {
-		if j >= d.got {
-			d.ensure(j)
-		}
-		if d.start[j] >= t {
-			break
-		}
+	for j < d.got && d.start[j] < t {
 		j++
+	}
+	if j >= d.got && d.got < d.n {
+		// Every span decoded starts before t: decode on, up to the
+		// first that does not.
+		d.decode(d.n-1, t)
+		if j = d.got; d.start[j-1] >= t {
+			j--
+		}
 	}
 	r.endBefore = d.start[j-1] + d.dur[j-1]
 	r.startBefore = d.start[j-1]
