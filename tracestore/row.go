@@ -79,9 +79,14 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		// (A block-aligned i0's block is whole in the forest, or holds
 		// i1-1 too.)
 		k0 := i0 / BlockSpans
-		head := noAgg
+		// The pixel's first block's spans from i0 on (none if i0
+		// starts it: that block is whole in the forest, or holds i1-1
+		// too), and later its last block's spans up to i1: exactly, or
+		// their busy time and a bound on their longest span (see
+		// rowSweep.tail).
+		first, firstExact := noAgg, true
 		if i0%BlockSpans != 0 {
-			head = r.tail(i0)
+			first, firstExact = r.tail(i0)
 		}
 		i1 := r.locate(b)
 		a, ja = b, i1
@@ -93,11 +98,35 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		if k1 := (i1 - 1) / BlockSpans; k1 == k0 {
 			agg = r.fold(i0, i1)
 		} else {
-			agg = head
+			mid := noAgg
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
-				agg = combine(agg, s.forestQuery(l, lo, hi))
+				mid = s.forestQuery(l, lo, hi)
 			}
-			agg = combine(agg, r.head(i1))
+			last, lastExact := r.head(i1)
+			// A part known only by a bound needs its spans folded only
+			// if its longest could win: the first part's at a tie (its
+			// spans come first), the last part's only if longer.
+			ref := mid.Longest
+			if firstExact {
+				ref = max(ref, first.Longest)
+			}
+			if lastExact {
+				ref = max(ref, last.Longest)
+			}
+			if !firstExact && first.Longest >= ref {
+				first, firstExact = r.fold(i0, (k0+1)*BlockSpans), true
+				ref = max(ref, first.Longest)
+			}
+			if !lastExact && last.Longest > ref {
+				last, lastExact = r.fold(i1/BlockSpans*BlockSpans, i1), true
+			}
+			if !firstExact {
+				first.Longest, first.Index = -1, -1
+			}
+			if !lastExact {
+				last.Longest, last.Index = -1, -1
+			}
+			agg = combine(combine(first, mid), last)
 		}
 		if r.bad {
 			return
@@ -334,47 +363,46 @@ func (r *rowSweep) fold(i0, i1 int64) Agg {
 }
 
 // tail combines the spans of a block from i0 to the block's end: the
-// block's forest leaf less the busy time of the spans before i0, unless
-// the leaf's longest span is among those; then (and for a lane's last
-// block, when it is not whole) span by span.
-func (r *rowSweep) tail(i0 int64) Agg {
+// block's forest leaf less the busy time of the spans before i0. If the
+// leaf's longest span is among those, the result has their busy time
+// exactly, but its Longest is only a bound (the block's longest) and
+// exact is false. A lane's last block, when it is not whole, is folded
+// span by span.
+func (r *rowSweep) tail(i0 int64) (a Agg, exact bool) {
 	k := i0 / BlockSpans
 	end := min((k+1)*BlockSpans, r.n)
 	if end-k*BlockSpans < BlockSpans {
-		return r.fold(i0, end)
+		return r.fold(i0, end), true
 	}
 	leaf := r.s.leaf(r.l, k)
-	if leaf.Index < i0 || leaf.Index >= end {
-		return r.fold(i0, end)
-	}
-	d := r.blk(k)
+	d := r.blk(k) // checks the block, and the leaf with it
 	j := int(i0 - k*BlockSpans)
 	if j > 0 {
 		d.ensure(j - 1)
 	}
-	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[j]}
+	exact = leaf.Index >= i0 && leaf.Index < end
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[j]}, exact
 }
 
 // head combines the spans of the block of i1 from its start to i1 (not
-// included): the block's forest leaf's longest span if it is among them,
-// with their busy time from the block's running sums; else span by span.
-func (r *rowSweep) head(i1 int64) Agg {
+// included), as tail does: their busy time from the block's running
+// sums, and the leaf's longest span, exactly if it is among them, else as
+// a bound.
+func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
 	k := i1 / BlockSpans
 	lo := k * BlockSpans
 	if lo == i1 {
-		return noAgg
+		return noAgg, true
 	}
 	if min((k+1)*BlockSpans, r.n)-lo < BlockSpans {
-		return r.fold(lo, i1)
+		return r.fold(lo, i1), true
 	}
 	leaf := r.s.leaf(r.l, k)
-	if leaf.Index < lo || leaf.Index >= i1 {
-		return r.fold(lo, i1)
-	}
 	d := r.blk(k)
 	j := int(i1 - lo)
 	d.ensure(j - 1)
-	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: d.busy[j]}
+	exact = leaf.Index >= lo && leaf.Index < i1
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: d.busy[j]}, exact
 }
 
 // kindName returns the kind and name of the lane's span i, ok false if
