@@ -3,6 +3,7 @@ package tracestore
 import (
 	"fmt"
 	"math/bits"
+	"sort"
 	"sync"
 
 	"github.com/pctab/pctab/forest"
@@ -108,10 +109,9 @@ func (s *Store) checkBlock(l int, k int64, blk []Span) ([]Span, error) {
 	if err != nil {
 		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, l, k, lo, err)
 	}
-	var enc [BlockSpans * 3 * 10]byte
-	if got := int64(len(appendBlock(enc[:0], blk, s.m.TimeQuantum))); got != hi-lo {
-		return blk, fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, l, k, lo, hi-lo, got)
-	}
+	// decodeBlock accepts only the one form appendBlock writes, and
+	// the bytes it decoded fill the block: re-encoding it would give
+	// the same bytes.
 	end, limit := blk[len(blk)-1].End(), s.m.Duration
 	if k+1 < blocks(ln.Spans) {
 		_, _, next := s.blockAt(bi + 1)
@@ -149,6 +149,28 @@ func (s *Store) blockOK(l int, k int64) bool {
 	}
 	word.Or(bit)
 	return true
+}
+
+// HasSpans reports whether a span of lane l overlaps [t0, t1), as
+// Query(l, t0, t1).Count > 0 does. When a block of the lane starts in the
+// range, the block index answers alone, without reading a span.
+func (s *Store) HasSpans(l int, t0, t1 int64) bool {
+	ln := &s.lanes[l]
+	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
+		return false
+	}
+	nb := int(blocks(ln.Spans))
+	k := sort.Search(nb, func(k int) bool { return s.blockStart(ln.blockOff+int64(k)) >= t0 })
+	if k < nb && s.blockStart(ln.blockOff+int64(k)) < t1 {
+		return true
+	}
+	return s.Query(l, t0, t1).Count > 0
+}
+
+// blockStart returns the first start of block bi, as blocks.idx says.
+func (s *Store) blockStart(bi int64) int64 {
+	bib := int64(s.w.blockIndexBytes())
+	return int64(getN(s.blockIdx[bi*bib+int64(s.w.o):], s.w.t))
 }
 
 // LaneError returns why lane l answers as if it had no spans: the first
