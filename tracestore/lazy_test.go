@@ -73,7 +73,7 @@ func TestLazyCorruption(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, file, says string
-		edit         func(b []byte)
+		edit             func(b []byte)
 	}{
 		{"block bytes", fileSpans, fileSpans, func(b []byte) {
 			lo, _, _ := good.blockAt(ln.blockOff + k)
