@@ -9,24 +9,6 @@ import (
 	"github.com/pctab/pctab/forest"
 )
 
-// Open reads a store's metadata; the timeline's large files (spans.bin,
-// blocks.idx, forest.bin, spanattr.bin) are checked as they are read:
-//
-//   - a block of spans when a query first decodes it: it decodes in the
-//     one form the builder writes, exactly filling its bytes, its spans
-//     start no earlier than 0, end no later than the next block's first
-//     start and the trace's end, and their aggregate is the block's leaf
-//     in forest.bin. A lane with a block that fails is corrupt: from then
-//     on its queries answer as if it had no spans, and LaneError says why.
-//   - a chunk of spanattr.bin when a query first needs a kind, a name or a
-//     stack in it: a chunk that fails gives no kind or name (a Cell
-//     without a span, a Span of kind NoSpan).
-//
-// What is not checked before use is forest.bin's nodes above the leaves,
-// which queries combine without reading the blocks under them: a corrupt
-// node can make a query's longest span or busy time wrong (never an
-// index outside the range asked, never a panic), which Verify finds.
-
 // Verify checks the whole store, as Build does before it renames a store
 // into place: every file against its size and CRC-32C, every block of
 // spans and every forest value against the spans, every chunk of span
