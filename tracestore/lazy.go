@@ -189,44 +189,106 @@ func (s *Store) forestQuery(l int, lo, hi int64) Agg {
 	return acc
 }
 
-// An attrCache keeps the kinds and names (kind<<24 | name) of the chunks
-// of spanattr.bin that queries decoded last, at most attrCacheChunks.
+// An attrCache keeps the kinds and names of the chunks of spanattr.bin
+// that queries decoded, at most attrCacheBytes of them; when full, it
+// drops chunks at random (a frame's rows read their lanes' chunks in
+// turn, a cycle that would miss every time under LRU).
 type attrCache struct {
 	mu    sync.Mutex
 	s     *Store
-	m     map[int64][]uint32
+	m     map[int64]*kindChunk
+	bytes int
 	codec pageCodec
 	raw   []byte
 }
 
-// attrCacheChunks bounds the chunks an attrCache holds: 16 KiB each.
-const attrCacheChunks = 1024
+// A kindChunk is the kinds and names (kind<<24 | name) of a chunk's
+// spans: as indexes into a dictionary of its distinct values when there
+// are at most 256 of them, as they are otherwise. A nil *kindChunk is a
+// corrupt chunk.
+type kindChunk struct {
+	dict []uint32
+	idx  []byte
+	all  []uint32
+}
 
-func (c *attrCache) init(s *Store) { c.s, c.m = s, map[int64][]uint32{} }
+func (c *kindChunk) at(j int64) uint32 {
+	if c.all != nil {
+		return c.all[j]
+	}
+	return c.dict[c.idx[j]]
+}
+
+// set sets the value of span j, the spans before it being set.
+func (c *kindChunk) set(j int, v uint32) {
+	if c.all != nil {
+		c.all[j] = v
+		return
+	}
+	d := 0
+	if j > 0 && c.dict[c.idx[j-1]] == v { // runs are common
+		d = int(c.idx[j-1])
+	} else {
+		for d < len(c.dict) && c.dict[d] != v {
+			d++
+		}
+	}
+	if d == len(c.dict) {
+		if d == 256 { // too many: every value as it is
+			c.all = make([]uint32, len(c.idx))
+			for i := range j {
+				c.all[i] = c.dict[c.idx[i]]
+			}
+			c.all[j], c.dict, c.idx = v, nil, nil
+			return
+		}
+		c.dict = append(c.dict, v)
+	}
+	c.idx[j] = byte(d)
+}
+
+func (c *kindChunk) size() int { return 64 + 4*len(c.dict) + len(c.idx) + 4*len(c.all) }
+
+// attrCacheBytes bounds the memory of an attrCache: some 3,600 chunks
+// of 4,096 spans of one byte each and a small dictionary.
+const attrCacheBytes = 16 << 20
+
+func (c *attrCache) init(s *Store) { c.s, c.m = s, map[int64]*kindChunk{} }
 
 // chunk returns the kinds and names of chunk k, or nil if it is corrupt.
-func (c *attrCache) chunk(k int64) []uint32 {
+func (c *attrCache) chunk(k int64) *kindChunk {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if kn, ok := c.m[k]; ok {
-		return kn
+	if kc, ok := c.m[k]; ok {
+		return kc
 	}
-	if len(c.m) >= attrCacheChunks {
-		for old := range c.m {
+	n := min(AttrChunk, c.s.m.Spans-k*AttrChunk)
+	kc := &kindChunk{idx: make([]byte, n)}
+	var err error
+	c.raw, err = c.s.attrChunkRecords(k, &c.codec, c.raw, func(j int, kind SpanKind, name, _ uint32) {
+		kc.set(j, uint32(kind)<<24|name)
+	})
+	if err != nil {
+		kc = nil
+	}
+	size := 64
+	if kc != nil {
+		size = kc.size()
+	}
+	for c.bytes+size > attrCacheBytes && len(c.m) > 0 {
+		for old, oc := range c.m {
 			delete(c.m, old)
+			if oc != nil {
+				c.bytes -= oc.size()
+			} else {
+				c.bytes -= 64
+			}
 			break
 		}
 	}
-	kn := make([]uint32, min(AttrChunk, c.s.m.Spans-k*AttrChunk))
-	var err error
-	c.raw, err = c.s.attrChunkRecords(k, &c.codec, c.raw, func(j int, kind SpanKind, name, _ uint32) {
-		kn[j] = uint32(kind)<<24 | name
-	})
-	if err != nil {
-		kn = nil
-	}
-	c.m[k] = kn
-	return kn
+	c.m[k] = kc
+	c.bytes += size
+	return kc
 }
 
 // kindName returns the kind and name of span g (of all the spans, lane
@@ -236,7 +298,7 @@ func (s *Store) kindName(g int64) (kn uint32, ok bool) {
 	if c == nil {
 		return 0, false
 	}
-	return c[g%AttrChunk], true
+	return c.at(g % AttrChunk), true
 }
 
 // attrChunkRecords inflates chunk k of spanattr.bin into raw (grown as

@@ -144,3 +144,24 @@ func TestLazyCorruption(t *testing.T) {
 		})
 	}
 }
+
+// TestKindChunk fills kind chunks with few and with many distinct values:
+// each gives back every value.
+func TestKindChunk(t *testing.T) {
+	for _, distinct := range []int{1, 7, 36, 37, 4096} { // times 7 kinds
+		c := &kindChunk{idx: make([]byte, AttrChunk)}
+		want := make([]uint32, AttrChunk)
+		for j := range want {
+			want[j] = uint32((j/3)%distinct)<<4 | uint32(j%7)<<24
+			c.set(j, want[j])
+		}
+		for j, v := range want {
+			if got := c.at(int64(j)); got != v {
+				t.Fatalf("%d distinct values: span %d: %#x, want %#x", distinct, j, got, v)
+			}
+		}
+		if n := distinct * 7; (c.all == nil) != (n <= 256) {
+			t.Errorf("%d distinct values: dictionary %v", n, c.all == nil)
+		}
+	}
+}

@@ -166,7 +166,7 @@ type rowSweep struct {
 
 	// The kinds and names of chunk knChunk of spanattr.bin.
 	knChunk int64
-	kn      []uint32
+	kn      *kindChunk
 
 	// Of the last time t located, at span index j: the end of span j-1
 	// and the start of span j-2 (when j > 0), and the start of span j
@@ -415,5 +415,5 @@ func (r *rowSweep) kindName(i int64) (uint32, bool) {
 	if r.kn == nil {
 		return 0, false
 	}
-	return r.kn[g%AttrChunk], true
+	return r.kn.at(g % AttrChunk), true
 }
