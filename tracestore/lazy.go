@@ -203,20 +203,27 @@ type attrCache struct {
 }
 
 // A kindChunk is the kinds and names (kind<<24 | name) of a chunk's
-// spans: as indexes into a dictionary of its distinct values when there
-// are at most 256 of them, as they are otherwise. A nil *kindChunk is a
-// corrupt chunk.
+// spans: as indexes into a dictionary of its distinct values, packed in
+// 0, 1, 2, 4 or 8 bits as the dictionary's size needs, when there are at
+// most 256 of them; as they are otherwise. A nil *kindChunk is a corrupt
+// chunk.
 type kindChunk struct {
-	dict []uint32
-	idx  []byte
-	all  []uint32
+	dict   []uint32
+	bits   uint     // bits per span in packed
+	packed []uint64 // while set builds it, idx instead
+	idx    []byte
+	all    []uint32
 }
 
 func (c *kindChunk) at(j int64) uint32 {
 	if c.all != nil {
 		return c.all[j]
 	}
-	return c.dict[c.idx[j]]
+	if c.bits == 0 {
+		return c.dict[0]
+	}
+	bit := uint64(j) * uint64(c.bits)
+	return c.dict[c.packed[bit/64]>>(bit%64)&(1<<c.bits-1)]
 }
 
 // set sets the value of span j, the spans before it being set.
@@ -247,10 +254,31 @@ func (c *kindChunk) set(j int, v uint32) {
 	c.idx[j] = byte(d)
 }
 
-func (c *kindChunk) size() int { return 64 + 4*len(c.dict) + len(c.idx) + 4*len(c.all) }
+// pack packs the indexes set filled in, once every span is set.
+func (c *kindChunk) pack() {
+	if c.all != nil {
+		return
+	}
+	for c.bits = 0; len(c.dict) > 1<<c.bits; {
+		c.bits = max(1, 2*c.bits)
+	}
+	if c.bits > 0 {
+		c.packed = make([]uint64, (uint64(len(c.idx))*uint64(c.bits)+63)/64)
+		for j, d := range c.idx {
+			bit := uint64(j) * uint64(c.bits)
+			c.packed[bit/64] |= uint64(d) << (bit % 64)
+		}
+	}
+	c.idx = nil
+}
 
-// attrCacheBytes bounds the memory of an attrCache: some 3,600 chunks
-// of 4,096 spans of one byte each and a small dictionary.
+func (c *kindChunk) size() int {
+	return 96 + 4*len(c.dict) + 8*len(c.packed) + len(c.idx) + 4*len(c.all)
+}
+
+// attrCacheBytes bounds the memory of an attrCache: some 8,000 chunks
+// of 4,096 spans of 4 bits each and a small dictionary, more of fewer
+// bits.
 const attrCacheBytes = 16 << 20
 
 func (c *attrCache) init(s *Store) { c.s, c.m = s, map[int64]*kindChunk{} }
@@ -270,6 +298,8 @@ func (c *attrCache) chunk(k int64) *kindChunk {
 	})
 	if err != nil {
 		kc = nil
+	} else {
+		kc.pack()
 	}
 	size := 64
 	if kc != nil {

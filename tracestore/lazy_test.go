@@ -148,13 +148,23 @@ func TestLazyCorruption(t *testing.T) {
 // TestKindChunk fills kind chunks with few and with many distinct values:
 // each gives back every value.
 func TestKindChunk(t *testing.T) {
-	for _, distinct := range []int{1, 7, 36, 37, 4096} { // times 7 kinds
+	for _, distinct := range []int{1, 7, 36, 37, 4096} { // times 7 kinds, or 1
+		if distinct == 1 {
+			c := &kindChunk{idx: make([]byte, 10)}
+			for j := range 10 {
+				c.set(j, 42)
+			}
+			if c.pack(); c.bits != 0 || c.at(9) != 42 {
+				t.Errorf("one value: %d bits, %d", c.bits, c.at(9))
+			}
+		}
 		c := &kindChunk{idx: make([]byte, AttrChunk)}
 		want := make([]uint32, AttrChunk)
 		for j := range want {
 			want[j] = uint32((j/3)%distinct)<<4 | uint32(j%7)<<24
 			c.set(j, want[j])
 		}
+		c.pack()
 		for j, v := range want {
 			if got := c.at(int64(j)); got != v {
 				t.Fatalf("%d distinct values: span %d: %#x, want %#x", distinct, j, got, v)
