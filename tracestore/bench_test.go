@@ -118,6 +118,24 @@ func BenchmarkFrame(b *testing.B) {
 	}
 }
 
+// BenchmarkOpen opens the store in $TRACESTORE_BENCH_STORE (or one built
+// of benchTrace's trace) and closes it: Open reads the metadata only, so
+// its time and the bytes it allocates grow with the lanes, not the spans.
+func BenchmarkOpen(b *testing.B) {
+	dir := os.Getenv("TRACESTORE_BENCH_STORE")
+	if dir == "" {
+		dir = benchStore(b).Dir()
+	}
+	b.ReportAllocs()
+	for range b.N {
+		s, err := Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
 // BenchmarkQuery finds the events whose stack passes through a function,
 // over the whole trace: through the store's function index (reading only
 // the pages it names and re-checking their events), and by re-reading the
