@@ -1,8 +1,9 @@
 package tracestore
 
 import (
-	"github.com/pctab/pctab/internal/gallop"
 	"math"
+
+	"github.com/pctab/pctab/internal/gallop"
 )
 
 // QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
@@ -79,14 +80,14 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		// (A block-aligned i0's block is whole in the forest, or holds
 		// i1-1 too.)
 		k0 := i0 / BlockSpans
-		// The pixel's first block's spans from i0 on (none if i0
+		// left: the pixel's first block's spans from i0 on (none if i0
 		// starts it: that block is whole in the forest, or holds i1-1
-		// too), and later its last block's spans up to i1: exactly, or
-		// their busy time and a bound on their longest span (see
-		// rowSweep.tail).
-		first, firstExact := noAgg, true
+		// too); later right: its last block's spans up to i1. Each
+		// exactly, or as its busy time and a bound on its longest span
+		// (see rowSweep.tail).
+		left, leftExact := noAgg, true
 		if i0%BlockSpans != 0 {
-			first, firstExact = r.tail(i0)
+			left, leftExact = r.tail(i0)
 		}
 		i1 := r.locate(b)
 		a, ja = b, i1
@@ -102,31 +103,31 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
 				mid = s.forestQuery(l, lo, hi)
 			}
-			last, lastExact := r.head(i1)
+			right, rightExact := r.head(i1)
 			// A part known only by a bound needs its spans folded only
-			// if its longest could win: the first part's at a tie (its
-			// spans come first), the last part's only if longer.
+			// if its longest could win: the left part's at a tie (its
+			// spans come first), the right part's only if longer.
 			ref := mid.Longest
-			if firstExact {
-				ref = max(ref, first.Longest)
+			if leftExact {
+				ref = max(ref, left.Longest)
 			}
-			if lastExact {
-				ref = max(ref, last.Longest)
+			if rightExact {
+				ref = max(ref, right.Longest)
 			}
-			if !firstExact && first.Longest >= ref {
-				first, firstExact = r.fold(i0, (k0+1)*BlockSpans), true
-				ref = max(ref, first.Longest)
+			if !leftExact && left.Longest >= ref {
+				left, leftExact = r.fold(i0, (k0+1)*BlockSpans), true
+				ref = max(ref, left.Longest)
 			}
-			if !lastExact && last.Longest > ref {
-				last, lastExact = r.fold(i1/BlockSpans*BlockSpans, i1), true
+			if !rightExact && right.Longest > ref {
+				right, rightExact = r.fold(i1/BlockSpans*BlockSpans, i1), true
 			}
-			if !firstExact {
-				first.Longest, first.Index = -1, -1
+			if !leftExact {
+				left.Longest, left.Index = -1, -1
 			}
-			if !lastExact {
-				last.Longest, last.Index = -1, -1
+			if !rightExact {
+				right.Longest, right.Index = -1, -1
 			}
-			agg = combine(combine(first, mid), last)
+			agg = combine(combine(left, mid), right)
 		}
 		if r.bad {
 			return
