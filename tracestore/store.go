@@ -464,7 +464,7 @@ func (s *Store) attrChunk(k int64) (lo, hi int64, raw int, codec uint32, err err
 }
 
 // spanStack returns the stack of span g (of all the spans, lane after
-// lane), decoding its chunk of spanattr.bin, which Open checked. The
+// lane), decoding its chunk of spanattr.bin (0 if the chunk is corrupt). The
 // store keeps the last chunk decoded.
 func (s *Store) spanStack(g int64) uint32 {
 	s.stackMu.Lock()

@@ -359,7 +359,7 @@ func TestQueryRow(t *testing.T) {
 
 // rowTraces returns the traces the row tests check: one recorded now, and
 // testdata/long-lanes.trace, recorded under qemu, whose goroutine lanes
-// hold more than a block of spans each (the query forests' leaves are a
+// hold more than a block of spans each (the query forests' leaves were a
 // quarter of a block, which a sweep that took them for blocks got wrong).
 func rowTraces(t *testing.T) map[string][]byte {
 	t.Helper()
