@@ -12,8 +12,9 @@ import (
 // Verify checks the whole store, as Build does before it renames a store
 // into place: every file against its size and CRC-32C, every block of
 // spans and every forest value against the spans, every chunk of span
-// attributes. It reads every byte of the timeline, in memory that does
-// not grow with the spans. A store that passes gives the answers it was
+// attributes. It reads every byte of the timeline, in memory that grows
+// with the largest lane's blocks (its forest, 48 bytes a block), not with
+// the store's spans. A store that passes gives the answers it was
 // built with; Open alone checks only the metadata (see Open).
 func (s *Store) Verify() error {
 	var err error
