@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/pctab/pctab/forest"
+	"golang.org/x/sys/unix"
 )
 
 // Verify checks the whole store, as Build does before it renames a store
@@ -25,27 +26,42 @@ func (s *Store) Verify() error {
 }
 
 func (s *Store) verify() error {
+	// The files are read once: their pages are dropped from the
+	// process's resident set every dropBytes read (the kernel keeps them
+	// cached), so that Build's check costs no RSS in proportion to the
+	// store.
 	for _, name := range []string{fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
 		b, err := s.mapped(name)
 		if err != nil {
 			return err
 		}
-		if crc(b) != s.sums[name].CRC32 {
+		h := crc32New()
+		for o := 0; o < len(b); o += dropBytes {
+			h.Write(b[o:min(o+dropBytes, len(b))])
+			releasePages(b[o:min(o+dropBytes, len(b))])
+		}
+		if h.Sum32() != s.sums[name].CRC32 {
 			return fmt.Errorf("tracestore: %s: checksum mismatch", name)
 		}
 	}
 	ab := int64(s.w.aggBytes())
 	var blk []Span
-	for i := range s.lanes {
-		l := &s.lanes[i]
+	var read int64 // spans.bin's bytes read since the pages were dropped
+	err := s.eachLane(func(i int, l *Lane, _ int64) error {
 		f := forest.New(combine, noAgg)
 		for k := range blocks(l.Spans) {
 			var err error
-			if blk, err = s.checkBlock(i, k, blk[:0]); err != nil {
+			if blk, err = s.checkBlock(i, l, k, blk[:0]); err != nil {
 				return err
 			}
 			if len(blk) == BlockSpans {
 				f.Append(blockAgg(blk, k))
+			}
+			if read += BlockSpans; read > dropBytes {
+				releasePages(s.spans)
+				releasePages(s.blockIdx)
+				releasePages(s.forest)
+				read = 0
 			}
 		}
 		for j, v := range f.Values() {
@@ -54,16 +70,40 @@ func (s *Store) verify() error {
 				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, got, v)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var c pageCodec
 	var raw []byte
 	for k := range (s.m.Spans + AttrChunk - 1) / AttrChunk {
-		var err error
 		if raw, err = s.attrChunkRecords(k, &c, raw, nil); err != nil {
 			return err
 		}
+		if k%dropChunks == 0 {
+			releasePages(s.attrs)
+		}
 	}
+	releasePages(s.attrs)
 	return nil
+}
+
+// How often Verify drops the pages it read: every dropBytes of a file
+// read whole and every dropBytes spans' worth of blocks (a few bytes a
+// span), every dropChunks chunks of span attributes.
+const (
+	dropBytes  = 8 << 20
+	dropChunks = 1 << 8
+)
+
+// releasePages drops the pages of the mapping b from the process's
+// resident set; the kernel keeps them in its page cache, and a later
+// read faults them back in.
+func releasePages(b []byte) {
+	if len(b) > 0 {
+		unix.Madvise(b, unix.MADV_DONTNEED)
+	}
 }
 
 // blockAgg returns the aggregate of blk, block k of its lane.
@@ -75,9 +115,9 @@ func blockAgg(blk []Span, k int64) Agg {
 	return a
 }
 
-// checkBlock decodes block k of lane l into blk and checks it (see Open).
-func (s *Store) checkBlock(l int, k int64, blk []Span) ([]Span, error) {
-	ln := &s.lanes[l]
+// checkBlock decodes block k of lane l, ln, into blk and checks it (see
+// the package comment).
+func (s *Store) checkBlock(l int, ln *Lane, k int64, blk []Span) ([]Span, error) {
 	bi := ln.blockOff + k
 	bib := int64(s.w.blockIndexBytes())
 	n := int(min(BlockSpans, ln.Spans-k*BlockSpans))
@@ -125,7 +165,7 @@ func (s *Store) blockOK(l int, k int64) bool {
 		return true
 	}
 	var buf [BlockSpans]Span
-	if _, err := s.checkBlock(l, k, buf[:0]); err != nil {
+	if _, err := s.checkBlock(l, &s.lanes[l], k, buf[:0]); err != nil {
 		s.badErr.LoadOrStore(l, err)
 		s.bad[l].Store(true)
 		return false

@@ -39,6 +39,10 @@ type Store struct {
 	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
 	sums     map[string]FileSum
+	laneTab  []byte // lanes.tab
+	// checkOnly is set for check: Open's checks without the per-lane
+	// state a query needs.
+	checkOnly bool
 	// eventsBytes is the size of events.log.
 	eventsBytes int64
 	w           widths
@@ -70,8 +74,26 @@ func (m chanMutex) unlock() { <-m }
 // lanes, pages, strings and frames, never with the spans; the timeline's
 // blocks, forests and attributes are checked when first read (see the
 // package comment and Verify).
-func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize}
+func Open(dir string) (*Store, error) { return open(dir, false) }
+
+// check makes every check of the store in dir that Open and Verify make,
+// keeping nothing per lane or per span: Build's last step, in memory that
+// grows neither with the spans nor with the lanes (Verify drops the pages
+// it has read as it goes).
+func check(dir string) error {
+	s, err := open(dir, true)
+	if err != nil {
+		return err
+	}
+	err = s.Verify()
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func open(dir string, checkOnly bool) (*Store, error) {
+	s := &Store{dir: dir, dagMu: make(chanMutex, 1), pageSize: PageSize, checkOnly: checkOnly}
 	var err error
 	if gerr := s.Guard(func() { err = s.open() }); gerr != nil {
 		err = gerr
@@ -81,20 +103,6 @@ func Open(dir string) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// check makes every check of the store in dir that Open and Verify make:
-// Build's last step, in memory that does not grow with the spans.
-func check(dir string) error {
-	s, err := Open(dir)
-	if err != nil {
-		return err
-	}
-	err = s.Verify()
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
@@ -229,7 +237,6 @@ func (s *Store) open() error {
 	if int64(len(s.forest))%ab != 0 {
 		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(s.forest), ab)
 	}
-	nvals := int64(len(s.forest)) / ab
 	if s.attrIdx, err = s.mapped(fileAttrIdx); err != nil {
 		return err
 	}
@@ -240,59 +247,35 @@ func (s *Store) open() error {
 	if int64(len(s.attrIdx))%attrIdxBytes != 0 || int64(len(s.attrIdx))/attrIdxBytes != chunks {
 		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(s.attrIdx), chunks, s.m.Spans)
 	}
-	lt, err := s.read(fileLanes)
-	if err != nil {
+	if s.laneTab, err = s.read(fileLanes); err != nil {
 		return err
 	}
 	// A lane takes at least five bytes in lanes.tab.
-	if int64(s.m.Lanes) > int64(len(lt))/5 {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
+	if int64(s.m.Lanes) > int64(len(s.laneTab))/5 {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(s.laneTab), s.m.Lanes)
 	}
-	var spanTotal, blockOff, forestOff int64
+	if !s.checkOnly {
+		s.lanes = make([]Lane, 0, s.m.Lanes)
+		s.laneSpan = make([]int64, 0, s.m.Lanes)
+	}
+	err = s.eachLane(func(_ int, l *Lane, first int64) error {
+		if !s.checkOnly {
+			s.laneSpan = append(s.laneSpan, first)
+			s.lanes = append(s.lanes, *l)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	nblocks := int64(len(s.blockIdx)) / bib
-	s.lanes = make([]Lane, 0, s.m.Lanes)
-	s.laneSpan = make([]int64, 0, s.m.Lanes)
-	var prev Lane
-	lo := 0 // offset in lanes.tab
-	for i := range s.m.Lanes {
-		l, n, err := decodeLane(lt[lo:])
-		if err != nil {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
-		}
-		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
-		}
-		if i > 0 && laneCompare(prev, l) >= 0 {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
-		}
-		prev = l
-		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
-		// of this wraps.
-		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
-		}
-		l.blockOff, l.forestOff = blockOff, forestOff
-		lo += n
-		if nv := forestValues(l.Spans); nv > nvals-forestOff {
-			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
-		}
-		s.laneSpan = append(s.laneSpan, spanTotal)
-		spanTotal += l.Spans
-		blockOff += blocks(l.Spans)
-		forestOff += forestValues(l.Spans)
-		s.lanes = append(s.lanes, l)
-	}
-	if lo != len(lt) {
-		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
-	}
-	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
-		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
-	}
 	// One bit per block (nblocks is at most the bytes of blocks.idx),
 	// one byte per lane.
-	s.checked = make([]atomic.Uint64, (nblocks+63)/64)
-	s.bad = make([]atomic.Bool, len(s.lanes))
-	s.kinds.init(s)
+	if !s.checkOnly {
+		s.checked = make([]atomic.Uint64, (nblocks+63)/64)
+		s.bad = make([]atomic.Bool, len(s.lanes))
+		s.kinds.init(s)
+	}
 	// The event log is read page by page, each checked by its own sum;
 	// its size is checked here.
 	if s.events, err = os.Open(s.path(fileEvents)); err != nil {
@@ -321,6 +304,55 @@ func (s *Store) open() error {
 		}
 		*ix.m = m
 		s.closers = append(s.closers, m.Close)
+	}
+	return nil
+}
+
+// eachLane decodes lanes.tab and checks every lane against the files
+// (see open), calling f with each: its number, its record with its first
+// block and forest value, and the index of its first span of all the
+// store's spans.
+func (s *Store) eachLane(f func(i int, l *Lane, firstSpan int64) error) error {
+	lt := s.laneTab // at least five bytes a lane (see open)
+	var spanTotal, blockOff, forestOff int64
+	nblocks := int64(len(s.blockIdx)) / int64(s.w.blockIndexBytes())
+	nvals := int64(len(s.forest)) / int64(s.w.aggBytes())
+	var prev Lane
+	lo := 0 // offset in lanes.tab
+	for i := range s.m.Lanes {
+		l, n, err := decodeLane(lt[lo:])
+		if err != nil {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
+		}
+		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
+		}
+		if i > 0 && laneCompare(prev, l) >= 0 {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
+		}
+		prev = l
+		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
+		// of this wraps.
+		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
+		}
+		l.blockOff, l.forestOff = blockOff, forestOff
+		lo += n
+		if nv := forestValues(l.Spans); nv > nvals-forestOff {
+			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
+		}
+		if err := f(i, &l, spanTotal); err != nil {
+			return err
+		}
+		spanTotal += l.Spans
+		blockOff += blocks(l.Spans)
+		forestOff += forestValues(l.Spans)
+	}
+	if lo != len(lt) {
+		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
+	}
+	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
+		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
 	}
 	return nil
 }
