@@ -394,8 +394,10 @@ type builder struct {
 	funcIdx, lineIdx *diskmap.Builder
 
 	// timeline
-	laneList []Lane
-	laneEnd  []int64                         // per lane, the end of its last span
+	// live holds the lanes of the rows in rows, by lane number; a
+	// retired goroutine's lanes go to laneTmp (see spillLane).
+	live     map[int32]*laneState
+	numLanes int64                           // lanes numbered so far
 	rows     map[rowKey]*rowSet              // each layer's rows
 	gState   map[int64]*openSpan             // goroutine -> current state span
 	pState   map[int64]*openSpan             // proc -> running span
@@ -405,8 +407,11 @@ type builder struct {
 	// retired holds the goroutines that exited, whose row state is
 	// dropped (see retire); droppedSpans counts the spans a malformed
 	// trace gave them later.
-	retired      map[int64]struct{}
+	retired      idSet
 	droppedSpans int64
+	laneTmp      *os.File
+	laneW        *bufio.Writer
+	lanesOut     int64 // lane records in laneTmp
 	spanTmp      *os.File
 	spanW        *bufio.Writer
 	spanRec      [4 + spanBytes]byte
@@ -438,7 +443,8 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		ranges:  map[rowKey]map[string]*openSpan{},
 		regions: map[int64]*regionStack{},
 		tasks:   map[trace.TaskID]*openSpan{},
-		retired: map[int64]struct{}{},
+		retired: idSet{},
+		live:    map[int32]*laneState{},
 	}
 	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
@@ -448,6 +454,10 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
 	b.spanW = bufio.NewWriterSize(b.spanTmp, ioBuffer)
+	if b.laneTmp, err = os.CreateTemp(dir, "lanes-*.tmp"); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	b.laneW = bufio.NewWriterSize(b.laneTmp, 16<<10)
 	return b, nil
 }
 
@@ -455,9 +465,11 @@ func (b *builder) cleanup() {
 	if b.evFile != nil {
 		b.evFile.Close()
 	}
-	if b.spanTmp != nil {
-		b.spanTmp.Close()
-		os.Remove(b.spanTmp.Name())
+	for _, f := range []*os.File{b.spanTmp, b.laneTmp} {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
 	}
 }
 
