@@ -28,9 +28,6 @@ func (b *builder) finish() (*Manifest, error) {
 	if err := b.spanW.Flush(); err != nil {
 		return nil, fmt.Errorf("tracestore: writing spans: %w", err)
 	}
-	if err := b.writeLanes(); err != nil {
-		return nil, err
-	}
 	write := func(name string, wt io.WriterTo) error {
 		f, err := os.Create(filepath.Join(b.dir, name))
 		if err != nil {
@@ -78,6 +75,15 @@ func (b *builder) finish() (*Manifest, error) {
 			return nil, err
 		}
 	}
+	// Written, the index keys, the strings and the stacks are garbage
+	// before the lanes are sorted and their spans gathered.
+	stacks, frames, strs := b.dag.Len(), len(b.frames), len(b.strList)
+	b.funcIdx, b.lineIdx, b.dag = nil, nil, nil
+	b.strings, b.strList, b.frames, b.frameTab, b.stacks, b.pageIdx = nil, nil, nil, nil, nil, nil
+	strTab = bytes.Buffer{}
+	if err := b.writeLanes(); err != nil {
+		return nil, err
+	}
 	m := &Manifest{
 		SchemaVersion: SchemaVersion,
 		BaseTime:      b.base,
@@ -85,9 +91,9 @@ func (b *builder) finish() (*Manifest, error) {
 		Events:        b.events,
 		Pages:         b.pages,
 		PageSize:      cap(b.page),
-		Stacks:        b.dag.Len(),
-		Frames:        len(b.frames),
-		Strings:       len(b.strList),
+		Stacks:        stacks,
+		Frames:        frames,
+		Strings:       strs,
 		Lanes:         int(b.numLanes),
 		Spans:         b.numSpans,
 		TimeQuantum:   b.quantum(),
