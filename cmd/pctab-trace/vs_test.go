@@ -32,9 +32,10 @@ import (
 // store built (the same first frame). Times are wall clock from the start
 // of the process and, beside them, the process's CPU time (user and
 // system) by then; RSS is the kernel's high-water mark (VmHWM, or the
-// build's maximum RSS). It prints a markdown table, and writes it to
-// $PCTAB_VS_OUT if that is set. It needs the long tests on and the traces
-// (it records none), and takes minutes per large trace.
+// build's maximum RSS). It also gives the store's bytes against the
+// trace's. It prints a markdown table, and writes it to $PCTAB_VS_OUT if
+// that is set. It needs the long tests on and the traces (it records
+// none), and takes minutes per large trace.
 func TestVsGoToolTrace(t *testing.T) {
 	testenv.SkipUnlessLong(t, "runs go tool trace and pctab-trace on large traces")
 	list := os.Getenv("PCTAB_VS_TRACES")
@@ -99,17 +100,18 @@ func TestVsGoToolTrace(t *testing.T) {
 			n, _ := strconv.ParseInt(events[1], 10, 64)
 			ev = commas(n)
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s |",
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %.2f |",
 			filepath.Base(path), commas(st.Size()), ev,
 			gtView, mb(gt.rss),
 			secs(buildWall+sv.wall), secs(buildCPU+sv.cpu), mb(max(buildRSS, sv.rss)),
 			secs(buildWall), secs(buildCPU), mb(buildRSS),
-			secs(sv.wall), secs(sv.cpu), mb(sv.rss)))
+			secs(sv.wall), secs(sv.cpu), mb(sv.rss),
+			commas(storeBytes), float64(storeBytes)/float64(max(1, st.Size()))))
 		os.RemoveAll(store)
 		t.Logf("%s: store %d bytes", path, storeBytes)
 	}
-	table := "| trace | bytes | events | go tool trace: first view, wall / CPU | peak RSS | pctab-trace build + serve: first frame, wall / CPU | peak RSS | of which build, wall / CPU | build max RSS | serve on the store: first frame, wall / CPU | peak RSS |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
+	table := "| trace | bytes | events | go tool trace: first view, wall / CPU | peak RSS | pctab-trace build + serve: first frame, wall / CPU | peak RSS | of which build, wall / CPU | build max RSS | serve on the store: first frame, wall / CPU | peak RSS | store bytes | store ÷ trace |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
 	t.Log("\n" + table)
 	if p := os.Getenv("PCTAB_VS_OUT"); p != "" {
 		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
