@@ -43,10 +43,8 @@ func mapFile(path string, want int64, closers *[]func() error) ([]byte, error) {
 // dropPages drops the pages of the mapping b from the process's resident
 // set; the kernel keeps them in its page cache, and a later read faults
 // them back in. check, which reads a store's files once, calls it as it
-// goes (every dropBytes of a file's checksum, every dropLanes lanes and
-// every dropChunks chunks of span attributes), so that checking a store
-// at the end of Build costs no more resident memory than those amounts,
-// not the store's size.
+// goes, so that checking a store at the end of Build costs the resident
+// memory of what it read since it last dropped, not the store's size.
 func dropPages(b []byte) {
 	if len(b) > 0 {
 		unix.Madvise(b, unix.MADV_DONTNEED)

@@ -72,10 +72,11 @@ func Open(dir string) (*Store, error) {
 // check makes every check Open makes of the store in dir, keeping none of
 // what a query needs: Build's last step, in memory that does not grow with
 // the spans.
-// How often check drops the pages it read (see dropPages).
+// How often check drops the pages it read (see dropPages): every
+// dropBytes of a file read whole or of spans.bin, every dropChunks chunks
+// of span attributes.
 const (
 	dropBytes  = 8 << 20
-	dropLanes  = 1 << 12
 	dropChunks = 1 << 8
 )
 
@@ -257,7 +258,8 @@ func (s *Store) open() error {
 	}
 	var blk []Span
 	var prev Lane
-	lo := 0 // offset in lanes.tab
+	var dropped int64 // spans.bin's bytes read when check last dropped its pages
+	lo := 0           // offset in lanes.tab
 	for i := range s.m.Lanes {
 		l, n, err := decodeLane(lt[lo:])
 		if err != nil {
@@ -301,6 +303,13 @@ func (s *Store) open() error {
 			if lo < 0 || lo > hi || hi > int64(len(s.spans)) || bi == 0 && lo != 0 {
 				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*bib, lo, hi, len(s.spans))
 			}
+			if s.checkOnly && hi-dropped > dropBytes {
+				// check keeps none of the pages it read.
+				dropPages(s.spans)
+				dropPages(s.blockIdx)
+				dropPages(fb)
+				dropped = hi
+			}
 			if start < 0 || start < end || start > s.m.Duration {
 				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before 0 or the previous span's end (%d), or after the trace", fileBlocks, i, k, start, end)
 			}
@@ -338,13 +347,7 @@ func (s *Store) open() error {
 		blockOff += nb
 		forestOff += nv
 		if s.checkOnly {
-			// check keeps nothing per lane, nor the pages it read.
-			if i%dropLanes == 0 {
-				dropPages(s.spans)
-				dropPages(s.blockIdx)
-				dropPages(fb)
-			}
-			continue
+			continue // check keeps nothing per lane
 		}
 		s.laneSpan = append(s.laneSpan, spanTotal-l.Spans)
 		s.lanes = append(s.lanes, l)
