@@ -31,8 +31,8 @@ import (
 // 64 lanes with spans, the whole trace), and pctab-trace serve on the
 // store built (the same first frame). Times are wall clock from the start
 // of the process and, beside them, the process's CPU time (user and
-// system) by then; RSS is the kernel's high-water mark (VmHWM, or the
-// build's maximum RSS). It also gives the store's bytes against the
+// system) by then; RSS is the kernel's high-water mark (VmHWM, polled
+// every 100 ms for a server and every 20 ms for the build). It also gives the store's bytes against the
 // trace's. It prints a markdown table, and writes it to $PCTAB_VS_OUT if
 // that is set. It needs the long tests on and the traces (it records
 // none), and takes minutes per large trace.
@@ -71,13 +71,41 @@ func TestVsGoToolTrace(t *testing.T) {
 		cmd := exec.Command(pt, "build", path, store)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("pctab-trace build %s: %v\n%s", path, err, out.String())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The build's peak RSS is its VmHWM, polled while it runs: the
+		// rusage of wait4 (ru_maxrss) counts the high-water mark of the
+		// address space the child started from, which Go's fork (a
+		// vfork sharing the parent's memory) makes this test process's,
+		// hundreds of MB once it has read go tool trace's JSON.
+		pollDone, buildRSS := make(chan struct{}), int64(0)
+		polled := make(chan int64)
+		go func() {
+			var peak int64
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				if _, rss, ok := procStats(cmd.Process.Pid); ok {
+					peak = max(peak, rss)
+				}
+				select {
+				case <-pollDone:
+					polled <- peak
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		werr := cmd.Wait()
+		close(pollDone)
+		buildRSS = <-polled
+		if werr != nil {
+			t.Fatalf("pctab-trace build %s: %v\n%s", path, werr, out.String())
 		}
 		buildWall := time.Since(start)
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		buildCPU := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		buildRSS := ru.Maxrss << 10
 		events := regexp.MustCompile(`: (\d+) events`).FindStringSubmatch(out.String())
 		sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
 		if sv.err != nil {
