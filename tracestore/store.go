@@ -69,9 +69,6 @@ func Open(dir string) (*Store, error) {
 	return s, nil
 }
 
-// check makes every check Open makes of the store in dir, keeping none of
-// what a query needs: Build's last step, in memory that does not grow with
-// the spans.
 // How often check drops the pages it read (see dropPages): every
 // dropBytes of a file read whole or of spans.bin, every dropChunks chunks
 // of span attributes.
@@ -80,6 +77,9 @@ const (
 	dropChunks = 1 << 8
 )
 
+// check makes every check Open makes of the store in dir, keeping none of
+// what a query needs: Build's last step, in memory that does not grow with
+// the spans.
 func check(dir string) error {
 	s, err := open(dir, true)
 	if err != nil {
