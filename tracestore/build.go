@@ -67,10 +67,11 @@ type Options struct {
 	// MaxPageSize; 0 means PageSize.
 	PageSize int
 	// MemLimit bounds the memory Build itself holds, in bytes: the spans
-	// it gathers into lanes, and the index keys it collects, spill to
+	// it gathers into lanes and the records of the lanes spill to
 	// temporary files in the store's directory beyond it. 0 means
 	// DefaultMemLimit. It does not bound the trace reader's own memory
-	// (a generation of the trace: see the package comment).
+	// (a generation of the trace), nor the index keys, stacks and
+	// strings: see the package comment.
 	MemLimit int64
 }
 

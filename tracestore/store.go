@@ -78,8 +78,9 @@ const (
 )
 
 // check makes every check Open makes of the store in dir, keeping none of
-// what a query needs: Build's last step, in memory that does not grow with
-// the spans.
+// what a query needs and dropping the pages of the files it has read:
+// Build's last step, in memory that grows neither with the spans nor with
+// the lanes.
 func check(dir string) error {
 	s, err := open(dir, true)
 	if err != nil {
