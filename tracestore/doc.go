@@ -45,12 +45,15 @@
 //
 // Options.MemLimit bounds the memory Build itself holds. Events go to
 // the log a page at a time, spans to a temporary file that is then
-// gathered into lanes in groups that fit a quarter of the limit, and the
-// row state of every goroutine that exits is dropped. What stays in
-// memory grows with the trace's distinct stacks, frames, names and index
-// keys (pages times the functions and lines on them) and with its lanes
-// (some 60 bytes each), never with its events or spans. The trace
-// reader holds one generation of the trace besides.
+// gathered into lanes in groups that fit a quarter of the limit. The row
+// state of every goroutine that exits is dropped and its lanes' records
+// go to a temporary file, sorted at the end in runs of an eighth of the
+// limit. What stays in memory grows with the trace's distinct stacks,
+// frames and names, its index keys (pages times the functions and lines
+// on them), the lanes of its live goroutines and, while the spans are
+// gathered, 4 bytes a lane; never with its spans. The trace reader holds
+// one generation of the trace besides. The build's last step checks the
+// store as Open does, keeping nothing per span or lane.
 //
 // Open reads a store back in time and memory that grow with its lanes,
 // pages, strings and frames, never with its spans: it checks the manifest,
