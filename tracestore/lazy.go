@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/pctab/pctab/forest"
-	"golang.org/x/sys/unix"
 )
 
 // Verify checks the whole store, as Build does before it renames a store
@@ -38,7 +37,7 @@ func (s *Store) verify() error {
 		h := crc32New()
 		for o := 0; o < len(b); o += dropBytes {
 			h.Write(b[o:min(o+dropBytes, len(b))])
-			releasePages(b[o:min(o+dropBytes, len(b))])
+			dropPages(b[o:min(o+dropBytes, len(b))])
 		}
 		if h.Sum32() != s.sums[name].CRC32 {
 			return fmt.Errorf("tracestore: %s: checksum mismatch", name)
@@ -58,9 +57,9 @@ func (s *Store) verify() error {
 				f.Append(blockAgg(blk, k))
 			}
 			if read += BlockSpans; read > dropBytes {
-				releasePages(s.spans)
-				releasePages(s.blockIdx)
-				releasePages(s.forest)
+				dropPages(s.spans)
+				dropPages(s.blockIdx)
+				dropPages(s.forest)
 				read = 0
 			}
 		}
@@ -82,10 +81,10 @@ func (s *Store) verify() error {
 			return err
 		}
 		if k%dropChunks == 0 {
-			releasePages(s.attrs)
+			dropPages(s.attrs)
 		}
 	}
-	releasePages(s.attrs)
+	dropPages(s.attrs)
 	return nil
 }
 
@@ -96,15 +95,6 @@ const (
 	dropBytes  = 8 << 20
 	dropChunks = 1 << 8
 )
-
-// releasePages drops the pages of the mapping b from the process's
-// resident set; the kernel keeps them in its page cache, and a later
-// read faults them back in.
-func releasePages(b []byte) {
-	if len(b) > 0 {
-		unix.Madvise(b, unix.MADV_DONTNEED)
-	}
-}
 
 // blockAgg returns the aggregate of blk, block k of its lane.
 func blockAgg(blk []Span, k int64) Agg {
