@@ -63,8 +63,8 @@
 // spans when it is first decoded (it must decode in the one form Build
 // writes, stay in order and match its forest leaf; a lane with a corrupt
 // block answers as if it had no spans, and LaneError says why), a chunk
-// of span attributes when it is first inflated (at most 1,024 chunks of
-// kinds and names are kept), and every page of the event log when it is
+// of span attributes when it is first inflated (the kinds and names of
+// at most 32 MiB of chunks are kept), and every page of the event log when it is
 // read. The forest's nodes above its leaves are combined unchecked: a
 // corrupt node can make a busy time or a longest span wrong, never an
 // index outside the range asked or a panic. Verify checks everything, every file against its CRC-32C and

@@ -307,10 +307,11 @@ func (c *kindChunk) size() int {
 	return 96 + 4*len(c.dict) + 8*len(c.packed) + len(c.idx) + 4*len(c.all)
 }
 
-// attrCacheBytes bounds the memory of an attrCache: some 8,000 chunks
+// attrCacheBytes bounds the memory of an attrCache: some 16,000 chunks
 // of 4,096 spans of 4 bits each and a small dictionary, more of fewer
-// bits.
-const attrCacheBytes = 16 << 20
+// bits. (A whole-trace frame of the 64 busiest lanes of a 10^8-event
+// trace needs more than 16 MiB.)
+const attrCacheBytes = 32 << 20
 
 func (c *attrCache) init(s *Store) { c.s, c.m = s, map[int64]*kindChunk{} }
 
