@@ -327,5 +327,5 @@ func BenchmarkReadTrace(b *testing.B) {
 	b.ReportMetric(float64(events), "events")
 	b.ReportMetric(float64(gens), "generations")
 	b.ReportMetric(float64(maxGen), "max-gen-events")
-	b.ReportMetric(float64(maxHeap)/1e6, "max-heap-MB")
+	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
 }
