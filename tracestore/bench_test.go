@@ -1,8 +1,11 @@
 package tracestore
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -115,6 +118,24 @@ func BenchmarkFrame(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
 			})
 		}
+	}
+}
+
+// BenchmarkOpen opens the store in $TRACESTORE_BENCH_STORE (or one built
+// of benchTrace's trace) and closes it: Open reads the metadata only, so
+// its time and the bytes it allocates grow with the lanes, not the spans.
+func BenchmarkOpen(b *testing.B) {
+	dir := os.Getenv("TRACESTORE_BENCH_STORE")
+	if dir == "" {
+		dir = benchStore(b).Dir()
+	}
+	b.ReportAllocs()
+	for range b.N {
+		s, err := Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
 	}
 }
 
@@ -254,4 +275,57 @@ func BenchmarkFuncIndex(b *testing.B) {
 			m.Close()
 		}
 	})
+}
+
+// BenchmarkReadTrace reads the trace named by $TRACESTORE_BENCH_TRACE
+// (streamed from its file) or an in-process trace with x/exp/trace alone,
+// keeping nothing: what the trace reader itself costs a build. It reports
+// the trace's events, its generations, the most events in one, and the
+// most heap in use (sampled at every generation's start, where the reader
+// has read the whole generation it returns): the reader holds one
+// generation at a time.
+func BenchmarkReadTrace(b *testing.B) {
+	open := func() io.Reader {
+		if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
+			f, err := os.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { f.Close() })
+			return bufio.NewReaderSize(f, 64<<10)
+		}
+		return bytes.NewReader(recordTrace(b))
+	}
+	var events, gens, inGen, maxGen uint64
+	var maxHeap uint64
+	var ms runtime.MemStats
+	for b.Loop() {
+		events, gens, inGen, maxGen, maxHeap = 0, 0, 0, 0, 0
+		r, err := xtrace.NewReader(open())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			ev, err := r.ReadEvent()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			events++
+			if ev.Kind() == xtrace.EventSync {
+				gens++
+				maxGen, inGen = max(maxGen, inGen), 0
+				runtime.ReadMemStats(&ms)
+				maxHeap = max(maxHeap, ms.HeapInuse)
+			}
+			inGen++
+		}
+		maxGen = max(maxGen, inGen)
+	}
+	b.ReportMetric(float64(events), "events")
+	b.ReportMetric(float64(gens), "generations")
+	b.ReportMetric(float64(maxGen), "max-gen-events")
+	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
 }

@@ -67,10 +67,11 @@ type Options struct {
 	// MaxPageSize; 0 means PageSize.
 	PageSize int
 	// MemLimit bounds the memory Build itself holds, in bytes: the spans
-	// it gathers into lanes, and the index keys it collects, spill to
+	// it gathers into lanes and the records of the lanes spill to
 	// temporary files in the store's directory beyond it. 0 means
 	// DefaultMemLimit. It does not bound the trace reader's own memory
-	// (a generation of the trace: see the package comment).
+	// (a generation of the trace), nor the index keys, stacks and
+	// strings: see the package comment.
 	MemLimit int64
 }
 
@@ -394,8 +395,10 @@ type builder struct {
 	funcIdx, lineIdx *diskmap.Builder
 
 	// timeline
-	laneList []Lane
-	laneEnd  []int64                         // per lane, the end of its last span
+	// live holds the lanes of the rows in rows, by lane number; a
+	// retired goroutine's lanes go to laneTmp (see spillLane).
+	live     map[int32]*laneState
+	numLanes int64                           // lanes numbered so far
 	rows     map[rowKey]*rowSet              // each layer's rows
 	gState   map[int64]*openSpan             // goroutine -> current state span
 	pState   map[int64]*openSpan             // proc -> running span
@@ -405,8 +408,11 @@ type builder struct {
 	// retired holds the goroutines that exited, whose row state is
 	// dropped (see retire); droppedSpans counts the spans a malformed
 	// trace gave them later.
-	retired      map[int64]struct{}
+	retired      idSet
 	droppedSpans int64
+	laneTmp      *os.File
+	laneW        *bufio.Writer
+	lanesOut     int64 // lane records in laneTmp
 	spanTmp      *os.File
 	spanW        *bufio.Writer
 	spanRec      [4 + spanBytes]byte
@@ -438,7 +444,8 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		ranges:  map[rowKey]map[string]*openSpan{},
 		regions: map[int64]*regionStack{},
 		tasks:   map[trace.TaskID]*openSpan{},
-		retired: map[int64]struct{}{},
+		retired: idSet{},
+		live:    map[int32]*laneState{},
 	}
 	if b.evFile, err = os.Create(filepath.Join(dir, fileEvents)); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
@@ -448,6 +455,10 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
 	b.spanW = bufio.NewWriterSize(b.spanTmp, ioBuffer)
+	if b.laneTmp, err = os.CreateTemp(dir, "lanes-*.tmp"); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	b.laneW = bufio.NewWriterSize(b.laneTmp, 16<<10)
 	return b, nil
 }
 
@@ -455,9 +466,11 @@ func (b *builder) cleanup() {
 	if b.evFile != nil {
 		b.evFile.Close()
 	}
-	if b.spanTmp != nil {
-		b.spanTmp.Close()
-		os.Remove(b.spanTmp.Name())
+	for _, f := range []*os.File{b.spanTmp, b.laneTmp} {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package tracestore
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"os"
@@ -102,14 +101,13 @@ func FuzzGatherSpans(f *testing.F) {
 		b := &builder{dir: dir, spanTmp: tmp, numSpans: 6, mem: mem}
 		// Three lanes of two spans each, the limit in spans chosen by
 		// the input (gatherSpans allows a group at least 1 MiB).
-		lanes := []Lane{{Spans: 2}, {Spans: 2}, {Spans: 2}}
-		first := []int64{0, 2, 4}
+		counts := []int64{2, 2, 2}
 		newID := []uint32{0, 1, 2}
 		if mem > 0 && mem < 1<<20 {
 			b.mem = 0
 		}
 		var got int
-		err = b.gatherSpans(lanes, first, newID, func(n int, l Lane, next func() (Span, error)) error {
+		err = gatherCounts(b, counts, newID, func(n int, l Lane, next func() (Span, error)) error {
 			for range l.Spans {
 				if _, err := next(); err != nil {
 					return err
@@ -128,8 +126,9 @@ func FuzzGatherSpans(f *testing.F) {
 }
 
 // TestGatherGroups builds a store of a real trace with a memory limit so
-// small that the spans gather in groups of 50, and checks it against the
-// store built in one group: the same files.
+// small that the spans gather in groups of 50 and the lanes sort in runs
+// of 25, merged from a file, and checks it against the store built in
+// one group and one run: the same files.
 func TestGatherGroups(t *testing.T) {
 	data := smallTrace(t)
 	one := filepath.Join(t.TempDir(), "one")
@@ -143,8 +142,8 @@ func TestGatherGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Spans < 200 {
-		t.Fatalf("%d spans: too few for groups of 50", m.Spans)
+	if m.Spans < 200 || m.Lanes < 50 {
+		t.Fatalf("%d spans, %d lanes: too few for groups of 50 spans and runs of 25 lanes", m.Spans, m.Lanes)
 	}
 	ents, _ := os.ReadDir(one)
 	for _, e := range ents {
@@ -170,35 +169,37 @@ func TestGatherMemory(t *testing.T) {
 	minGroupBytes = spanBytes
 	const nlanes, per = 100, 2000
 	dir := t.TempDir()
-	tmp, err := os.Create(filepath.Join(dir, "spans.tmp"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tmp.Close()
-	w := bufio.NewWriter(tmp)
+	// The span file, written anew for each limit: gathering in groups
+	// truncates it once the groups hold its spans.
+	var spanFile bytes.Buffer
 	var rec [4 + spanBytes]byte
 	for i := range per {
 		for l := range nlanes {
 			binary.LittleEndian.PutUint32(rec[:4], uint32(l))
 			putSpan(rec[4:], Span{Start: int64(i) * 10, Dur: 5})
-			w.Write(rec[:])
+			spanFile.Write(rec[:])
 		}
 	}
-	w.Flush()
-	lanes := make([]Lane, nlanes)
-	first := make([]int64, nlanes)
+	counts := make([]int64, nlanes)
 	newID := make([]uint32, nlanes)
-	for l := range lanes {
-		lanes[l] = Lane{Spans: per}
-		first[l] = int64(l) * per
+	for l := range counts {
+		counts[l] = per
 		newID[l] = uint32(l)
 	}
 	spansBytes := uint64(nlanes * per * spanBytes)
 	for _, mem := range []int64{1 << 20, 4 << 20, 1 << 30} {
+		tmp, err := os.Create(filepath.Join(dir, "spans.tmp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tmp.Close()
+		if _, err := tmp.Write(spanFile.Bytes()); err != nil {
+			t.Fatal(err)
+		}
 		b := &builder{dir: dir, spanTmp: tmp, numSpans: nlanes * per, mem: mem}
 		var n int
 		got := allocs.Bytes(func() {
-			err = b.gatherSpans(lanes, first, newID, func(_ int, l Lane, next func() (Span, error)) error {
+			err = gatherCounts(b, counts, newID, func(_ int, l Lane, next func() (Span, error)) error {
 				for range l.Spans {
 					if _, err := next(); err != nil {
 						return err
@@ -231,7 +232,7 @@ func TestGatherNoLanes(t *testing.T) {
 	}
 	defer tmp.Close()
 	b.spanTmp = tmp
-	if err := b.gatherSpans(nil, nil, nil, nil); err != nil {
+	if err := gatherCounts(b, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -322,4 +323,16 @@ func TestExtraFiles(t *testing.T) {
 			t.Errorf("a file named %q: Open succeeded", name)
 		}
 	}
+}
+
+// gatherCounts calls b.gatherSpans for lanes of the given span counts,
+// in groups cut as writeLanes cuts them.
+func gatherCounts(b *builder, counts []int64, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
+	var groups []laneGroup
+	var cb []byte
+	for n, c := range counts {
+		groups = addGroupLane(groups, n, c, max(b.mem/4, minGroupBytes))
+		cb = binary.LittleEndian.AppendUint64(cb, uint64(c))
+	}
+	return b.gatherSpans(groups, len(counts), bytes.NewReader(cb), newID, lane)
 }

@@ -45,17 +45,31 @@
 //
 // Options.MemLimit bounds the memory Build itself holds. Events go to
 // the log a page at a time, spans to a temporary file that is then
-// gathered into lanes in groups that fit a quarter of the limit, and the
-// row state of every goroutine that exits is dropped. What stays in
-// memory grows with the trace's distinct stacks, frames, names and index
-// keys (pages times the functions and lines on them) and with its lanes
-// (some 60 bytes each), never with its events or spans. The trace
-// reader holds one generation of the trace besides.
+// gathered into lanes in groups that fit a quarter of the limit. The row
+// state of every goroutine that exits is dropped and its lanes' records
+// go to a temporary file, sorted at the end in runs of an eighth of the
+// limit. What stays in memory grows with the trace's distinct stacks,
+// frames and names, its index keys (pages times the functions and lines
+// on them), the lanes of its live goroutines and, while the spans are
+// gathered, 4 bytes a lane; never with its spans. The trace reader holds
+// one generation of the trace besides. The build's last step checks the
+// store as Open does, keeping nothing per span or lane.
 //
-// Open reads a store back and checks it: the small files against their
-// CRC-32C, spans.bin, forest.bin and spanattr.bin too (it decodes every
-// span and inflates every chunk of attributes), and every page of the
-// event log when it is read. A truncated or corrupt store gives an error that names
-// the file and the offset, never a panic; a corrupt index answers "every
-// page", so a query is never wrong, only slower.
+// Open reads a store back in time and memory that grow with its lanes,
+// pages, strings and frames, never with its spans: it checks the manifest,
+// the small files against their CRC-32C, and every count against the
+// size of its file, in arithmetic that cannot wrap. The timeline's large
+// files are mapped and checked as queries first read them: a block of
+// spans when it is first decoded (it must decode in the one form Build
+// writes, stay in order and match its forest leaf; a lane with a corrupt
+// block answers as if it had no spans, and LaneError says why), a chunk
+// of span attributes when it is first inflated (the kinds and names of
+// at most 32 MiB of chunks are kept), and every page of the event log when it is
+// read. The forest's nodes above its leaves are combined unchecked: a
+// corrupt node can make a busy time or a longest span wrong, never an
+// index outside the range asked or a panic. Verify checks everything, every file against its CRC-32C and
+// every span, as Build does before it renames a store into place. A
+// truncated or corrupt store gives an error that names the file and the
+// offset, never a panic; a corrupt index answers "every page", so a query
+// is never wrong, only slower.
 package tracestore

@@ -3,6 +3,7 @@ package tracestore
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -26,9 +27,6 @@ func (b *builder) finish() (*Manifest, error) {
 	}
 	if err := b.spanW.Flush(); err != nil {
 		return nil, fmt.Errorf("tracestore: writing spans: %w", err)
-	}
-	if err := b.writeLanes(); err != nil {
-		return nil, err
 	}
 	write := func(name string, wt io.WriterTo) error {
 		f, err := os.Create(filepath.Join(b.dir, name))
@@ -77,6 +75,15 @@ func (b *builder) finish() (*Manifest, error) {
 			return nil, err
 		}
 	}
+	// Written, the index keys, the strings and the stacks are garbage
+	// before the lanes are sorted and their spans gathered.
+	stacks, frames, strs := b.dag.Len(), len(b.frames), len(b.strList)
+	b.funcIdx, b.lineIdx, b.dag = nil, nil, nil
+	b.strings, b.strList, b.frames, b.frameTab, b.stacks, b.pageIdx = nil, nil, nil, nil, nil, nil
+	strTab = bytes.Buffer{}
+	if err := b.writeLanes(); err != nil {
+		return nil, err
+	}
 	m := &Manifest{
 		SchemaVersion: SchemaVersion,
 		BaseTime:      b.base,
@@ -84,10 +91,10 @@ func (b *builder) finish() (*Manifest, error) {
 		Events:        b.events,
 		Pages:         b.pages,
 		PageSize:      cap(b.page),
-		Stacks:        b.dag.Len(),
-		Frames:        len(b.frames),
-		Strings:       len(b.strList),
-		Lanes:         len(b.laneList),
+		Stacks:        stacks,
+		Frames:        frames,
+		Strings:       strs,
+		Lanes:         int(b.numLanes),
 		Spans:         b.numSpans,
 		TimeQuantum:   b.quantum(),
 	}
@@ -127,7 +134,9 @@ func sumFile(path string) (FileSum, error) {
 // writeLanes sorts the lanes, gathers each lane's spans from the
 // temporary file, and writes every lane's blocks, block index and forest.
 //
-// The spans are gathered in groups of lanes whose spans fit in a quarter
+// The lanes' records are sorted from the lane file (sortLanes); what
+// stays in memory is each lane's new number, 4 bytes a lane. The spans
+// are gathered in groups of lanes whose spans and counts fit in a quarter
 // of the builder's memory limit (the garbage collector lets the heap grow
 // to twice what is live): with one group, the temporary file is read into
 // memory and scattered there; with more, one pass copies each span into
@@ -136,35 +145,88 @@ func sumFile(path string) (FileSum, error) {
 // its file: a lane's spans reach the temporary file in order, since each
 // starts no earlier than the previous one ends.
 func (b *builder) writeLanes() error {
-	order := make([]int32, len(b.laneList))
-	for i := range order {
-		order[i] = int32(i)
+	// The lanes still live go to the lane file too, in number order.
+	nums := make([]int32, 0, len(b.live))
+	for l := range b.live {
+		nums = append(nums, l)
 	}
-	slices.SortFunc(order, func(x, y int32) int {
-		return laneCompare(b.laneList[x], b.laneList[y])
-	})
-	newID := make([]uint32, len(order))
-	lanes := make([]Lane, len(order))
-	first := make([]int64, len(order)) // index of each lane's first span, lanes in order
-	var spanOff, blockOff, forestOff int64
-	for n, i := range order {
-		newID[i] = uint32(n)
-		l := b.laneList[i]
-		first[n] = spanOff
-		l.blockOff, l.forestOff = blockOff, forestOff
-		spanOff += l.Spans
-		blockOff += blocks(l.Spans)
-		forestOff += forestValues(l.Spans)
-		lanes[n] = l
+	slices.Sort(nums)
+	for _, l := range nums {
+		if err := b.spillLane(l); err != nil {
+			return err
+		}
 	}
-	order = nil
-	b.laneList = lanes
+	nums = nil
+	if err := b.laneW.Flush(); err != nil {
+		return fmt.Errorf("%w: lanes: %w", errWrite, err)
+	}
+	if b.lanesOut != b.numLanes {
+		return fmt.Errorf("tracestore: %d lanes written of %d", b.lanesOut, b.numLanes)
+	}
 	create := func(name string) (*os.File, *bufio.Writer, error) {
 		f, err := os.Create(filepath.Join(b.dir, name))
 		if err != nil {
 			return nil, nil, fmt.Errorf("tracestore: %w", err)
 		}
 		return f, bufio.NewWriterSize(f, ioBuffer), nil
+	}
+	// One pass over the sorted lanes numbers them, writes lanes.tab and
+	// the span counts in order (to a temporary file, which gathering
+	// reads a group at a time), and cuts the groups.
+	newID := make([]uint32, b.numLanes)
+	for i := range newID {
+		newID[i] = ^uint32(0)
+	}
+	lf, lw, err := create(fileLanes)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	ct, err := os.CreateTemp(b.dir, "counts-*.tmp")
+	if err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	defer os.Remove(ct.Name())
+	defer ct.Close()
+	cw := bufio.NewWriterSize(ct, 16<<10)
+	limit := max(b.mem/4, minGroupBytes) // bytes a group may take
+	var groups []laneGroup
+	var n uint32
+	var spans, nblocks int64
+	var rec []byte
+	var buf [8]byte
+	err = b.sortLanes(b.laneTmp, b.numLanes, func(num uint32, l Lane) error {
+		if int64(num) >= int64(len(newID)) || newID[num] != ^uint32(0) || l.Spans < 1 || l.Spans > b.numSpans-spans {
+			return fmt.Errorf("tracestore: reading back lanes: lane %d (%d spans) out of range or twice", num, l.Spans)
+		}
+		newID[num] = n
+		rec = appendLane(rec[:0], l)
+		lw.Write(rec)
+		binary.LittleEndian.PutUint64(buf[:], uint64(l.Spans))
+		cw.Write(buf[:])
+		groups = addGroupLane(groups, int(n), l.Spans, limit)
+		spans += l.Spans
+		nblocks += blocks(l.Spans)
+		n++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if spans != b.numSpans {
+		return fmt.Errorf("tracestore: reading back lanes: %d spans, %d written", spans, b.numSpans)
+	}
+	for _, x := range []*bufio.Writer{lw, cw} {
+		if err := x.Flush(); err != nil {
+			return fmt.Errorf("%w: lanes: %w", errWrite, err)
+		}
+	}
+	// The lane file is read: its disk space goes.
+	if err := b.laneTmp.Truncate(0); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
+	}
+	if _, err := ct.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("tracestore: %w", err)
 	}
 	sf, sw, err := create(fileSpans)
 	if err != nil {
@@ -192,7 +254,7 @@ func (b *builder) writeLanes() error {
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
 	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw}
-	if err := b.gatherSpans(lanes, first, newID, enc.lane); err != nil {
+	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
 	}
 	enc.flushAttrs()
@@ -216,52 +278,65 @@ func (b *builder) writeLanes() error {
 	defer bf.Close()
 	br := bufio.NewReaderSize(bt, ioBuffer)
 	var wide [16]byte
-	rec := make([]byte, w.blockIndexBytes())
-	for range blockOff {
+	brec := make([]byte, w.blockIndexBytes())
+	for range nblocks {
 		if _, err := io.ReadFull(br, wide[:]); err != nil {
 			return fmt.Errorf("tracestore: reading back the block index: %w", err)
 		}
-		putN(rec, binary.LittleEndian.Uint64(wide[:]), w.o)
-		putN(rec[w.o:], binary.LittleEndian.Uint64(wide[8:]), w.t)
-		bw.Write(rec)
+		putN(brec, binary.LittleEndian.Uint64(wide[:]), w.o)
+		putN(brec[w.o:], binary.LittleEndian.Uint64(wide[8:]), w.t)
+		bw.Write(brec)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("tracestore: writing %s: %w", fileBlocks, err)
 	}
-	var lt []byte
-	for _, l := range lanes {
-		lt = appendLane(lt, l)
-	}
-	if err := os.WriteFile(filepath.Join(b.dir, fileLanes), lt, 0o666); err != nil {
-		return fmt.Errorf("tracestore: %w", err)
-	}
 	return nil
 }
 
+// A laneGroup is a run of lanes, in the store's order, whose spans are
+// gathered together: from lane lo to the next group's first, with spans
+// spans in all.
+type laneGroup struct {
+	lo    int
+	spans int64
+}
+
+// addGroupLane adds lane n, of the given spans, to the last of groups,
+// or starts a group with it if the last group would pass limit bytes.
+func addGroupLane(groups []laneGroup, n int, spans, limit int64) []laneGroup {
+	if len(groups) > 0 {
+		g := &groups[len(groups)-1]
+		if (g.spans+spans)*spanBytes+int64(n-g.lo+1)*laneGroupBytes <= limit {
+			g.spans += spans
+			return groups
+		}
+	}
+	return append(groups, laneGroup{lo: n, spans: spans})
+}
+
+// laneGroupBytes is what gathering holds per lane of a group, besides
+// its spans: its span count and where its spans go.
+const laneGroupBytes = 16
+
 // gatherSpans calls lane for every lane, in order, with a function that
 // returns its spans one by one, reading them back from the temporary
-// file in groups that fit the memory limit (see writeLanes).
-func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
-	if len(lanes) == 0 {
+// file in groups that fit the memory limit (see writeLanes). The lanes
+// are numbered 0 to nlanes-1 in the store's order; counts reads each
+// one's span count, in that order; newID maps the temporary file's lane
+// numbers to the store's.
+func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
+	if nlanes == 0 {
 		return nil
 	}
 	if _, err := b.spanTmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
 	limit := max(b.mem/4, minGroupBytes) / spanBytes // spans a group may hold
-	// Groups of consecutive lanes: group g holds lanes [gl[g], gl[g+1]).
-	gl := []int{0}
-	for n := range lanes {
-		if n > gl[len(gl)-1] && first[n]+lanes[n].Spans-first[gl[len(gl)-1]] > limit {
-			gl = append(gl, n)
+	hiOf := func(g int) int {
+		if g+1 < len(groups) {
+			return groups[g+1].lo
 		}
-	}
-	gl = append(gl, len(lanes))
-	groupOf := make([]int32, len(lanes))
-	for g := range len(gl) - 1 {
-		for n := gl[g]; n < gl[g+1]; n++ {
-			groupOf[n] = int32(g)
-		}
+		return nlanes
 	}
 	var rec [4 + spanBytes]byte
 	readRec := func(r io.Reader) (uint32, []byte, error) {
@@ -273,10 +348,10 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 	// The group files, each a reader of its spans; with one group, the
 	// temporary file itself.
 	sources := []io.Reader{bufio.NewReaderSize(b.spanTmp, ioBuffer)}
-	if len(gl) > 2 {
+	if len(groups) > 1 {
 		sources = sources[:0]
-		files := make([]*os.File, len(gl)-1)
-		writers := make([]*bufio.Writer, len(gl)-1)
+		files := make([]*os.File, len(groups))
+		writers := make([]*bufio.Writer, len(groups))
 		for g := range files {
 			f, err := os.CreateTemp(b.dir, "group-*.tmp")
 			if err != nil {
@@ -292,12 +367,14 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			if err != nil {
 				return err
 			}
-			if int64(l) >= int64(len(newID)) {
+			if int64(l) >= int64(len(newID)) || int64(newID[l]) >= int64(nlanes) {
 				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", l, len(newID))
 			}
 			n := newID[l]
+			// The group of lane n: the last that starts at or before it.
+			g, _ := slices.BinarySearchFunc(groups, int(n)+1, func(x laneGroup, t int) int { return cmp.Compare(x.lo, t) })
 			binary.LittleEndian.PutUint32(rec[:4], n)
-			if _, err := writers[groupOf[n]].Write(rec[:]); err != nil {
+			if _, err := writers[g-1].Write(rec[:]); err != nil {
 				return fmt.Errorf("%w: spans: %w", errWrite, err)
 			}
 		}
@@ -311,20 +388,52 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			sources = append(sources, bufio.NewReaderSize(f, ioBuffer))
 		}
 		newID = nil // the group files hold final lane numbers
+		// The spans are in the group files: the temporary file's disk
+		// space goes.
+		if err := b.spanTmp.Truncate(0); err != nil {
+			return fmt.Errorf("tracestore: %w", err)
+		}
 	}
 	var buf []byte
-	for g := range len(gl) - 1 {
-		lo, hi := gl[g], gl[g+1]
+	var spans, first, placed []int64
+	var cnt [8]byte
+	for g := range groups {
+		lo, hi := groups[g].lo, hiOf(g)
 		src := sources[0]
 		if len(sources) > 1 {
 			src = sources[g]
 		}
-		n := first[hi-1] + lanes[hi-1].Spans - first[lo]
+		// The group's lanes' span counts, and where each lane's spans
+		// start in the group.
+		spans, first, placed = spans[:0], first[:0], placed[:0]
+		var n int64
+		for range hi - lo {
+			if _, err := io.ReadFull(counts, cnt[:]); err != nil {
+				return fmt.Errorf("tracestore: reading back lane counts: %w", err)
+			}
+			c := int64(binary.LittleEndian.Uint64(cnt[:]))
+			if c < 1 || c > groups[g].spans-n {
+				return fmt.Errorf("tracestore: reading back lane counts: %d spans in a group of %d", c, groups[g].spans)
+			}
+			spans, first, placed = append(spans, c), append(first, n), append(placed, 0)
+			n += c
+		}
+		if n != groups[g].spans {
+			return fmt.Errorf("tracestore: reading back lane counts: %d spans in a group of %d", n, groups[g].spans)
+		}
 		if hi-lo == 1 && n > limit {
 			// One lane, larger than the limit: streamed.
-			err := lane(lo, lanes[lo], func() (Span, error) {
-				_, r, err := readRec(src)
-				return getSpan(r), err
+			left := n
+			err := lane(lo, Lane{Spans: n}, func() (Span, error) {
+				k, r, err := readRec(src)
+				if err != nil {
+					return Span{}, err
+				}
+				if left == 0 || newID == nil && int(k) != lo || newID != nil && (int64(k) >= int64(len(newID)) || int(newID[k]) != lo) {
+					return Span{}, fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)
+				}
+				left--
+				return getSpan(r), nil
 			})
 			if err != nil {
 				return err
@@ -336,26 +445,28 @@ func (b *builder) gatherSpans(lanes []Lane, first []int64, newID []uint32, lane 
 			buf = make([]byte, min(limit, b.numSpans)*spanBytes)
 		}
 		buf = buf[:n*spanBytes]
-		placed := make([]int64, hi-lo)
 		for range n {
 			l, r, err := readRec(src)
 			if err != nil {
 				return err
 			}
 			k := int(l)
-			if newID != nil && int64(l) < int64(len(newID)) {
-				k = int(newID[l])
+			if newID != nil {
+				k = -1
+				if int64(l) < int64(len(newID)) {
+					k = int(newID[l])
+				}
 			}
-			if k < lo || k >= hi || placed[k-lo] >= lanes[k].Spans {
+			if k < lo || k >= hi || placed[k-lo] >= spans[k-lo] {
 				return fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)
 			}
-			at := (first[k] - first[lo] + placed[k-lo]) * spanBytes
+			at := (first[k-lo] + placed[k-lo]) * spanBytes
 			placed[k-lo]++
 			copy(buf[at:at+spanBytes], r)
 		}
 		for k := lo; k < hi; k++ {
-			at := (first[k] - first[lo]) * spanBytes
-			err := lane(k, lanes[k], func() (Span, error) {
+			at := first[k-lo] * spanBytes
+			err := lane(k, Lane{Spans: spans[k-lo]}, func() (Span, error) {
 				sp := getSpan(buf[at:])
 				at += spanBytes
 				return sp, nil

@@ -246,9 +246,9 @@ func (w widths) getAgg(b []byte) Agg {
 // depth, none overlapping, sorted by start.
 type Lane struct {
 	Track TrackKind
-	ID    int64 // goroutine, proc or thread ID; 0 for the global track
 	Layer Layer
-	Depth int // nesting depth of regions, or the row of overlapping ranges or tasks
+	ID    int64 // goroutine, proc or thread ID; 0 for the global track
+	Depth int   // nesting depth of regions, or the row of overlapping ranges or tasks
 	Spans int64
 
 	blockOff  int64 // index of the lane's first block in blocks.idx

@@ -39,3 +39,14 @@ func mapFile(path string, want int64, closers *[]func() error) ([]byte, error) {
 	*closers = append(*closers, func() error { return unix.Munmap(b) })
 	return b, nil
 }
+
+// dropPages drops the pages of the mapping b from the process's resident
+// set; the kernel keeps them in its page cache, and a later read faults
+// them back in. check, which reads a store's files once, calls it as it
+// goes, so that checking a store at the end of Build costs the resident
+// memory of what it read since it last dropped, not the store's size.
+func dropPages(b []byte) {
+	if len(b) > 0 {
+		unix.Madvise(b, unix.MADV_DONTNEED)
+	}
+}

@@ -1,6 +1,8 @@
 package tracestore
 
 import (
+	"math"
+
 	"github.com/pctab/pctab/internal/gallop"
 )
 
@@ -24,11 +26,18 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
 	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 {
+	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
 		return
 	}
-	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans}
+	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
 	r.bufs[0].k, r.bufs[1].k = -1, -1
+	defer func() {
+		if r.bad { // a corrupt block: the lane is empty
+			for i := range cells {
+				cells[i] = Cell{Kind: NoSpan, Span: -1}
+			}
+		}
+	}()
 	first := r.blockStart(0)
 	last := r.span(ln.Spans - 1).End()
 	// Pixel p is [a, b), b = t0 + ⌊w·(p+1)/px⌋, stepped as a quotient
@@ -71,9 +80,14 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		// (A block-aligned i0's block is whole in the forest, or holds
 		// i1-1 too.)
 		k0 := i0 / BlockSpans
-		head := noAgg
+		// left: the pixel's first block's spans from i0 on (none if i0
+		// starts it: that block is whole in the forest, or holds i1-1
+		// too); later right: its last block's spans up to i1. Each
+		// exactly, or as its busy time and a bound on its longest span
+		// (see rowSweep.tail).
+		left, leftExact := noAgg, true
 		if i0%BlockSpans != 0 {
-			head = r.tail(i0)
+			left, leftExact = r.tail(i0)
 		}
 		i1 := r.locate(b)
 		a, ja = b, i1
@@ -85,11 +99,38 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		if k1 := (i1 - 1) / BlockSpans; k1 == k0 {
 			agg = r.fold(i0, i1)
 		} else {
-			agg = head
+			mid := noAgg
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
-				agg = combine(agg, s.forests[l].Query(int(lo*leavesPerBlock), int(hi*leavesPerBlock)))
+				mid = s.forestQuery(l, lo, hi)
 			}
-			agg = combine(agg, r.fold(i1/BlockSpans*BlockSpans, i1))
+			right, rightExact := r.head(i1)
+			// A part known only by a bound needs its spans folded only
+			// if its longest could win: the left part's at a tie (its
+			// spans come first), the right part's only if longer.
+			ref := mid.Longest
+			if leftExact {
+				ref = max(ref, left.Longest)
+			}
+			if rightExact {
+				ref = max(ref, right.Longest)
+			}
+			if !leftExact && left.Longest >= ref {
+				left, leftExact = r.fold(i0, (k0+1)*BlockSpans), true
+				ref = max(ref, left.Longest)
+			}
+			if !rightExact && right.Longest > ref {
+				right, rightExact = r.fold(i1/BlockSpans*BlockSpans, i1), true
+			}
+			if !leftExact {
+				left.Longest, left.Index = -1, -1
+			}
+			if !rightExact {
+				right.Longest, right.Index = -1, -1
+			}
+			agg = combine(combine(left, mid), right)
+		}
+		if r.bad {
+			return
 		}
 		busy := agg.Busy
 		if startI0 < pa {
@@ -102,8 +143,9 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		c.Count = uint16(min(i1-i0, 65535))
 		c.Busy = share(busy, uint64(b)-uint64(pa))
 		if agg.Index >= i0 && agg.Index < i1 {
-			kn := s.kindName[s.laneSpan[l]+agg.Index]
-			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+			if kn, ok := r.kindName(agg.Index); ok {
+				c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+			}
 		}
 	}
 }
@@ -120,6 +162,12 @@ type rowSweep struct {
 	hint int   // the block of the last time located
 	bufs [2]decodedBlock
 	next int // the buffer to decode into
+
+	bad bool // a block was corrupt
+
+	// The kinds and names of chunk knChunk of spanattr.bin.
+	knChunk int64
+	kn      *kindChunk
 
 	// Of the last time t located, at span index j: the end of span j-1
 	// and the start of span j-2 (when j > 0), and the start of span j
@@ -158,8 +206,13 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 	}
 	d := &r.bufs[r.next]
 	r.next ^= 1
-	lo, hi, start := r.s.blockAt(r.off + k)
 	d.k = k
+	if !r.s.blockOK(r.l, k) {
+		r.bad = true
+		d.n, d.got, d.rest = 0, 0, nil
+		return d
+	}
+	lo, hi, start := r.s.blockAt(r.off + k)
 	d.n = int(min(BlockSpans, r.n-k*BlockSpans))
 	d.got = 0
 	d.rest = r.s.spans[lo:hi]
@@ -169,39 +222,64 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 }
 
 // ensure decodes the block's spans up to span j (an index in the block).
-// Open checked every block; should the bytes have changed since, it
-// decodes what they say, without panicking.
-func (d *decodedBlock) ensure(j int) {
-	j = min(j, d.n-1)
+func (d *decodedBlock) ensure(j int) { d.decode(j, math.MaxInt64) }
+
+// decode decodes the block's spans up to span j (an index in the block),
+// stopping early after the first that starts at or after t. The block
+// was checked before its first use (Store.blockOK); should its bytes have
+// changed since, it decodes what they say, without panicking.
+func (d *decodedBlock) decode(j int, t int64) {
+	j = min(j, d.n-1, BlockSpans-1)
+	g := d.got
+	if g > j {
+		return
+	}
 	b, prev, q := d.rest, d.prev, d.q
-	for d.got <= j {
-		v, m := uvarint(b)
-		b = b[m:]
-		dur := v >> 2 * q
-		var gap uint64
-		if v&2 != 0 {
-			g, m := uvarint(b)
+	busy := d.busy[g]
+	for g <= j {
+		// Most values are one or two bytes.
+		var v uint64
+		switch {
+		case len(b) > 0 && b[0] < 0x80:
+			v, b = uint64(b[0]), b[1:]
+		case len(b) > 1 && b[1] < 0x80:
+			v, b = uint64(b[0]&0x7f)|uint64(b[1])<<7, b[2:]
+		default:
+			var m int
+			v, m = uvarint(b)
 			b = b[m:]
-			gap = g >> 1 * q
-			if g&1 != 0 {
+		}
+		dur := v >> 2 * q
+		if v&3 != 0 {
+			if v&2 != 0 {
+				gv, m := uvarint(b)
+				b = b[m:]
+				gap := gv >> 1 * q
+				if gv&1 != 0 {
+					r, m := uvarint(b)
+					b = b[m:]
+					gap += r
+				}
+				prev += int64(gap)
+			}
+			if v&1 != 0 {
 				r, m := uvarint(b)
 				b = b[m:]
-				gap += r
+				dur += r
 			}
 		}
-		if v&1 != 0 {
-			r, m := uvarint(b)
-			b = b[m:]
-			dur += r
-		}
-		g := d.got
-		d.start[g] = prev + int64(gap)
+		d.start[g] = prev
 		d.dur[g] = int64(dur)
-		d.busy[g+1] = d.busy[g] + int64(dur)
-		prev = d.start[g] + int64(dur)
-		d.got++
+		busy += int64(dur)
+		d.busy[g+1] = busy
+		start := prev
+		prev += int64(dur)
+		g++
+		if start >= t {
+			break
+		}
 	}
-	d.rest, d.prev = b, prev
+	d.got, d.rest, d.prev = g, b, prev
 }
 
 // uvarint decodes a varint from b: its value and length, at most len(b)
@@ -244,14 +322,16 @@ func (r *rowSweep) locate(t int64) int64 {
 	}
 	d := r.blk(k - 1)
 	j := 1 // the block's first span starts before t
-	for j < d.n {
-		if j >= d.got {
-			d.ensure(j)
-		}
-		if d.start[j] >= t {
-			break
-		}
+	for j < d.got && d.start[j] < t {
 		j++
+	}
+	if j >= d.got && d.got < d.n {
+		// Every span decoded starts before t: decode on, up to the
+		// first that does not.
+		d.decode(d.n-1, t)
+		if j = d.got; d.start[j-1] >= t {
+			j--
+		}
 	}
 	r.endBefore = d.start[j-1] + d.dur[j-1]
 	r.startBefore = d.start[j-1]
@@ -283,24 +363,58 @@ func (r *rowSweep) fold(i0, i1 int64) Agg {
 	return a
 }
 
-// leavesPerBlock is the number of leaves of a query forest (of
-// queryLeafSpans spans each) in a block.
-const leavesPerBlock = BlockSpans / queryLeafSpans
-
-// tail combines the spans of a block from i0 to the block's end: span by
-// span up to the first query-forest leaf at or after i0, and the block's
-// leaves from there. A lane's last block, when it is not whole, is folded
+// tail combines the spans of a block from i0 to the block's end: the
+// block's forest leaf less the busy time of the spans before i0. If the
+// leaf's longest span is among those, the result has their busy time
+// exactly, but its Longest is only a bound (the block's longest) and
+// exact is false. A lane's last block, when it is not whole, is folded
 // span by span.
-func (r *rowSweep) tail(i0 int64) Agg {
+func (r *rowSweep) tail(i0 int64) (a Agg, exact bool) {
 	k := i0 / BlockSpans
 	end := min((k+1)*BlockSpans, r.n)
 	if end-k*BlockSpans < BlockSpans {
-		return r.fold(i0, end)
+		return r.fold(i0, end), true
 	}
-	leaf := (i0 + queryLeafSpans - 1) / queryLeafSpans
-	a := r.fold(i0, leaf*queryLeafSpans)
-	if hi := (k + 1) * leavesPerBlock; leaf < hi {
-		a = combine(a, r.s.forests[r.l].Query(int(leaf), int(hi)))
+	leaf := r.s.leaf(r.l, k)
+	d := r.blk(k) // checks the block, and the leaf with it
+	j := int(i0 - k*BlockSpans)
+	if j > 0 {
+		d.ensure(j - 1)
 	}
-	return a
+	exact = leaf.Index >= i0 && leaf.Index < end
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: leaf.Busy - d.busy[j]}, exact
+}
+
+// head combines the spans of the block of i1 from its start to i1 (not
+// included), as tail does: their busy time from the block's running
+// sums, and the leaf's longest span, exactly if it is among them, else as
+// a bound.
+func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
+	k := i1 / BlockSpans
+	lo := k * BlockSpans
+	if lo == i1 {
+		return noAgg, true
+	}
+	if min((k+1)*BlockSpans, r.n)-lo < BlockSpans {
+		return r.fold(lo, i1), true
+	}
+	leaf := r.s.leaf(r.l, k)
+	d := r.blk(k)
+	j := int(i1 - lo)
+	d.ensure(j - 1)
+	exact = leaf.Index >= lo && leaf.Index < i1
+	return Agg{Longest: leaf.Longest, Index: leaf.Index, Busy: d.busy[j]}, exact
+}
+
+// kindName returns the kind and name of the lane's span i, ok false if
+// its chunk of spanattr.bin is corrupt.
+func (r *rowSweep) kindName(i int64) (uint32, bool) {
+	g := r.s.laneSpan[r.l] + i
+	if c := g / AttrChunk; c != r.knChunk {
+		r.knChunk, r.kn = c, r.s.kinds.chunk(c)
+	}
+	if r.kn == nil {
+		return 0, false
+	}
+	return r.kn.at(g % AttrChunk), true
 }

@@ -61,7 +61,7 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 		c.Count = uint16(min(i1-i0, 65535))
 		c.Busy = share(busy, uint64(b)-uint64(a))
 		if agg.Index >= i0 && agg.Index < i1 {
-			kn := s.kindName[s.laneSpan[l]+agg.Index]
+			kn, _ := s.kindName(s.laneSpan[l] + agg.Index)
 			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
 		}
 	}

@@ -10,9 +10,9 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pctab/pctab/diskmap"
-	"github.com/pctab/pctab/forest"
 	"github.com/pctab/pctab/internal/gallop"
 	"github.com/pctab/pctab/stackcompress"
 )
@@ -25,12 +25,11 @@ type Store struct {
 	strings  []string
 	frames   []Frame
 	lanes    []Lane
-	forests  []*forest.Forest[Agg]
-	kindName []uint32 // kind<<24 | name of every span, lane after lane
-	laneSpan []int64  // index of each lane's first span in kindName
+	laneSpan []int64 // index of each lane's first span, lanes in order
 	pageIdx  []byte
 	spans    []byte // blocks of spans
 	blockIdx []byte // per block: offset in spans, first start
+	forest   []byte // every lane's forest over its whole blocks
 	events   *os.File
 	dag      *stackcompress.Reader
 	funcIdx  *diskmap.Map
@@ -39,7 +38,10 @@ type Store struct {
 	dagMu    chanMutex
 	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
-	// checkOnly is set for check: no span's kind, name or forest is kept.
+	sums     map[string]FileSum
+	laneTab  []byte // lanes.tab
+	// checkOnly is set for check: Open's checks without the per-lane
+	// state a query needs.
 	checkOnly bool
 	// eventsBytes is the size of events.log.
 	eventsBytes int64
@@ -51,6 +53,12 @@ type Store struct {
 	stackChunk     int64
 	stacks         []uint32
 	stackCodec     pageCodec
+	// The lazy checks (see lazy.go): which blocks were checked, the
+	// lanes found corrupt, and the chunks of kinds and names decoded.
+	checked []atomic.Uint64
+	bad     []atomic.Bool
+	badErr  sync.Map // lane -> error
+	kinds   attrCache
 }
 
 // chanMutex is a mutex that stackcompress's reader needs around it (the
@@ -60,24 +68,28 @@ type chanMutex chan struct{}
 func (m chanMutex) lock()   { m <- struct{}{} }
 func (m chanMutex) unlock() { <-m }
 
-// Open opens the store in dir and checks it (see the package comment).
-func Open(dir string) (*Store, error) {
-	s, err := open(dir, false)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+// Open opens the store in dir. It reads and checks the store's metadata
+// (the manifest, the string, frame, page and lane tables, and every
+// count against its file's size), in time and memory that grow with the
+// lanes, pages, strings and frames, never with the spans; the timeline's
+// blocks, forests and attributes are checked when first read (see the
+// package comment and Verify).
+func Open(dir string) (*Store, error) { return open(dir, false) }
 
-// check makes every check Open makes of the store in dir, keeping none of
-// what a query needs: Build's last step, in memory that does not grow with
-// the spans.
+// check makes every check of the store in dir that Open and Verify make,
+// keeping nothing per lane or per span: Build's last step, in memory that
+// grows neither with the spans nor with the lanes (Verify drops the pages
+// it has read as it goes).
 func check(dir string) error {
 	s, err := open(dir, true)
 	if err != nil {
 		return err
 	}
-	return s.Close()
+	err = s.Verify()
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func open(dir string, checkOnly bool) (*Store, error) {
@@ -94,6 +106,28 @@ func open(dir string, checkOnly bool) (*Store, error) {
 }
 
 func (s *Store) path(name string) string { return filepath.Join(s.dir, name) }
+
+// mapped returns a file's bytes after checking its size (its checksum is
+// Verify's).
+func (s *Store) mapped(name string) ([]byte, error) {
+	want, ok := s.sums[name]
+	if !ok {
+		return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
+	}
+	return mapFile(s.path(name), want.Bytes, &s.closers)
+}
+
+// read returns a file's bytes after checking its size and checksum.
+func (s *Store) read(name string) ([]byte, error) {
+	b, err := s.mapped(name)
+	if err != nil {
+		return nil, err
+	}
+	if crc(b) != s.sums[name].CRC32 {
+		return nil, fmt.Errorf("tracestore: %s: checksum mismatch", name)
+	}
+	return b, nil
+}
 
 func (s *Store) open() error {
 	data, err := os.ReadFile(s.path(fileManifest))
@@ -113,26 +147,11 @@ func (s *Store) open() error {
 		return err
 	}
 	s.pageSize = int64(s.m.PageSize)
-	sums := map[string]FileSum{}
+	s.sums = map[string]FileSum{}
 	for _, f := range s.m.Files {
-		sums[f.Name] = f
+		s.sums[f.Name] = f
 	}
-	// read returns a file's bytes after checking its size and checksum.
-	read := func(name string) ([]byte, error) {
-		want, ok := sums[name]
-		if !ok {
-			return nil, fmt.Errorf("tracestore: %s lists no %s", fileManifest, name)
-		}
-		b, err := mapFile(s.path(name), want.Bytes, &s.closers)
-		if err != nil {
-			return nil, err
-		}
-		if crc(b) != want.CRC32 {
-			return nil, fmt.Errorf("tracestore: %s: checksum mismatch", name)
-		}
-		return b, nil
-	}
-	strTab, err := read(fileStrings)
+	strTab, err := s.read(fileStrings)
 	if err != nil {
 		return err
 	}
@@ -142,7 +161,7 @@ func (s *Store) open() error {
 	if int64(len(s.strings)) != int64(s.m.Strings) {
 		return fmt.Errorf("tracestore: %s: %d strings, %s says %d", fileStrings, len(s.strings), fileManifest, s.m.Strings)
 	}
-	ft, err := read(fileFrames)
+	ft, err := s.read(fileFrames)
 	if err != nil {
 		return err
 	}
@@ -157,7 +176,7 @@ func (s *Store) open() error {
 		}
 		s.frames = append(s.frames, Frame{Func: s.strings[fn], File: s.strings[file], Line: binary.LittleEndian.Uint32(ft[o+8:])})
 	}
-	if s.pageIdx, err = read(filePages); err != nil {
+	if s.pageIdx, err = s.read(filePages); err != nil {
 		return err
 	}
 	// Every count is compared with what its file can hold by division,
@@ -170,7 +189,7 @@ func (s *Store) open() error {
 	// Pages follow each other from the start of events.log to its end,
 	// each a header and at most a page of records (stored raw when
 	// compressing does not make them smaller).
-	s.eventsBytes = sums[fileEvents].Bytes
+	s.eventsBytes = s.sums[fileEvents].Bytes
 	prevLast, prevIdx := int64(-1<<63), int64(-1)
 	for i := range s.m.Pages {
 		first, last := s.pageTimes(i)
@@ -195,7 +214,9 @@ func (s *Store) open() error {
 	if s.m.Pages > 0 && prevLast != s.m.Duration || s.m.Pages == 0 && s.m.Duration != 0 {
 		return fmt.Errorf("tracestore: %s: duration_ns %d, the last event is at %d", fileManifest, s.m.Duration, max(0, prevLast))
 	}
-	if s.spans, err = read(fileSpans); err != nil {
+	// The timeline's large files are mapped, their sizes checked against
+	// the counts here and their contents when first read.
+	if s.spans, err = s.mapped(fileSpans); err != nil {
 		return err
 	}
 	// A span takes at least a byte in spans.bin.
@@ -204,129 +225,56 @@ func (s *Store) open() error {
 	}
 	s.w = storeWidths(s.m.Duration, int64(len(s.spans)), s.m.Spans)
 	bib, ab := int64(s.w.blockIndexBytes()), int64(s.w.aggBytes())
-	if s.blockIdx, err = read(fileBlocks); err != nil {
+	if s.blockIdx, err = s.mapped(fileBlocks); err != nil {
 		return err
 	}
 	if int64(len(s.blockIdx))%bib != 0 {
 		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileBlocks, len(s.blockIdx), bib)
 	}
-	fb, err := read(fileForest)
-	if err != nil {
+	if s.forest, err = s.mapped(fileForest); err != nil {
 		return err
 	}
-	if int64(len(fb))%ab != 0 {
-		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(fb), ab)
+	if int64(len(s.forest))%ab != 0 {
+		return fmt.Errorf("tracestore: %s: %d bytes, not a multiple of %d", fileForest, len(s.forest), ab)
 	}
-	nvals := int64(len(fb)) / ab
-	if err := s.readAttrs(read); err != nil {
+	if s.attrIdx, err = s.mapped(fileAttrIdx); err != nil {
 		return err
 	}
-	lt, err := read(fileLanes)
-	if err != nil {
+	if s.attrs, err = s.mapped(fileAttrs); err != nil {
+		return err
+	}
+	chunks := (s.m.Spans + AttrChunk - 1) / AttrChunk
+	if int64(len(s.attrIdx))%attrIdxBytes != 0 || int64(len(s.attrIdx))/attrIdxBytes != chunks {
+		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(s.attrIdx), chunks, s.m.Spans)
+	}
+	if s.laneTab, err = s.read(fileLanes); err != nil {
 		return err
 	}
 	// A lane takes at least five bytes in lanes.tab.
-	if int64(s.m.Lanes) > int64(len(lt))/5 {
-		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(lt), s.m.Lanes)
+	if int64(s.m.Lanes) > int64(len(s.laneTab))/5 {
+		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(s.laneTab), s.m.Lanes)
 	}
-	var spanTotal, blockOff, forestOff int64
-	nblocks := int64(len(s.blockIdx)) / bib
-	s.lanes = make([]Lane, 0, s.m.Lanes)
-	s.forests = make([]*forest.Forest[Agg], 0, s.m.Lanes)
-	s.laneSpan = make([]int64, 0, s.m.Lanes)
-	var blk []Span
-	var prev Lane
-	lo := 0 // offset in lanes.tab
-	for i := range s.m.Lanes {
-		l, n, err := decodeLane(lt[lo:])
-		if err != nil {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
-		}
-		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
-		}
-		if i > 0 && laneCompare(prev, l) >= 0 {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
-		}
-		prev = l
-		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
-		// of this wraps.
-		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
-		}
-		l.blockOff, l.forestOff = blockOff, forestOff
-		lo += n
-		nb := blocks(l.Spans)
-		nv := forestValues(l.Spans)
-		if nv > nvals-forestOff {
-			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
-		}
-		// Every block decodes, exactly filling its bytes, and the lane's
-		// spans are sorted and do not overlap; the forest is rebuilt from
-		// the spans and must equal the one in forest.bin.
-		f := forest.New(combine, noAgg)
-		// The forest queries use: over leaves of queryLeafSpans spans,
-		// a quarter of a block, so that a query folds fewer spans at its
-		// ends than the file's forest would make it.
-		var qf *forest.Forest[Agg]
+	if !s.checkOnly {
+		s.lanes = make([]Lane, 0, s.m.Lanes)
+		s.laneSpan = make([]int64, 0, s.m.Lanes)
+	}
+	err = s.eachLane(func(_ int, l *Lane, first int64) error {
 		if !s.checkOnly {
-			qf = forest.New(combine, noAgg)
+			s.laneSpan = append(s.laneSpan, first)
+			s.lanes = append(s.lanes, *l)
 		}
-		end := int64(-1 << 63)
-		for k := range nb {
-			bi := l.blockOff + k
-			n := int(min(BlockSpans, l.Spans-k*BlockSpans))
-			lo, hi, start := s.blockAt(bi)
-			if lo < 0 || lo > hi || hi > int64(len(s.spans)) || bi == 0 && lo != 0 {
-				return fmt.Errorf("tracestore: %s: block %d (offset %#x): bytes [%d, %d) out of order or past %d", fileBlocks, bi, bi*bib, lo, hi, len(s.spans))
-			}
-			if start < 0 || start < end || start > s.m.Duration {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d: starts at %d, before 0 or the previous span's end (%d), or after the trace", fileBlocks, i, k, start, end)
-			}
-			blk, err = decodeBlock(blk[:0], s.spans[lo:hi], start, n, s.m.TimeQuantum)
-			if err != nil {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %w", fileSpans, i, k, lo, err)
-			}
-			if got := int64(len(appendBlock(nil, blk, s.m.TimeQuantum))); got != hi-lo {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): %d bytes, its spans take %d", fileSpans, i, k, lo, hi-lo, got)
-			}
-			end = blk[len(blk)-1].End()
-			if end > s.m.Duration {
-				return fmt.Errorf("tracestore: %s: lane %d, block %d (offset %#x): spans end at %d, after the trace (%d)", fileSpans, i, k, lo, end, s.m.Duration)
-			}
-			a, sub := noAgg, noAgg
-			for j, sp := range blk {
-				v := Agg{Longest: sp.Dur, Index: k*BlockSpans + int64(j), Busy: sp.Dur}
-				a = combine(a, v)
-				if sub = combine(sub, v); qf != nil && (j+1)%queryLeafSpans == 0 {
-					qf.Append(sub)
-					sub = noAgg
-				}
-			}
-			if n == BlockSpans {
-				f.Append(a)
-			}
-		}
-		for j, v := range f.Values() {
-			o := (forestOff + int64(j)) * ab
-			if got := s.w.getAgg(fb[o:]); got != v {
-				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, got, v)
-			}
-		}
-		s.laneSpan = append(s.laneSpan, spanTotal)
-		spanTotal += l.Spans
-		blockOff += nb
-		forestOff += nv
-		s.lanes = append(s.lanes, l)
-		if qf != nil {
-			s.forests = append(s.forests, qf)
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if lo != len(lt) {
-		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
-	}
-	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
-		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
+	nblocks := int64(len(s.blockIdx)) / bib
+	// One bit per block (nblocks is at most the bytes of blocks.idx),
+	// one byte per lane.
+	if !s.checkOnly {
+		s.checked = make([]atomic.Uint64, (nblocks+63)/64)
+		s.bad = make([]atomic.Bool, len(s.lanes))
+		s.kinds.init(s)
 	}
 	// The event log is read page by page, each checked by its own sum;
 	// its size is checked here.
@@ -356,6 +304,55 @@ func (s *Store) open() error {
 		}
 		*ix.m = m
 		s.closers = append(s.closers, m.Close)
+	}
+	return nil
+}
+
+// eachLane decodes lanes.tab and checks every lane against the files
+// (see open), calling f with each: its number, its record with its first
+// block and forest value, and the index of its first span of all the
+// store's spans.
+func (s *Store) eachLane(f func(i int, l *Lane, firstSpan int64) error) error {
+	lt := s.laneTab // at least five bytes a lane (see open)
+	var spanTotal, blockOff, forestOff int64
+	nblocks := int64(len(s.blockIdx)) / int64(s.w.blockIndexBytes())
+	nvals := int64(len(s.forest)) / int64(s.w.aggBytes())
+	var prev Lane
+	lo := 0 // offset in lanes.tab
+	for i := range s.m.Lanes {
+		l, n, err := decodeLane(lt[lo:])
+		if err != nil {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
+		}
+		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
+		}
+		if i > 0 && laneCompare(prev, l) >= 0 {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
+		}
+		prev = l
+		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
+		// of this wraps.
+		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
+			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
+		}
+		l.blockOff, l.forestOff = blockOff, forestOff
+		lo += n
+		if nv := forestValues(l.Spans); nv > nvals-forestOff {
+			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
+		}
+		if err := f(i, &l, spanTotal); err != nil {
+			return err
+		}
+		spanTotal += l.Spans
+		blockOff += blocks(l.Spans)
+		forestOff += forestValues(l.Spans)
+	}
+	if lo != len(lt) {
+		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
+	}
+	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
+		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
 	}
 	return nil
 }
@@ -448,73 +445,39 @@ func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
 	return lo, hi, start
 }
 
-// block decodes block k of lane l into dst (Open checked that it decodes).
-func (s *Store) block(l int, k int64, dst []Span) []Span {
+// block decodes block k of lane l into dst, checking it the first time;
+// ok is false if the lane is corrupt.
+func (s *Store) block(l int, k int64, dst []Span) (_ []Span, ok bool) {
+	if !s.blockOK(l, k) {
+		return dst[:0], false
+	}
 	ln := &s.lanes[l]
 	lo, hi, start := s.blockAt(ln.blockOff + k)
 	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)), s.m.TimeQuantum)
-	return dst
+	return dst, true
 }
 
-// Span returns span i of lane l. It panics if either is out of range.
+// Span returns span i of lane l. It panics if either is out of range. A
+// span of a corrupt lane (see LaneError) or of a corrupt chunk of
+// attributes has kind NoSpan.
 func (s *Store) Span(l int, i int64) Span {
 	ln := &s.lanes[l]
 	if i < 0 || i >= ln.Spans {
 		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
 	}
 	var buf [BlockSpans]Span
-	sp := s.block(l, i/BlockSpans, buf[:0])[i%BlockSpans]
+	blk, ok := s.block(l, i/BlockSpans, buf[:0])
+	if !ok || int(i%BlockSpans) >= len(blk) {
+		return Span{Kind: NoSpan}
+	}
+	sp := blk[i%BlockSpans]
 	g := s.laneSpan[l] + i
-	kn := s.kindName[g]
+	kn, ok := s.kindName(g)
+	if !ok {
+		return Span{Start: sp.Start, Dur: sp.Dur, Kind: NoSpan}
+	}
 	sp.Kind, sp.Name, sp.Stack = SpanKind(kn>>24), kn&0xffffff, s.spanStack(g)
 	return sp
-}
-
-// readAttrs reads spanattr.bin and attr.idx: every chunk decodes, and
-// gives every span's kind and name (kept in kindName).
-func (s *Store) readAttrs(read func(string) ([]byte, error)) error {
-	idx, err := read(fileAttrIdx)
-	if err != nil {
-		return err
-	}
-	if s.attrs, err = read(fileAttrs); err != nil {
-		return err
-	}
-	chunks := (s.m.Spans + AttrChunk - 1) / AttrChunk
-	if int64(len(idx))%attrIdxBytes != 0 || int64(len(idx))/attrIdxBytes != chunks {
-		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(idx), chunks, s.m.Spans)
-	}
-	s.attrIdx = idx
-	if !s.checkOnly {
-		s.kindName = make([]uint32, s.m.Spans)
-	}
-	var c pageCodec
-	var raw []byte
-	for k := range chunks {
-		n := int(min(AttrChunk, s.m.Spans-k*AttrChunk))
-		lo, hi, rawLen, codec, err := s.attrChunk(k)
-		if err == nil && (rawLen < n || rawLen > n*maxAttrBytes) {
-			err = fmt.Errorf("%d record bytes for %d spans", rawLen, n)
-		}
-		if err == nil {
-			if cap(raw) < rawLen {
-				raw = make([]byte, rawLen)
-			}
-			raw = raw[:rawLen]
-			if err = c.inflate(raw, s.attrs[lo:hi], codec); err == nil {
-				base := k * AttrChunk
-				err = decodeAttrs(raw, n, func(j int, kind SpanKind, name, _ uint32) {
-					if s.kindName != nil {
-						s.kindName[base+int64(j)] = uint32(kind)<<24 | name
-					}
-				})
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("tracestore: %s: chunk %d (offset %#x): %w", fileAttrs, k, lo, err)
-		}
-	}
-	return nil
 }
 
 // attrChunk returns where chunk k of spanattr.bin lies, its record bytes
@@ -533,7 +496,7 @@ func (s *Store) attrChunk(k int64) (lo, hi int64, raw int, codec uint32, err err
 }
 
 // spanStack returns the stack of span g (of all the spans, lane after
-// lane), decoding its chunk of spanattr.bin, which Open checked. The
+// lane), decoding its chunk of spanattr.bin (0 if the chunk is corrupt). The
 // store keeps the last chunk decoded.
 func (s *Store) spanStack(g int64) uint32 {
 	s.stackMu.Lock()
@@ -570,7 +533,7 @@ type LaneAgg struct {
 
 // Query aggregates the spans of lane l that overlap [t0, t1), from the
 // lane's forest: O(log N) for N spans, plus at most 2*BlockSpans spans
-// read at the ends.
+// read at the ends. A corrupt lane (see LaneError) has no spans.
 func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	ln := &s.lanes[l]
 	if ln.Spans == 0 || t1 <= t0 {
@@ -583,6 +546,9 @@ func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 		i0 = j - 1
 	}
 	i1 := r.locate(t1)
+	if r.bad {
+		return LaneAgg{Longest: -1}
+	}
 	if i0 >= i1 {
 		return LaneAgg{Longest: -1, First: i0}
 	}
@@ -593,6 +559,9 @@ func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	}
 	if e := r.span(i1 - 1).End(); e > t1 {
 		busy -= e - t1
+	}
+	if r.bad {
+		return LaneAgg{Longest: -1}
 	}
 	longest := a.Index
 	if longest < i0 || longest >= i1 {
@@ -623,6 +592,7 @@ type rowCursor struct {
 	l     int
 	cache [4]cachedBlock // by block number mod 4
 	hint  int            // locate's last block
+	bad   bool           // a block was corrupt: the lane's answers are empty
 }
 
 type cachedBlock struct {
@@ -642,13 +612,24 @@ func newRowCursor(s *Store, l int) *rowCursor {
 func (r *rowCursor) blk(k int64) []Span {
 	c := &r.cache[k%int64(len(r.cache))]
 	if c.k != k {
-		c.n = len(r.s.block(r.l, k, c.buf[:0]))
+		blk, ok := r.s.block(r.l, k, c.buf[:0])
+		if !ok {
+			r.bad = true
+		}
+		c.n = len(blk)
 		c.k = k
 	}
 	return c.buf[:c.n]
 }
 
-func (r *rowCursor) span(i int64) Span { return r.blk(i / BlockSpans)[i%BlockSpans] }
+// span returns span i, or a zero span if its block is corrupt.
+func (r *rowCursor) span(i int64) Span {
+	blk := r.blk(i / BlockSpans)
+	if j := int(i % BlockSpans); j < len(blk) {
+		return blk[j]
+	}
+	return Span{}
+}
 
 // locate returns the index of the first span of the lane that starts at
 // or after t, which must not be before the last time located: a galloping
@@ -678,19 +659,15 @@ func (r *rowCursor) aggregate(i0, i1 int64) Agg {
 		}
 		return a
 	}
-	firstWhole := (i0 + queryLeafSpans - 1) / queryLeafSpans
-	lastWhole := i1 / queryLeafSpans
+	firstWhole := (i0 + BlockSpans - 1) / BlockSpans
+	lastWhole := i1 / BlockSpans
 	if firstWhole >= lastWhole {
 		return fold(noAgg, i0, i1)
 	}
-	a := fold(noAgg, i0, firstWhole*queryLeafSpans)
-	a = combine(a, r.s.forests[r.l].Query(int(firstWhole), int(lastWhole)))
-	return fold(a, lastWhole*queryLeafSpans, i1)
+	a := fold(noAgg, i0, firstWhole*BlockSpans)
+	a = combine(a, r.s.forestQuery(r.l, firstWhole, lastWhole))
+	return fold(a, lastWhole*BlockSpans, i1)
 }
-
-// queryLeafSpans is the number of spans a leaf of the forests Open
-// builds for queries aggregates: BlockSpans must be a multiple.
-const queryLeafSpans = 16
 
 // Stack returns the frames of stack id, innermost first.
 func (s *Store) Stack(id uint64) ([]Frame, error) {

@@ -270,12 +270,20 @@ func TestCorruptStore(t *testing.T) {
 			os.WriteFile(path, mut.data, 0o666)
 			s, err := Open(dir)
 			if err == nil {
-				// Only the event log and the indexes are checked lazily.
+				// The event log, the indexes and the timeline are
+				// checked lazily.
 				m := s.Manifest()
 				_, qerr := s.EventsThrough("runtime/trace.WithRegion", 0, m.Duration+1, func(*Event) bool { return true })
 				eerr := s.Events(0, m.Duration+1, func(*Event) bool { return true })
+				exercise(s)
+				verr := s.Verify()
 				s.Close()
 				switch name {
+				case fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx:
+					// The timeline is checked as it is read, and by Verify.
+					if verr == nil {
+						t.Errorf("%s %s: Verify succeeded", name, mut.what)
+					}
 				case fileEvents:
 					if qerr == nil && eerr == nil {
 						t.Errorf("%s %s: no error", name, mut.what)
@@ -351,7 +359,7 @@ func TestQueryRow(t *testing.T) {
 
 // rowTraces returns the traces the row tests check: one recorded now, and
 // testdata/long-lanes.trace, recorded under qemu, whose goroutine lanes
-// hold more than a block of spans each (the query forests' leaves are a
+// hold more than a block of spans each (the query forests' leaves were a
 // quarter of a block, which a sweep that took them for blocks got wrong).
 func rowTraces(t *testing.T) map[string][]byte {
 	t.Helper()

@@ -175,31 +175,74 @@ func (b *builder) goState(g int64, from, to trace.GoState, t int64, reason strin
 		}
 		b.gState[g] = b.open(key, s, "")
 	} else if to == trace.GoNotExist {
-		b.retire(g)
+		return b.retire(g)
 	}
 	return nil
 }
 
 // retire drops the row state of goroutine g, which has exited, unless it
 // has regions or ranges still open: goroutine IDs are not reused, so its
-// lanes are complete. Only the lanes' records stay in memory, some 60
-// bytes each, where the row state costs some 250 per goroutine. Spans a
+// lanes are complete. Its lanes' records go to the lane file (spillLane):
+// what stays in memory is a bit in retired, where the row state costs
+// some 250 bytes per goroutine and a lane's record some 100. Spans a
 // malformed trace gives a retired goroutine later are dropped.
-func (b *builder) retire(g int64) {
+func (b *builder) retire(g int64) error {
 	if rs := b.regions[g]; rs != nil && len(rs.open) > 0 {
-		return
+		return nil
 	}
 	rkey := rowKey{TrackGoroutine, g, LayerRange}
 	if len(b.ranges[rkey]) > 0 {
-		return
+		return nil
 	}
 	delete(b.regions, g)
 	delete(b.ranges, rkey)
 	for _, layer := range []Layer{LayerState, LayerRange, LayerRegion} {
-		delete(b.rows, rowKey{TrackGoroutine, g, layer})
+		key := rowKey{TrackGoroutine, g, layer}
+		if rs := b.rows[key]; rs != nil {
+			for _, l := range rs.lane {
+				if l >= 0 {
+					if err := b.spillLane(l); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		delete(b.rows, key)
 	}
-	b.retired[g] = struct{}{}
+	b.retired.add(g)
+	return nil
 }
+
+// A laneState is a lane's record while the trace is read, and where its
+// last span ends.
+type laneState struct {
+	Lane
+	end int64
+}
+
+// spillLane writes lane l's record to the lane file and forgets it: its
+// rows are gone, so no span comes to it again.
+func (b *builder) spillLane(l int32) error {
+	ls := b.live[l]
+	if ls == nil {
+		return fmt.Errorf("tracestore: lane %d spilled twice", l)
+	}
+	var rec [laneRecBytes]byte
+	putLaneRec(rec[:], uint32(l), ls.Lane)
+	if _, err := b.laneW.Write(rec[:]); err != nil {
+		return fmt.Errorf("%w: lanes: %w", errWrite, err)
+	}
+	b.lanesOut++
+	delete(b.live, l)
+	return nil
+}
+
+// An idSet is a set of int64s, 64 to a word: goroutine IDs are dense, so
+// that a goroutine costs a bit, not a map entry.
+type idSet map[int64]uint64
+
+func (s idSet) add(id int64)      { s[id>>6] |= 1 << (uint64(id) & 63) }
+func (s idSet) has(id int64) bool { return s[id>>6]&(1<<(uint64(id)&63)) != 0 }
 
 func goSpanKind(s trace.GoState) (SpanKind, bool) {
 	switch s {
@@ -362,16 +405,23 @@ func (b *builder) close(key rowKey, o *openSpan, t int64) error {
 		rs.lane = append(rs.lane, -1)
 	}
 	lane := rs.lane[o.depth]
+	var ls *laneState
 	if lane < 0 {
-		lane = int32(len(b.laneList))
+		if b.numLanes >= math.MaxInt32 {
+			return fmt.Errorf("tracestore: more than %d lanes", math.MaxInt32)
+		}
+		lane = int32(b.numLanes)
+		b.numLanes++
 		rs.lane[o.depth] = lane
-		b.laneList = append(b.laneList, Lane{Track: key.track, ID: key.id, Layer: key.layer, Depth: o.depth})
-		b.laneEnd = append(b.laneEnd, 0)
+		ls = &laneState{Lane: Lane{Track: key.track, ID: key.id, Layer: key.layer, Depth: o.depth}}
+		b.live[lane] = ls
+	} else if ls = b.live[lane]; ls == nil {
+		return fmt.Errorf("tracestore: a span for lane %d, which was spilled", lane)
 	}
 	s := o.span
-	s.Start = max(s.Start, b.laneEnd[lane])
+	s.Start = max(s.Start, ls.end)
 	s.Dur = max(0, t-s.Start)
-	b.laneEnd[lane] = s.End()
+	ls.end = s.End()
 	if o.depth < len(rs.end) {
 		rs.end[o.depth] = max(rs.end[o.depth], s.End())
 		if !rs.inFree[o.depth] {
@@ -379,7 +429,7 @@ func (b *builder) close(key rowKey, o *openSpan, t int64) error {
 			rs.inFree[o.depth] = true
 		}
 	}
-	b.laneList[lane].Spans++
+	ls.Spans++
 	b.numSpans++
 	if len(b.durSample) < quantumSample {
 		b.durSample = append(b.durSample, s.Dur)
@@ -436,7 +486,4 @@ func sortedOpen(m map[string]*openSpan) []*openSpan {
 	return out
 }
 
-func (b *builder) isRetired(g int64) bool {
-	_, ok := b.retired[g]
-	return ok
-}
+func (b *builder) isRetired(g int64) bool { return b.retired.has(g) }

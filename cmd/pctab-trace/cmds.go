@@ -86,8 +86,9 @@ var buildCommand = &cli.Command{
 	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
 		"STORE, and prints how the store's size compares with the trace's, part by part.\n" +
 		"-mem bounds the memory the builder itself holds (the spans it gathers into\n" +
-		"lanes and the index keys it collects spill to temporary files beyond it);\n" +
-		"the trace reader holds one generation of the trace besides.\n" +
+		"lanes and the records of the lanes spill to temporary files beyond it; the\n" +
+		"index keys, stacks and strings stay in memory); the trace reader holds one\n" +
+		"generation of the trace besides.\n" +
 		"With -labels, it also indexes the trace's CPU samples by the trampoline labels\n" +
 		"of the history (trampoline.WriteHistory's JSON) into STORE/labels.idx, for\n" +
 		"query -label and the viewer.",

@@ -31,10 +31,11 @@ import (
 // 64 lanes with spans, the whole trace), and pctab-trace serve on the
 // store built (the same first frame). Times are wall clock from the start
 // of the process and, beside them, the process's CPU time (user and
-// system) by then; RSS is the kernel's high-water mark (VmHWM, or the
-// build's maximum RSS). It prints a markdown table, and writes it to
-// $PCTAB_VS_OUT if that is set. It needs the long tests on and the traces
-// (it records none), and takes minutes per large trace.
+// system) by then; RSS is the kernel's high-water mark (VmHWM, polled
+// every 100 ms for a server and every 20 ms for the build). It also gives the store's bytes against the
+// trace's. It prints a markdown table, and writes it to $PCTAB_VS_OUT if
+// that is set. It needs the long tests on and the traces (it records
+// none), and takes minutes per large trace.
 func TestVsGoToolTrace(t *testing.T) {
 	testenv.SkipUnlessLong(t, "runs go tool trace and pctab-trace on large traces")
 	list := os.Getenv("PCTAB_VS_TRACES")
@@ -70,13 +71,41 @@ func TestVsGoToolTrace(t *testing.T) {
 		cmd := exec.Command(pt, "build", path, store)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("pctab-trace build %s: %v\n%s", path, err, out.String())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The build's peak RSS is its VmHWM, polled while it runs: the
+		// rusage of wait4 (ru_maxrss) counts the high-water mark of the
+		// address space the child started from, which Go's fork (a
+		// vfork sharing the parent's memory) makes this test process's,
+		// hundreds of MB once it has read go tool trace's JSON.
+		pollDone, buildRSS := make(chan struct{}), int64(0)
+		polled := make(chan int64)
+		go func() {
+			var peak int64
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				if _, rss, ok := procStats(cmd.Process.Pid); ok {
+					peak = max(peak, rss)
+				}
+				select {
+				case <-pollDone:
+					polled <- peak
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		werr := cmd.Wait()
+		close(pollDone)
+		buildRSS = <-polled
+		if werr != nil {
+			t.Fatalf("pctab-trace build %s: %v\n%s", path, werr, out.String())
 		}
 		buildWall := time.Since(start)
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		buildCPU := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		buildRSS := ru.Maxrss << 10
 		events := regexp.MustCompile(`: (\d+) events`).FindStringSubmatch(out.String())
 		sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
 		if sv.err != nil {
@@ -99,17 +128,18 @@ func TestVsGoToolTrace(t *testing.T) {
 			n, _ := strconv.ParseInt(events[1], 10, 64)
 			ev = commas(n)
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s |",
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s | %.2f |",
 			filepath.Base(path), commas(st.Size()), ev,
 			gtView, mb(gt.rss),
 			secs(buildWall+sv.wall), secs(buildCPU+sv.cpu), mb(max(buildRSS, sv.rss)),
 			secs(buildWall), secs(buildCPU), mb(buildRSS),
-			secs(sv.wall), secs(sv.cpu), mb(sv.rss)))
+			secs(sv.wall), secs(sv.cpu), mb(sv.rss),
+			commas(storeBytes), float64(storeBytes)/float64(max(1, st.Size()))))
 		os.RemoveAll(store)
 		t.Logf("%s: store %d bytes", path, storeBytes)
 	}
-	table := "| trace | bytes | events | go tool trace: first view, wall / CPU | peak RSS | pctab-trace build + serve: first frame, wall / CPU | peak RSS | of which build, wall / CPU | build max RSS | serve on the store: first frame, wall / CPU | peak RSS |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
+	table := "| trace | bytes | events | go tool trace: first view, wall / CPU | peak RSS | pctab-trace build + serve: first frame, wall / CPU | peak RSS | of which build, wall / CPU | build max RSS | serve on the store: first frame, wall / CPU | peak RSS | store bytes | store ÷ trace |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
 	t.Log("\n" + table)
 	if p := os.Getenv("PCTAB_VS_OUT"); p != "" {
 		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
@@ -119,9 +149,10 @@ func TestVsGoToolTrace(t *testing.T) {
 }
 
 type viewRun struct {
-	wall, cpu time.Duration
-	rss       int64
-	err       error // the view did not load
+	wall, cpu  time.Duration
+	rss        int64
+	anon, file int64 // RssAnon and RssFile after the view
+	err        error // the view did not load
 }
 
 // firstView starts bin with args (ADDR replaced by a free loopback
@@ -195,6 +226,7 @@ func firstView(t *testing.T, bin string, args, env []string, view func(t *testin
 			if cpu, rss, ok := procStats(cmd.Process.Pid); ok {
 				r.cpu, r.rss = cpu, max(r.rss, rss)
 			}
+			r.anon, r.file = rssParts(cmd.Process.Pid)
 			if err != nil {
 				r.err = fmt.Errorf("%v; stderr: %.300s", err, stderr.String())
 			}
@@ -232,6 +264,28 @@ func procStats(pid int) (time.Duration, int64, bool) {
 		}
 	}
 	return cpu, rss, rss > 0
+}
+
+// rssParts returns a process's RssAnon and RssFile from /proc.
+func rssParts(pid int) (anon, file int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		switch k {
+		case "RssAnon":
+			anon = kb << 10
+		case "RssFile":
+			file = kb << 10
+		}
+	}
+	return anon, file
 }
 
 // zombie reports whether process pid has exited (and is not yet waited
@@ -328,4 +382,65 @@ func commas(n int64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestServeStore measures pctab-trace serve on each existing store in
+// $PCTAB_SERVE_STORES (comma-separated directories): the time from the
+// start of the process until the viewer's first frame has answered (as
+// TestVsGoToolTrace's pctabView loads it, the whole trace), the process's
+// CPU time by then, and its peak RSS (VmHWM), with what of it was the
+// heap and the stacks (RssAnon) and what the mapped store files
+// (RssFile), read after the frame. Each store is served
+// $PCTAB_SERVE_RUNS times (default 3), by the pctab-trace of this
+// package or the binary $PCTAB_SERVE_BIN. It prints a markdown table, and
+// writes it to $PCTAB_VS_OUT if that is set.
+func TestServeStore(t *testing.T) {
+	testenv.SkipUnlessLong(t, "serves large stores")
+	list := os.Getenv("PCTAB_SERVE_STORES")
+	if list == "" {
+		t.Skip("PCTAB_SERVE_STORES names no stores")
+	}
+	runs := 3
+	if n, err := strconv.Atoi(os.Getenv("PCTAB_SERVE_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	pt := os.Getenv("PCTAB_SERVE_BIN") // another build to compare, or this one
+	if pt == "" {
+		pt = filepath.Join(t.TempDir(), "pctab-trace")
+		if out, err := exec.Command(testbuild.GoBinary(), "build", "-o", pt, ".").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	var rows []string
+	for _, store := range strings.Split(list, ",") {
+		var m struct {
+			Events uint64 `json:"events"`
+			Spans  int64  `json:"spans"`
+			Lanes  int    `json:"lanes"`
+		}
+		b, err := os.ReadFile(filepath.Join(store, "manifest.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for range runs {
+			sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
+			if sv.err != nil {
+				t.Fatalf("pctab-trace serve %s: %v", store, sv.err)
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", filepath.Base(store),
+				commas(int64(m.Events)), commas(m.Spans), commas(int64(m.Lanes)),
+				secs(sv.wall), secs(sv.cpu), mb(sv.rss), mb(sv.anon), mb(sv.file)))
+		}
+	}
+	table := "| store | events | spans | lanes | first frame, wall | CPU | peak RSS | RssAnon | RssFile |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|\n" + strings.Join(rows, "\n") + "\n"
+	t.Log("\n" + table)
+	if p := os.Getenv("PCTAB_VS_OUT"); p != "" {
+		if err := os.WriteFile(p, []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

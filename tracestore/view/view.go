@@ -36,6 +36,7 @@
 package view
 
 import (
+	"bufio"
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
@@ -241,10 +242,39 @@ func (h *handler) meta(w http.ResponseWriter, r *http.Request) {
 	for k := tracestore.SpanKind(0); k < tracestore.SpanTask+1; k++ {
 		out.Kinds = append(out.Kinds, k.String())
 	}
-	for _, l := range h.s.Lanes() {
-		out.Lanes = append(out.Lanes, LaneInfo{Track: l.Track.String(), ID: l.ID, Layer: l.Layer.String(), Depth: l.Depth, Spans: l.Spans})
+	// The lanes are written one by one, in the form json would give
+	// them: a store's lanes can be millions.
+	head, err := json.Marshal(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
 	}
-	writeJSON(w, out)
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.Write(head[:len(head)-2]) // up to the lanes' "["
+	names := map[string][]byte{}
+	quoted := func(s string) []byte {
+		q, ok := names[s]
+		if !ok {
+			q, _ = json.Marshal(s)
+			names[s] = q
+		}
+		return q
+	}
+	var b []byte
+	for i, l := range h.s.Lanes() {
+		b = b[:0]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(b, `{"track":`...), quoted(l.Track.String())...), `,"id":`...)
+		b = append(append(strconv.AppendInt(b, l.ID, 10), `,"layer":`...), quoted(l.Layer.String())...)
+		b = strconv.AppendInt(append(b, `,"depth":`...), int64(l.Depth), 10)
+		b = append(strconv.AppendInt(append(b, `,"spans":`...), l.Spans, 10), '}')
+		bw.Write(b)
+	}
+	bw.WriteString("]}\n")
+	bw.Flush()
 }
 
 // params reads integer query parameters; a missing or bad one is an error.
@@ -415,7 +445,7 @@ func (h *handler) active(w http.ResponseWriter, r *http.Request) {
 		all[i] = i
 	}
 	has := make([]bool, len(all))
-	if err := h.each(all, func(i, l int) { has[i] = h.s.Query(l, p[0], p[1]).Count > 0 }); err != nil {
+	if err := h.each(all, func(i, l int) { has[i] = h.s.HasSpans(l, p[0], p[1]) }); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}

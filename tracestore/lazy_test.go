@@ -1,0 +1,177 @@
+package tracestore
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime/trace"
+	"strings"
+	"testing"
+)
+
+// pingPongTrace records two goroutines passing a value back and forth
+// 500 times: lanes of some 1,500 spans each.
+func pingPongTrace(t *testing.T) []byte {
+	t.Helper()
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v + 1
+		}
+		close(pong)
+	}()
+	for i := range 500 {
+		ping <- i
+		<-pong
+	}
+	close(ping)
+	<-pong
+	trace.Stop()
+	return buf.Bytes()
+}
+
+// TestLazyCorruption corrupts one block of the lane with the most spans
+// (its bytes in spans.bin, or its leaf in forest.bin), in a store that
+// Open accepts since it checks only the metadata: the first query that
+// reads the block finds it, the lane answers as if it had no spans from
+// then on and LaneError says what and where, other lanes answer as
+// before, and Verify fails.
+func TestLazyCorruption(t *testing.T) {
+	data := pingPongTrace(t)
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(data), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := Open(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	big := 0
+	for l, ln := range good.Lanes() {
+		if ln.Spans > good.Lanes()[big].Spans {
+			big = l
+		}
+	}
+	ln := good.Lanes()[big]
+	if ln.Spans < 3*BlockSpans {
+		t.Fatalf("the largest lane has %d spans", ln.Spans)
+	}
+	k := blocks(ln.Spans) / 2 // a whole block in the middle
+	d := good.Manifest().Duration
+	want := make([][]Cell, len(good.Lanes()))
+	for l := range want {
+		want[l] = make([]Cell, 64)
+		good.QueryRow(l, 0, d+1, want[l])
+	}
+	for _, c := range []struct {
+		name, file, says string
+		edit             func(b []byte)
+	}{
+		{"block bytes", fileSpans, fileSpans, func(b []byte) {
+			lo, _, _ := good.blockAt(ln.blockOff + k)
+			b[lo] = 0xff // a varint that does not end
+		}},
+		{"forest leaf", fileForest, fileForest, func(b []byte) {
+			o := (ln.forestOff + 2*k) * int64(good.w.aggBytes())
+			a := good.w.getAgg(b[o:])
+			a.Busy++
+			good.w.putAgg(b[o:], a)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyStore(t, base)
+			b, err := os.ReadFile(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(b)
+			replaceFile(t, dir, c.file, b)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			if err := s.LaneError(big); err != nil {
+				t.Fatalf("LaneError before any query: %v", err)
+			}
+			// A frame whose pixels begin in every block reads this one.
+			cells := make([]Cell, 8*blocks(ln.Spans))
+			s.QueryRow(big, 0, d+1, cells)
+			for p, c := range cells {
+				if c.Kind != NoSpan || c.Count != 0 || c.Span != -1 {
+					t.Fatalf("pixel %d of the corrupt lane: %+v", p, c)
+				}
+			}
+			err = s.LaneError(big)
+			if err == nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "offset") {
+				t.Fatalf("LaneError = %v, want an error naming %s and the offset", err, c.says)
+			}
+			if a := s.Query(big, 0, d+1); a.Count != 0 || a.Longest != -1 {
+				t.Errorf("Query of the corrupt lane: %+v", a)
+			}
+			if s.HasSpans(big, 0, d+1) {
+				t.Error("HasSpans of the corrupt lane")
+			}
+			if sp := s.Span(big, k*BlockSpans); sp.Kind != NoSpan {
+				t.Errorf("Span in the corrupt block: %+v", sp)
+			}
+			got := make([]Cell, 64)
+			for l := range s.Lanes() {
+				if l == big {
+					continue
+				}
+				s.QueryRow(l, 0, d+1, got)
+				for p := range got {
+					if got[p] != want[l][p] {
+						t.Fatalf("lane %d, pixel %d: %+v, before the corruption %+v", l, p, got[p], want[l][p])
+					}
+				}
+				if err := s.LaneError(l); err != nil {
+					t.Fatalf("lane %d: %v", l, err)
+				}
+			}
+			if err := s.Verify(); err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("Verify = %v, want an error naming %s", err, c.says)
+			}
+		})
+	}
+}
+
+// TestKindChunk fills kind chunks with few and with many distinct values:
+// each gives back every value.
+func TestKindChunk(t *testing.T) {
+	for _, distinct := range []int{1, 7, 36, 37, 4096} { // times 7 kinds, or 1
+		if distinct == 1 {
+			c := &kindChunk{idx: make([]byte, 10)}
+			for j := range 10 {
+				c.set(j, 42)
+			}
+			if c.pack(); c.bits != 0 || c.at(9) != 42 {
+				t.Errorf("one value: %d bits, %d", c.bits, c.at(9))
+			}
+		}
+		c := &kindChunk{idx: make([]byte, AttrChunk)}
+		want := make([]uint32, AttrChunk)
+		for j := range want {
+			want[j] = uint32((j/3)%distinct)<<4 | uint32(j%7)<<24
+			c.set(j, want[j])
+		}
+		c.pack()
+		for j, v := range want {
+			if got := c.at(int64(j)); got != v {
+				t.Fatalf("%d distinct values: span %d: %#x, want %#x", distinct, j, got, v)
+			}
+		}
+		if n := distinct * 7; (c.all == nil) != (n <= 256) {
+			t.Errorf("%d distinct values: dictionary %v", n, c.all == nil)
+		}
+	}
+}
