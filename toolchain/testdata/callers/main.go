@@ -67,12 +67,15 @@ func callers(out *strings.Builder, name string, skip, size int) {
 }
 
 // allCallers records every skip from 0 to 6 with buffers of 1, 2, 3 and
-// 64 PCs, and runtime.Caller for every skip.
+// 64 PCs, and runtime.Caller for every skip from -2 to 6.
 func allCallers(out *strings.Builder, name string) {
 	for skip := 0; skip <= 6; skip++ {
 		for _, size := range []int{1, 2, 3, 64} {
 			callers(out, name, skip+1, size)
 		}
+	}
+	// Negative skips give runtime.Caller's own frame.
+	for skip := -2; skip <= 6; skip++ {
 		pc, file, line, ok := runtime.Caller(skip)
 		fn := "?"
 		if f := runtime.FuncForPC(pc); f != nil {
