@@ -9,9 +9,11 @@
 // printed, and the output of a build with one toolchain must equal that of
 // a build with another (TestCallersOutput).
 //
-// A frame prints as "function file:line", the file without its directory;
-// frames of the runtime print their function only, since their lines are
-// the runtime's own, which a patched runtime may move.
+// A frame prints as "function file:line +offset", the file without its
+// directory and the PC as an offset from the function's entry (the
+// program's own code is the same with any runtime); frames of the runtime
+// print their function only, since their lines and code are the
+// runtime's own, which a patched runtime may move.
 package main
 
 import (
@@ -29,7 +31,7 @@ func frameString(f runtime.Frame) string {
 	if strings.HasPrefix(f.Function, "runtime.") || f.Function == "" {
 		return f.Function
 	}
-	return fmt.Sprintf("%s %s:%d", f.Function, filepath.Base(f.File), f.Line)
+	return fmt.Sprintf("%s %s:%d +%#x", f.Function, filepath.Base(f.File), f.Line, f.PC-f.Entry)
 }
 
 // record prints the stack pcs[:n] as CallersFrames gives it, and each PC
@@ -55,7 +57,7 @@ func record(out *strings.Builder, name string, pcs []uintptr) {
 			continue
 		}
 		file, line := fn.FileLine(pc - 1)
-		fmt.Fprintf(out, "\tFuncForPC: %s %s:%d\n", fn.Name(), filepath.Base(file), line)
+		fmt.Fprintf(out, "\tFuncForPC: %s %s:%d +%#x\n", fn.Name(), filepath.Base(file), line, pc-fn.Entry())
 	}
 }
 
@@ -77,14 +79,14 @@ func allCallers(out *strings.Builder, name string) {
 	// Negative skips give runtime.Caller's own frame.
 	for skip := -2; skip <= 6; skip++ {
 		pc, file, line, ok := runtime.Caller(skip)
-		fn := "?"
+		fn, off := "?", uintptr(0)
 		if f := runtime.FuncForPC(pc); f != nil {
-			fn = f.Name()
+			fn, off = f.Name(), pc-f.Entry()
 		}
 		if strings.HasPrefix(fn, "runtime.") {
-			file, line = "", 0
+			file, line, off = "", 0, 0
 		}
-		fmt.Fprintf(out, "%s Caller(%d): %s %s:%d %v\n", name, skip, fn, filepath.Base(file), line, ok)
+		fmt.Fprintf(out, "%s Caller(%d): %s %s:%d +%#x %v\n", name, skip, fn, filepath.Base(file), line, off, ok)
 	}
 }
 
