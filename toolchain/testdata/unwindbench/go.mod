@@ -1,0 +1,3 @@
+module example.com/unwindbench
+
+go 1.26
