@@ -42,8 +42,8 @@ func TestParsePrograms(t *testing.T) {
 		err  bool
 	}{
 		{in: "# comment\n\n", want: nil},
-		{in: "a example.com/a . v1.0.0\n", want: []Program{{"a", "example.com/a", ".", "v1.0.0", []string{"--version"}}}},
-		{in: "b example.com/b cmd/b v0.1.2 version -short # why\n", want: []Program{{"b", "example.com/b", "cmd/b", "v0.1.2", []string{"version", "-short"}}}},
+		{in: "a example.com/a . v1.0.0\n", want: []Program{{"a", "example.com/a", ".", "v1.0.0", []string{"--version"}, ""}}},
+		{in: "b example.com/b cmd/b v0.1.2 version -short # what it is \n", want: []Program{{"b", "example.com/b", "cmd/b", "v0.1.2", []string{"version", "-short"}, "what it is"}}},
 		{in: "a example.com/a . \n", err: true},                                 // no version
 		{in: "a example.com/a . latest\n", err: true},                           // not a version
 		{in: "a/b example.com/a . v1.0.0\n", err: true},                         // name with a slash
@@ -51,7 +51,7 @@ func TestParsePrograms(t *testing.T) {
 		{in: "a example.com/a . v1.0.0\na example.com/b . v1.0.0\n", err: true}, // duplicate name
 		{in: "a example.com/a /abs v1.0.0\n", err: true},                        // absolute package
 		{in: ".. example.com/a . v1.0.0\n", err: true},                          // dot-dot name
-		{in: "x  example.com/x  .  v1.2.3\ny example.com/y ./cmd v2.0.0 -h\n", want: []Program{{"x", "example.com/x", ".", "v1.2.3", []string{"--version"}}, {"y", "example.com/y", "./cmd", "v2.0.0", []string{"-h"}}}},
+		{in: "x  example.com/x  .  v1.2.3\ny example.com/y ./cmd v2.0.0 -h\n", want: []Program{{"x", "example.com/x", ".", "v1.2.3", []string{"--version"}, ""}, {"y", "example.com/y", "./cmd", "v2.0.0", []string{"-h"}, ""}}},
 	} {
 		got, err := ParsePrograms(strings.NewReader(tc.in))
 		if tc.err {
