@@ -72,7 +72,11 @@ var populationCommand = &cli.Command{
 			if err != nil {
 				return err
 			}
-			b := &population.Builder{Toolchain: tc, CacheDir: *cache, Formats: fmts, Log: env.Stderr}
+			key, err := population.BuildKey(tc)
+			if err != nil {
+				return err
+			}
+			b := &population.Builder{Toolchain: tc, CacheDir: *cache, Formats: fmts, Log: env.Stderr, Key: key}
 			var jsonl bytes.Buffer
 			lines, err := b.Run(env.Ctx, ps, *cached, &jsonl)
 			if werr := population.WriteTable(env.Stdout, lines); err == nil {

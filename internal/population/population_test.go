@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -197,7 +198,11 @@ func TestPopulationOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Formats: []toolchain.Format{toolchain.Formats()[len(toolchain.Formats())-1]}}
+	key, err := BuildKey(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Key: key, Formats: []toolchain.Format{toolchain.Formats()[len(toolchain.Formats())-1]}}
 	var out bytes.Buffer
 	lines, err := b.Run(ctx, ps[:1], false, &out)
 	if err != nil {
@@ -233,5 +238,74 @@ func TestPopulationOne(t *testing.T) {
 	f, _ := json.Marshal(l)
 	if !bytes.Equal(a, f) {
 		t.Errorf("second run differs:\n%s\n%s", a, f)
+	}
+}
+
+// TestBuildKey checks that the build key follows what the patched
+// toolchain builds with, not the form of its series.
+func TestBuildKey(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "link")
+	if runtime.GOOS == "windows" {
+		link += ".exe"
+	}
+	write := func(path, data string) {
+		t.Helper()
+		if err := writeFileAtomic(filepath.Join(dir, path), []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join("go", "src", "runtime", "a.go"), "package runtime // patched\n")
+	write(filepath.Join("go", "src", "cmd", "link", "b.go"), "package ld // patched\n")
+	write(filepath.Join("go", link), "linear linker")
+	write(filepath.Join("twin", link), "stock linker")
+	diff := func(file string) string {
+		return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-x\n+y\n"
+	}
+	tc := func(series ...toolchain.Patch) *toolchain.Toolchain {
+		return &toolchain.Toolchain{Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"), Version: "go1.26.8", Series: series}
+	}
+	key := func(tc *toolchain.Toolchain) string {
+		t.Helper()
+		k, err := BuildKey(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	one := tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte("Subject: [PATCH] one\n\n" + diff("src/runtime/a.go") + diff("src/cmd/link/b.go"))})
+	k := key(one)
+	if len(k) != 16 {
+		t.Errorf("key %q", k)
+	}
+	// The same change as two patches with other messages: the same key.
+	two := tc(toolchain.Patch{Name: "0001-a.patch", Data: []byte("Subject: [PATCH 1/2] a\n\n" + diff("src/runtime/a.go"))},
+		toolchain.Patch{Name: "0002-b.patch", Data: []byte("Subject: [PATCH 2/2] b\n\n" + diff("src/cmd/link/b.go"))})
+	if k2 := key(two); k2 != k {
+		t.Errorf("the same change split in two: key %s, want %s", k2, k)
+	}
+	for _, change := range []struct{ path, data string }{
+		{filepath.Join("go", "src", "runtime", "a.go"), "package runtime // patched again\n"},
+		{filepath.Join("go", link), "another linear linker"},
+		{filepath.Join("twin", link), "another stock linker"},
+	} {
+		write(change.path, change.data)
+		if k2 := key(one); k2 == k {
+			t.Errorf("%s changed, the key did not", change.path)
+		} else {
+			k = k2
+		}
+	}
+	other := tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte(diff("src/runtime/a.go"))})
+	if key(other) == k {
+		t.Error("a series that changes fewer files has the same key")
+	}
+	v := one
+	v.Version = "go1.27.3"
+	if key(v) == k {
+		t.Error("another release has the same key")
+	}
+	if _, err := BuildKey(tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte("no diff")})); err == nil {
+		t.Error("a patch that changes no files: no error")
 	}
 }
