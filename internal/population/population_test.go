@@ -309,3 +309,42 @@ func TestBuildKey(t *testing.T) {
 		t.Error("a patch that changes no files: no error")
 	}
 }
+
+// TestFailedBuildKept checks that a failed build is reported, kept for
+// -cached, and tried again by the next run.
+func TestFailedBuildKept(t *testing.T) {
+	t.Setenv("GOPROXY", "off") // the download fails at once, offline
+	t.Setenv("GOFLAGS", "")
+	tc := &toolchain.Toolchain{StockRoot: runtime.GOROOT(), Version: "go1.0", Key: "k"}
+	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Formats: toolchain.Formats()[:1]}
+	p := Program{Name: "nope", Module: "example.com/nope", Package: ".", Version: "v1.0.0", Args: []string{"--version"}}
+	ctx := context.Background()
+	if got, _ := b.Run(ctx, []Program{p}, true, nil); len(got) != 0 {
+		t.Fatalf("-cached before any build: %+v, want nothing", got)
+	}
+	lines, err := b.Run(ctx, []Program{p}, false, nil)
+	if err != nil || len(lines) != 1 || !strings.Contains(lines[0].Error, "example.com/nope@v1.0.0") {
+		t.Fatalf("failed build: %v %+v", err, lines)
+	}
+	cached, err := b.Run(ctx, []Program{p}, true, nil)
+	if err != nil || len(cached) != 1 || cached[0].Error != lines[0].Error {
+		t.Fatalf("-cached after a failed build: %v %+v, want the failure %q", err, cached, lines[0].Error)
+	}
+	if _, err := os.Stat(b.buildErrorPath(p)); err != nil {
+		t.Fatal(err)
+	}
+	// A build that succeeds forgets the failure: here, one whose files
+	// are all there already.
+	for _, path := range []string{b.StockPath(p), b.FormatPath(p, b.Formats[0], false), b.FormatPath(p, b.Formats[0], true)} {
+		if err := writeFileAtomic(path, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Build(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	b.Program(ctx, p, false) // measuring "x" fails; the build did not
+	if _, err := os.Stat(b.buildErrorPath(p)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failure is still kept after a good build: %v", err)
+	}
+}
