@@ -32,12 +32,12 @@ var populationCommand = &cli.Command{
 		"change against stock and pctab-stats' estimate, then the median, p90 and max of\n" +
 		"the change per format. Builds and results are cached under -cache; an\n" +
 		"interrupted run resumes. -o DIR also writes population.jsonl (one JSON line per\n" +
-		"program), population.svg (file change against size, a point per program) and\n" +
-		"population.md (the results as Markdown tables, with the command, the machine\n" +
-		"(-note) and the date). -md FILE writes those tables into FILE, between its\n" +
-		"generated-section markers, keeping the rest of it; a new FILE gets the markers.",
+		"program) and population.svg (file change against size, a point per program).\n" +
+		"-md FILE writes the results as Markdown tables, with the command, the machine\n" +
+		"(-note) and the date, into FILE between its generated-section markers, keeping\n" +
+		"the rest of it; a new FILE gets the markers and the tables alone.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
-		out := fs.String("o", "", "write population.jsonl, population.svg and population.md to `DIR`")
+		out := fs.String("o", "", "write population.jsonl and population.svg to `DIR`")
 		md := fs.String("md", "", "write the results as Markdown into the generated section of `FILE`")
 		formats := fs.String("formats", "compact-fast", "comma-separated table `formats` to build (toolchain.Formats: "+formatNames()+")")
 		programs := fs.String("programs", "", "programs `file` (default: the pinned internal/population/programs.txt)")
@@ -84,7 +84,7 @@ var populationCommand = &cli.Command{
 			}
 			date := time.Now().UTC().Format("2006-01-02")
 			var mdText bytes.Buffer
-			if (*out != "" || *md != "") && len(lines) > 0 {
+			if *md != "" && len(lines) > 0 {
 				machine := fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 				if *note != "" {
 					machine = *note + " (" + machine + ")"
@@ -99,7 +99,7 @@ var populationCommand = &cli.Command{
 				if *note != "" {
 					sub += " · " + *note
 				}
-				if werr := writeOutputs(*out, jsonl.Bytes(), population.Plot(lines, sub), mdText.Bytes()); err == nil {
+				if werr := writeOutputs(*out, jsonl.Bytes(), population.Plot(lines, sub)); err == nil {
 					err = werr
 				}
 			}
@@ -209,9 +209,8 @@ func writeMarkdownSection(file string, section []byte) error {
 	return os.WriteFile(file, doc, 0o644)
 }
 
-// writeOutputs writes population.jsonl, population.svg and population.md
-// to dir.
-func writeOutputs(dir string, jsonl []byte, plot *svgplot.Plot, md []byte) error {
+// writeOutputs writes population.jsonl and population.svg to dir.
+func writeOutputs(dir string, jsonl []byte, plot *svgplot.Plot) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -222,8 +221,5 @@ func writeOutputs(dir string, jsonl []byte, plot *svgplot.Plot, md []byte) error
 	if err := plot.WriteSVG(&svg); err != nil {
 		return fmt.Errorf("population.svg: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "population.svg"), svg.Bytes(), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "population.md"), md, 0o644)
+	return os.WriteFile(filepath.Join(dir, "population.svg"), svg.Bytes(), 0o644)
 }
