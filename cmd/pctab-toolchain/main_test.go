@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +35,10 @@ func TestCommandLine(t *testing.T) {
 	if err := os.WriteFile(resultsFile, []byte(results.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
+	noSection := filepath.Join(dir, "doc.md")
+	if err := os.WriteFile(noSection, []byte("# a document without the generated section\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
 	clitest.Run(t, p, append(clitest.Convention(p), []clitest.Case{
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"The commands are:"}, NoStdout: true},
 		{Name: "help lists the commands", Args: []string{"help"},
@@ -55,8 +60,31 @@ func TestCommandLine(t *testing.T) {
 		{Name: "summary", Args: []string{"summary", resultsFile}, Stdout: []string{"stock", "linear", "paired ×stock [95%]"}, NoStderr: true},
 		{Name: "population -formats", Args: []string{"population", "-formats", "compact-fast,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown format "nope"`, "compact-fast"}, NoStdout: true},
 		{Name: "population unknown program", Args: []string{"population", "gojq", "nope"}, Code: cli.ExitUsage, Stderr: []string{`no program "nope"`}, NoStdout: true},
+		{Name: "population -md without the section", Args: []string{"population", "-md", noSection}, Code: cli.ExitFailure, Stderr: []string{"-md " + noSection, "no generated section"}, NoStdout: true},
 		{Name: "population missing programs file", Args: []string{"population", "-programs", missing}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
 	}...))
+}
+
+// TestPopulationCommandLine checks the command line the Markdown quotes.
+func TestPopulationCommandLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "pctab-toolchain population"},
+		{[]string{"-o", "docs/plots", "-md", "docs/population.md", "-note", "2-core VM, shared"},
+			"pctab-toolchain population -md docs/population.md -note '2-core VM, shared' -o docs/plots"},
+		{[]string{"-cached", "-formats=compact-fast,small", "gojq", "it's"}, "pctab-toolchain population -cached -formats compact-fast,small gojq 'it'\\''s'"},
+	} {
+		fs := flag.NewFlagSet("population", flag.ContinueOnError)
+		populationCommand.Flags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := commandLine(fs, fs.Args()); got != tc.want {
+			t.Errorf("%q: got\n%s\nwant\n%s", tc.args, got, tc.want)
+		}
+	}
 }
 
 // TestGoRelease checks the leading -go RELEASE: it needs a value, and it

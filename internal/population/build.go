@@ -3,12 +3,16 @@ package population
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -43,6 +47,10 @@ type Builder struct {
 	CacheDir  string             // where builds and results go (DefaultCacheDir)
 	Formats   []toolchain.Format // the patched formats to build, each with its twin
 	Log       io.Writer          // progress (may be nil)
+	// Key names the patched builds' directory under CacheDir: BuildKey's
+	// hash of what the patched toolchain builds with ("": Toolchain.Key,
+	// the hash of its patch series).
+	Key string
 	// BuildTimeout bounds one go build (0: 60 minutes).
 	BuildTimeout time.Duration
 }
@@ -54,10 +62,63 @@ func (b *Builder) logf(format string, args ...any) {
 }
 
 // ProgramDir returns the directory of p's builds and results for the
-// builder's toolchain: CacheDir/KEY/NAME@VERSION, KEY the toolchain's
-// patch key.
+// builder's toolchain: CacheDir/KEY/NAME@VERSION, KEY the builder's Key.
 func (b *Builder) ProgramDir(p Program) string {
-	return filepath.Join(b.CacheDir, b.Toolchain.Key, p.Name+"@"+p.Version)
+	return filepath.Join(b.keyDir(), p.Name+"@"+p.Version)
+}
+
+func (b *Builder) keyDir() string {
+	key := b.Key
+	if key == "" {
+		key = b.Toolchain.Key
+	}
+	return filepath.Join(b.CacheDir, key)
+}
+
+// BuildKey returns a hash of what tc's builds depend on beyond the stock
+// release: the release, the target, the content of every file its patch
+// series changes in the patched GOROOT, and the linkers of the patched and
+// the twin GOROOT (the only tools the series rebuilds that a build runs;
+// the compiler and the go command are the release's). Unlike
+// Toolchain.Key, a hash of the series' text, it stays the same when the
+// series changes only in form (commit messages, how the change is split
+// into patches), so that such a change rebuilds none of the population.
+func BuildKey(tc *toolchain.Toolchain) (string, error) {
+	files, err := toolchain.PatchedFiles(tc.Series)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "population build key 1\n%s %s/%s\n", tc.Version, runtime.GOOS, runtime.GOARCH)
+	link := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "link")
+	if runtime.GOOS == "windows" {
+		link += ".exe"
+	}
+	paths := []string{filepath.Join(tc.GOROOT, link), filepath.Join(tc.TwinGOROOT, link)}
+	for _, f := range files {
+		paths = append(paths, filepath.Join(tc.GOROOT, filepath.FromSlash(f)))
+	}
+	for _, path := range paths {
+		rel, _ := filepath.Rel(tc.Dir, path)
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(h, "%s absent\n", filepath.ToSlash(rel)) // a file the series deletes
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		fi, err := f.Stat()
+		if err == nil {
+			fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), fi.Size())
+			_, err = io.Copy(h, f)
+		}
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("population: build key: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // StockPath returns where p's stock build goes. Stock builds depend only
@@ -117,7 +178,7 @@ func (b *Builder) Build(ctx context.Context, p Program) error {
 	// that ID and changes nothing else (CGO_ENABLED=0 links internally
 	// anyway). toolchain.Check would catch a mix-up: a twin with linear
 	// tables fails it.
-	cache := filepath.Join(b.CacheDir, b.Toolchain.Key, "gocache")
+	cache := filepath.Join(b.keyDir(), "gocache")
 	for _, f := range b.Formats {
 		jobs = append(jobs,
 			job{b.FormatPath(p, f, false), toolchain.BuildOptions{Tags: f.Tags, Env: []string{"GOCACHE=" + cache, "GO_EXTLINK_ENABLED="}}, f.Name},

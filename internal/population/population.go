@@ -26,7 +26,8 @@ import (
 )
 
 // programsFile is the pinned population (programs.txt): one program a line,
-// "name module package version [args...]", '#' starts a comment.
+// "name module package version [args...]", '#' starts a comment, which on
+// a program's line says what the program is.
 //
 //go:embed programs.txt
 var programsFile []byte
@@ -38,6 +39,7 @@ type Program struct {
 	Package string   // main package, relative to the module root ("." or "cmd/caddy")
 	Version string   // pinned module version ("v0.150.0")
 	Args    []string // arguments of the one run of each binary (default --version)
+	Doc     string   // what it is, the line's comment ("static site generator")
 }
 
 // ImportPath returns the main package's import path.
@@ -59,7 +61,7 @@ func ParsePrograms(r io.Reader) ([]Program, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		s, _, _ := strings.Cut(sc.Text(), "#")
+		s, doc, _ := strings.Cut(sc.Text(), "#")
 		f := strings.Fields(s)
 		if len(f) == 0 {
 			continue
@@ -67,7 +69,7 @@ func ParsePrograms(r io.Reader) ([]Program, error) {
 		if len(f) < 4 {
 			return nil, fmt.Errorf("line %d: %w: want name, module, package, version, got %q", line, ErrSyntax, s)
 		}
-		p := Program{Name: f[0], Module: f[1], Package: f[2], Version: f[3], Args: f[4:]}
+		p := Program{Name: f[0], Module: f[1], Package: f[2], Version: f[3], Args: f[4:], Doc: strings.TrimSpace(doc)}
 		if !validName(p.Name) {
 			return nil, fmt.Errorf("line %d: %w: name %q (want letters, digits, '-', '_', '.')", line, ErrSyntax, p.Name)
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -42,8 +43,8 @@ func TestParsePrograms(t *testing.T) {
 		err  bool
 	}{
 		{in: "# comment\n\n", want: nil},
-		{in: "a example.com/a . v1.0.0\n", want: []Program{{"a", "example.com/a", ".", "v1.0.0", []string{"--version"}}}},
-		{in: "b example.com/b cmd/b v0.1.2 version -short # why\n", want: []Program{{"b", "example.com/b", "cmd/b", "v0.1.2", []string{"version", "-short"}}}},
+		{in: "a example.com/a . v1.0.0\n", want: []Program{{"a", "example.com/a", ".", "v1.0.0", []string{"--version"}, ""}}},
+		{in: "b example.com/b cmd/b v0.1.2 version -short # what it is \n", want: []Program{{"b", "example.com/b", "cmd/b", "v0.1.2", []string{"version", "-short"}, "what it is"}}},
 		{in: "a example.com/a . \n", err: true},                                 // no version
 		{in: "a example.com/a . latest\n", err: true},                           // not a version
 		{in: "a/b example.com/a . v1.0.0\n", err: true},                         // name with a slash
@@ -51,7 +52,7 @@ func TestParsePrograms(t *testing.T) {
 		{in: "a example.com/a . v1.0.0\na example.com/b . v1.0.0\n", err: true}, // duplicate name
 		{in: "a example.com/a /abs v1.0.0\n", err: true},                        // absolute package
 		{in: ".. example.com/a . v1.0.0\n", err: true},                          // dot-dot name
-		{in: "x  example.com/x  .  v1.2.3\ny example.com/y ./cmd v2.0.0 -h\n", want: []Program{{"x", "example.com/x", ".", "v1.2.3", []string{"--version"}}, {"y", "example.com/y", "./cmd", "v2.0.0", []string{"-h"}}}},
+		{in: "x  example.com/x  .  v1.2.3\ny example.com/y ./cmd v2.0.0 -h\n", want: []Program{{"x", "example.com/x", ".", "v1.2.3", []string{"--version"}, ""}, {"y", "example.com/y", "./cmd", "v2.0.0", []string{"-h"}, ""}}},
 	} {
 		got, err := ParsePrograms(strings.NewReader(tc.in))
 		if tc.err {
@@ -197,7 +198,11 @@ func TestPopulationOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Formats: []toolchain.Format{toolchain.Formats()[len(toolchain.Formats())-1]}}
+	key, err := BuildKey(tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Key: key, Formats: []toolchain.Format{toolchain.Formats()[len(toolchain.Formats())-1]}}
 	var out bytes.Buffer
 	lines, err := b.Run(ctx, ps[:1], false, &out)
 	if err != nil {
@@ -233,5 +238,113 @@ func TestPopulationOne(t *testing.T) {
 	f, _ := json.Marshal(l)
 	if !bytes.Equal(a, f) {
 		t.Errorf("second run differs:\n%s\n%s", a, f)
+	}
+}
+
+// TestBuildKey checks that the build key follows what the patched
+// toolchain builds with, not the form of its series.
+func TestBuildKey(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "link")
+	if runtime.GOOS == "windows" {
+		link += ".exe"
+	}
+	write := func(path, data string) {
+		t.Helper()
+		if err := writeFileAtomic(filepath.Join(dir, path), []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join("go", "src", "runtime", "a.go"), "package runtime // patched\n")
+	write(filepath.Join("go", "src", "cmd", "link", "b.go"), "package ld // patched\n")
+	write(filepath.Join("go", link), "linear linker")
+	write(filepath.Join("twin", link), "stock linker")
+	diff := func(file string) string {
+		return "diff --git a/" + file + " b/" + file + "\n--- a/" + file + "\n+++ b/" + file + "\n@@ -1 +1 @@\n-x\n+y\n"
+	}
+	tc := func(series ...toolchain.Patch) *toolchain.Toolchain {
+		return &toolchain.Toolchain{Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"), Version: "go1.26.8", Series: series}
+	}
+	key := func(tc *toolchain.Toolchain) string {
+		t.Helper()
+		k, err := BuildKey(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	one := tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte("Subject: [PATCH] one\n\n" + diff("src/runtime/a.go") + diff("src/cmd/link/b.go"))})
+	k := key(one)
+	if len(k) != 16 {
+		t.Errorf("key %q", k)
+	}
+	// The same change as two patches with other messages: the same key.
+	two := tc(toolchain.Patch{Name: "0001-a.patch", Data: []byte("Subject: [PATCH 1/2] a\n\n" + diff("src/runtime/a.go"))},
+		toolchain.Patch{Name: "0002-b.patch", Data: []byte("Subject: [PATCH 2/2] b\n\n" + diff("src/cmd/link/b.go"))})
+	if k2 := key(two); k2 != k {
+		t.Errorf("the same change split in two: key %s, want %s", k2, k)
+	}
+	for _, change := range []struct{ path, data string }{
+		{filepath.Join("go", "src", "runtime", "a.go"), "package runtime // patched again\n"},
+		{filepath.Join("go", link), "another linear linker"},
+		{filepath.Join("twin", link), "another stock linker"},
+	} {
+		write(change.path, change.data)
+		if k2 := key(one); k2 == k {
+			t.Errorf("%s changed, the key did not", change.path)
+		} else {
+			k = k2
+		}
+	}
+	other := tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte(diff("src/runtime/a.go"))})
+	if key(other) == k {
+		t.Error("a series that changes fewer files has the same key")
+	}
+	v := one
+	v.Version = "go1.27.3"
+	if key(v) == k {
+		t.Error("another release has the same key")
+	}
+	if _, err := BuildKey(tc(toolchain.Patch{Name: "0001-x.patch", Data: []byte("no diff")})); err == nil {
+		t.Error("a patch that changes no files: no error")
+	}
+}
+
+// TestFailedBuildKept checks that a failed build is reported, kept for
+// -cached, and tried again by the next run.
+func TestFailedBuildKept(t *testing.T) {
+	t.Setenv("GOPROXY", "off") // the download fails at once, offline
+	t.Setenv("GOFLAGS", "")
+	tc := &toolchain.Toolchain{StockRoot: runtime.GOROOT(), Version: "go1.0", Key: "k"}
+	b := &Builder{Toolchain: tc, CacheDir: t.TempDir(), Formats: toolchain.Formats()[:1]}
+	p := Program{Name: "nope", Module: "example.com/nope", Package: ".", Version: "v1.0.0", Args: []string{"--version"}}
+	ctx := context.Background()
+	if got, _ := b.Run(ctx, []Program{p}, true, nil); len(got) != 0 {
+		t.Fatalf("-cached before any build: %+v, want nothing", got)
+	}
+	lines, err := b.Run(ctx, []Program{p}, false, nil)
+	if err != nil || len(lines) != 1 || !strings.Contains(lines[0].Error, "example.com/nope@v1.0.0") {
+		t.Fatalf("failed build: %v %+v", err, lines)
+	}
+	cached, err := b.Run(ctx, []Program{p}, true, nil)
+	if err != nil || len(cached) != 1 || cached[0].Error != lines[0].Error {
+		t.Fatalf("-cached after a failed build: %v %+v, want the failure %q", err, cached, lines[0].Error)
+	}
+	if _, err := os.Stat(b.buildErrorPath(p)); err != nil {
+		t.Fatal(err)
+	}
+	// A build that succeeds forgets the failure: here, one whose files
+	// are all there already.
+	for _, path := range []string{b.StockPath(p), b.FormatPath(p, b.Formats[0], false), b.FormatPath(p, b.Formats[0], true)} {
+		if err := writeFileAtomic(path, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Build(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	b.Program(ctx, p, false) // measuring "x" fails; the build did not
+	if _, err := os.Stat(b.buildErrorPath(p)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failure is still kept after a good build: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -15,7 +17,8 @@ import (
 )
 
 // Run builds what is missing of each program (unless cachedOnly, which
-// measures only programs whose builds are all there) and measures it,
+// measures only programs whose builds are all there, and reports the
+// programs whose last build failed, with the failure) and measures it,
 // writing one JSON line per program to w (may be nil) as it goes. A
 // program that fails to build or measure gets a line with Error set; the
 // next program is tried. Run stops early only when ctx is done.
@@ -44,7 +47,8 @@ func (b *Builder) Run(ctx context.Context, programs []Program, cachedOnly bool, 
 }
 
 // Program builds and measures one program. With cachedOnly it returns nil
-// when a build is missing.
+// when a build is missing, or a line with the error of the last build
+// when it failed.
 func (b *Builder) Program(ctx context.Context, p Program, cachedOnly bool) *Line {
 	l := &Line{
 		SchemaVersion: SchemaVersion, Program: p.Name, Module: p.Module, Package: p.Package, Version: p.Version,
@@ -52,12 +56,24 @@ func (b *Builder) Program(ctx context.Context, p Program, cachedOnly bool) *Line
 	}
 	if cachedOnly {
 		if !b.Built(p) {
+			// The last run's failure, if it failed.
+			if data, err := os.ReadFile(b.buildErrorPath(p)); err == nil {
+				l.Error = string(data)
+				return l
+			}
 			return nil
 		}
 	} else if err := b.Build(ctx, p); err != nil {
 		l.Error = err.Error()
 		b.logf("population: %s: %v\n", p.Name, err)
+		if ctx.Err() == nil {
+			if werr := writeFileAtomic(b.buildErrorPath(p), []byte(l.Error)); werr != nil {
+				b.logf("population: %s: %v\n", p.Name, werr)
+			}
+		}
 		return l
+	} else {
+		os.Remove(b.buildErrorPath(p))
 	}
 	s, err := b.MeasureStock(ctx, p)
 	if err != nil {
@@ -74,6 +90,12 @@ func (b *Builder) Program(ctx context.Context, p Program, cachedOnly bool) *Line
 		l.Formats = append(l.Formats, *r)
 	}
 	return l
+}
+
+// buildErrorPath is where a failed build's error is kept until a build
+// of the program succeeds.
+func (b *Builder) buildErrorPath(p Program) string {
+	return filepath.Join(b.ProgramDir(p), "build-error.txt")
 }
 
 // Built reports whether every build of p is in the cache.
