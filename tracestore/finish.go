@@ -540,7 +540,12 @@ func (e *laneEncoder) flushAttrs() {
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
-	f := forest.New(combine, noAgg)
+	// The forest's values in a slice of their exact size: grown by
+	// doubling, a lane of millions of spans held up to three times it.
+	f, err := forest.FromValues(make([]Agg, 0, forestValues(l.Spans)), combine, noAgg)
+	if err != nil {
+		return err
+	}
 	var wide [16]byte
 	for i0 := int64(0); i0 < l.Spans; i0 += BlockSpans {
 		e.blk = e.blk[:0]
