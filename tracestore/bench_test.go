@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -280,10 +282,11 @@ func BenchmarkFuncIndex(b *testing.B) {
 // BenchmarkReadTrace reads the trace named by $TRACESTORE_BENCH_TRACE
 // (streamed from its file) or an in-process trace with x/exp/trace alone,
 // keeping nothing: what the trace reader itself costs a build. It reports
-// the trace's events, its generations, the most events in one, and the
-// most heap in use (sampled at every generation's start, where the reader
-// has read the whole generation it returns): the reader holds one
-// generation at a time.
+// the trace's events, its generations, the most events in one, the most
+// heap in use (sampled at every generation's start, where the reader has
+// read the whole generation it returns) and the process's peak RSS: the
+// reader holds one generation at a time. Command: TRACESTORE_BENCH_TRACE=
+// TRACE go test -run '^$' -bench '^BenchmarkReadTrace$' -benchtime 1x.
 func BenchmarkReadTrace(b *testing.B) {
 	open := func() io.Reader {
 		if p := os.Getenv("TRACESTORE_BENCH_TRACE"); p != "" {
@@ -328,4 +331,15 @@ func BenchmarkReadTrace(b *testing.B) {
 	b.ReportMetric(float64(gens), "generations")
 	b.ReportMetric(float64(maxGen), "max-gen-events")
 	b.ReportMetric(float64(maxHeap)/(1<<20), "max-heap-MiB")
+	// The process's peak RSS, where the kernel reports it: the reader's,
+	// run alone with -benchtime 1x on a trace from a file.
+	if st, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64); err == nil {
+					b.ReportMetric(float64(kb)/(1<<10), "peak-RSS-MiB")
+				}
+			}
+		}
+	}
 }

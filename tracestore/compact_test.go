@@ -212,10 +212,13 @@ func TestGatherMemory(t *testing.T) {
 		if err != nil || n != nlanes*per {
 			t.Fatalf("mem %d: %d spans, %v", mem, n, err)
 		}
-		// The group buffer, and per group file a 16 KiB writer and a
-		// 64 KiB reader.
+		// The group buffer, per group file a writer of 4 to 16 KiB
+		// (an eighth of the limit shared) and its file, and three
+		// 64 KiB readers (the span file's twice, the group files' one
+		// at a time).
 		groups := (spansBytes + uint64(mem/4) - 1) / uint64(mem/4)
-		limit := min(uint64(mem/4), spansBytes) + groups*(80<<10) + 256<<10
+		wbuf := min(max(uint64(mem/8)/groups, 4<<10), 16<<10)
+		limit := min(uint64(mem/4), spansBytes) + groups*(wbuf+2<<10) + 3*ioBuffer + 256<<10
 		t.Logf("mem %d: %d groups, %d bytes allocated for %d bytes of spans", mem, groups, got, spansBytes)
 		if got > limit {
 			t.Errorf("mem %d: gathering %d bytes of spans allocated %d bytes, more than %d", mem, spansBytes, got, limit)

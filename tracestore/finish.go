@@ -345,13 +345,16 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 		}
 		return binary.LittleEndian.Uint32(rec[:4]), rec[4:], nil
 	}
-	// The group files, each a reader of its spans; with one group, the
+	// The group files, read one at a time; with one group, the
 	// temporary file itself.
-	sources := []io.Reader{bufio.NewReaderSize(b.spanTmp, ioBuffer)}
+	var src io.Reader = bufio.NewReaderSize(b.spanTmp, ioBuffer)
+	var files []*os.File
 	if len(groups) > 1 {
-		sources = sources[:0]
-		files := make([]*os.File, len(groups))
+		files = make([]*os.File, len(groups))
 		writers := make([]*bufio.Writer, len(groups))
+		// The writers' buffers share an eighth of the limit, from 4 to
+		// 16 KiB each.
+		wbuf := int(min(max(b.mem/8/int64(len(groups)), 4<<10), 16<<10))
 		for g := range files {
 			f, err := os.CreateTemp(b.dir, "group-*.tmp")
 			if err != nil {
@@ -359,7 +362,7 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			}
 			defer os.Remove(f.Name())
 			defer f.Close()
-			files[g], writers[g] = f, bufio.NewWriterSize(f, 16<<10)
+			files[g], writers[g] = f, bufio.NewWriterSize(f, wbuf)
 		}
 		r := bufio.NewReaderSize(b.spanTmp, ioBuffer)
 		for range b.numSpans {
@@ -385,8 +388,8 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return fmt.Errorf("tracestore: %w", err)
 			}
-			sources = append(sources, bufio.NewReaderSize(f, ioBuffer))
 		}
+		writers = nil
 		newID = nil // the group files hold final lane numbers
 		// The spans are in the group files: the temporary file's disk
 		// space goes.
@@ -397,11 +400,22 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 	var buf []byte
 	var spans, first, placed []int64
 	var cnt [8]byte
+	var gr *bufio.Reader // the group file's reader
 	for g := range groups {
 		lo, hi := groups[g].lo, hiOf(g)
-		src := sources[0]
-		if len(sources) > 1 {
-			src = sources[g]
+		if files != nil {
+			if g > 0 {
+				// Read: its disk space goes.
+				if err := files[g-1].Truncate(0); err != nil {
+					return fmt.Errorf("tracestore: %w", err)
+				}
+			}
+			if gr == nil {
+				gr = bufio.NewReaderSize(files[g], ioBuffer)
+			} else {
+				gr.Reset(files[g])
+			}
+			src = gr
 		}
 		// The group's lanes' span counts, and where each lane's spans
 		// start in the group.
@@ -526,7 +540,12 @@ func (e *laneEncoder) flushAttrs() {
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
-	f := forest.New(combine, noAgg)
+	// The forest's values in a slice of their exact size: grown by
+	// doubling, a lane of millions of spans held up to three times it.
+	f, err := forest.FromValues(make([]Agg, 0, forestValues(l.Spans)), combine, noAgg)
+	if err != nil {
+		return err
+	}
 	var wide [16]byte
 	for i0 := int64(0); i0 < l.Spans; i0 += BlockSpans {
 		e.blk = e.blk[:0]
