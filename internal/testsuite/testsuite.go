@@ -97,9 +97,13 @@ func Outcomes(r io.Reader) (map[string]string, error) {
 
 // CaseOutcomes reads go test -json output and returns the final action of
 // each test (pass, fail or skip), keyed by package and test name joined by
-// a space.
+// a space. Hexadecimal numbers in a test's name (subtests named after a
+// pointer, such as errors' TestAs) become "0x…", so that the same test
+// has the same name in every run; of different tests whose names then
+// coincide, a failure wins over a pass, and a pass over a skip.
 func CaseOutcomes(r io.Reader) (map[string]string, error) {
 	out := map[string]string{}
+	names := map[string]string{} // the last name read of each key
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -112,11 +116,24 @@ func CaseOutcomes(r io.Reader) (map[string]string, error) {
 			continue
 		}
 		if e.Test != "" && e.Package != "" && (e.Action == Pass || e.Action == Fail || e.Action == Skip) {
-			out[e.Package+" "+e.Test] = e.Action
+			k := e.Package + " " + hexName.ReplaceAllLiteralString(e.Test, "0x…")
+			// A test run again (a resumed run) takes its last outcome.
+			if prev, ok := out[k]; !ok || names[k] == e.Test || actionRank[e.Action] > actionRank[prev] {
+				out[k] = e.Action
+			}
+			names[k] = e.Test
 		}
 	}
 	return out, sc.Err()
 }
+
+// hexName matches the hexadecimal numbers CaseOutcomes takes out of test
+// names.
+var hexName = regexp.MustCompile(`0x[0-9a-fA-F]+`)
+
+// actionRank orders the outcomes of tests whose names coincide once
+// CaseOutcomes has taken their numbers out.
+var actionRank = map[string]int{Skip: 0, Pass: 1, Fail: 2}
 
 // readOutcomes returns Outcomes of the file at path, none if it is missing.
 func readOutcomes(path string) (map[string]string, error) {

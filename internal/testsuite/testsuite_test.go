@@ -57,6 +57,37 @@ func TestOutcomes(t *testing.T) {
 	}
 }
 
+func TestCaseOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     map[string]string
+	}{
+		{"tests, not packages",
+			`{"Action":"pass","Package":"a","Test":"TestX"}
+{"Action":"skip","Package":"a","Test":"TestX/sub"}
+{"Action":"pass","Package":"a"}
+`, map[string]string{"a TestX": Pass, "a TestX/sub": Skip}},
+		{"pointers in names",
+			`{"Action":"pass","Package":"errors","Test":"TestAs/7:As(err,_0x2db37fe88070)"}
+{"Action":"pass","Package":"errors","Test":"TestAsValidation/*string(0xC000012345)"}
+`, map[string]string{"errors TestAs/7:As(err,_0x…)": Pass, "errors TestAsValidation/*string(0x…)": Pass}},
+		{"coinciding names: a failure wins",
+			`{"Action":"fail","Package":"a","Test":"T/0x1"}
+{"Action":"pass","Package":"a","Test":"T/0x2"}
+{"Action":"skip","Package":"a","Test":"T/0x3"}
+`, map[string]string{"a T/0x…": Fail}},
+		{"a rerun's outcome wins",
+			`{"Action":"fail","Package":"a","Test":"T/0x1"}
+{"Action":"pass","Package":"a","Test":"T/0x1"}
+`, map[string]string{"a T/0x…": Pass}},
+	} {
+		got, err := CaseOutcomes(strings.NewReader(tc.in))
+		if err != nil || !maps.Equal(got, tc.want) {
+			t.Errorf("%s: CaseOutcomes = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+}
+
 func TestTable(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, s string) {
