@@ -69,17 +69,7 @@ type event struct {
 // ignored; a truncated last line ends the reading without an error.
 func Outcomes(r io.Reader) (map[string]string, error) {
 	out := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var e event
-		if json.Unmarshal(line, &e) != nil {
-			continue
-		}
+	err := scanEvents(r, func(e *event) {
 		switch {
 		case e.Action == "build-fail" && e.ImportPath != "":
 			// The package's own fail event follows; a test-only
@@ -91,19 +81,13 @@ func Outcomes(r io.Reader) (map[string]string, error) {
 		case e.Test == "" && e.Package != "" && (e.Action == Pass || e.Action == Fail || e.Action == Skip):
 			out[e.Package] = e.Action
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
-// CaseOutcomes reads go test -json output and returns the final action of
-// each test (pass, fail or skip), keyed by package and test name joined by
-// a space. Hexadecimal numbers in a test's name (subtests named after a
-// pointer, such as errors' TestAs) become "0x…", so that the same test
-// has the same name in every run; of different tests whose names then
-// coincide, a failure wins over a pass, and a pass over a skip.
-func CaseOutcomes(r io.Reader) (map[string]string, error) {
-	out := map[string]string{}
-	names := map[string]string{} // the last name read of each key
+// scanEvents calls f with each go test -json event in r, skipping the lines
+// that are not JSON events and a truncated last line.
+func scanEvents(r io.Reader, f func(*event)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -115,6 +99,21 @@ func CaseOutcomes(r io.Reader) (map[string]string, error) {
 		if json.Unmarshal(line, &e) != nil {
 			continue
 		}
+		f(&e)
+	}
+	return sc.Err()
+}
+
+// CaseOutcomes reads go test -json output and returns the final action of
+// each test (pass, fail or skip), keyed by package and test name joined by
+// a space. Hexadecimal numbers in a test's name (subtests named after a
+// pointer, such as errors' TestAs) become "0x…", so that the same test
+// has the same name in every run; of different tests whose names then
+// coincide, a failure wins over a pass, and a pass over a skip.
+func CaseOutcomes(r io.Reader) (map[string]string, error) {
+	out := map[string]string{}
+	names := map[string]string{} // the last name read of each key
+	err := scanEvents(r, func(e *event) {
 		if e.Test != "" && e.Package != "" && (e.Action == Pass || e.Action == Fail || e.Action == Skip) {
 			k := e.Package + " " + hexName.ReplaceAllLiteralString(e.Test, "0x…")
 			// A test run again (a resumed run) takes its last outcome.
@@ -123,8 +122,8 @@ func CaseOutcomes(r io.Reader) (map[string]string, error) {
 			}
 			names[k] = e.Test
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // hexName matches the hexadecimal numbers CaseOutcomes takes out of test
