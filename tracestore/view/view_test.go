@@ -183,6 +183,23 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
+// browser starts headless Chromium (bin) with a window of width × height
+// pixels, and returns its context, which ends after two minutes or with
+// the test.
+func browser(t *testing.T, bin string, width, height int) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("force-device-scale-factor", "1"),
+		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancel(); cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
 // TestChromium loads the viewer in headless Chromium (driven through the
 // DevTools protocol), zooms it with real mouse-wheel input, pans it with a
 // real drag, opens it at a fragment, and after each step takes a
@@ -195,17 +212,7 @@ func TestChromium(t *testing.T) {
 	srv := httptest.NewServer(Handler(s))
 	defer srv.Close()
 	const width, height = 1000, 500
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("force-device-scale-factor", "1"),
-		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(width, height))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := browser(t, bin, width, height)
 
 	// settled waits until the page has drawn a frame after frame number
 	// prev and owes none, and returns its data attributes.
@@ -423,17 +430,7 @@ func TestChromiumLabels(t *testing.T) {
 	srv := httptest.NewServer(NewHandler(s, Options{Labels: x}))
 	defer srv.Close()
 	const width, height = 1000, 500
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("force-device-scale-factor", "1"),
-		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(width, height))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := browser(t, bin, width, height)
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height), chromedp.Navigate(srv.URL+"/#label=query%3Dq3")); err != nil {
 		t.Fatal(err)
 	}
