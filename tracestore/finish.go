@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/forest"
 )
 
@@ -21,6 +22,9 @@ func (b *builder) finish() (*Manifest, error) {
 	}
 	if err := b.evW.Flush(); err != nil {
 		return nil, fmt.Errorf("tracestore: writing %s: %w", fileEvents, err)
+	}
+	if err := b.pageIdxW.Flush(); err != nil {
+		return nil, fmt.Errorf("tracestore: writing %s: %w", filePages, err)
 	}
 	if err := b.closeAll(); err != nil {
 		return nil, err
@@ -67,7 +71,6 @@ func (b *builder) finish() (*Manifest, error) {
 		{fileStacks, b.dag},
 		{fileFrames, bytes.NewReader(b.frameTab)},
 		{fileStrings, &strTab},
-		{filePages, bytes.NewReader(b.pageIdx)},
 		{fileFuncIdx, checked(b.funcIdx)},
 		{fileLineIdx, checked(b.lineIdx)},
 	} {
@@ -78,8 +81,16 @@ func (b *builder) finish() (*Manifest, error) {
 	// Written, the index keys, the strings and the stacks are garbage
 	// before the lanes are sorted and their spans gathered.
 	stacks, frames, strs := b.dag.Len(), len(b.frames), len(b.strList)
+	if b.stats != nil {
+		b.stats.funcRuns, b.stats.lineRuns = b.funcIdx.Spilled(), b.lineIdx.Spilled()
+	}
+	for _, x := range []*diskmap.Builder{b.funcIdx, b.lineIdx} {
+		if err := x.Close(); err != nil {
+			return nil, fmt.Errorf("tracestore: %w", err)
+		}
+	}
 	b.funcIdx, b.lineIdx, b.dag = nil, nil, nil
-	b.strings, b.strList, b.frames, b.frameTab, b.stacks, b.pageIdx = nil, nil, nil, nil, nil, nil
+	b.strings, b.strList, b.frames, b.frameTab, b.stacks = nil, nil, nil, nil, nil
 	strTab = bytes.Buffer{}
 	if err := b.writeLanes(); err != nil {
 		return nil, err
@@ -216,6 +227,9 @@ func (b *builder) writeLanes() error {
 	if spans != b.numSpans {
 		return fmt.Errorf("tracestore: reading back lanes: %d spans, %d written", spans, b.numSpans)
 	}
+	if b.stats != nil {
+		b.stats.spanGroups = len(groups)
+	}
 	for _, x := range []*bufio.Writer{lw, cw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("%w: lanes: %w", errWrite, err)
@@ -243,6 +257,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer af.Close()
+	xf, xw, err := create(fileAttrIdx)
+	if err != nil {
+		return err
+	}
+	defer xf.Close()
 	// The block index's offsets are written wide to a temporary file,
 	// then narrowed once spans.bin's size is known.
 	bt, err := os.CreateTemp(b.dir, "blocks-*.tmp")
@@ -253,15 +272,12 @@ func (b *builder) writeLanes() error {
 	defer bt.Close()
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
-	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw}
+	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw, xw: xw}
 	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
 	}
 	enc.flushAttrs()
-	if err := os.WriteFile(filepath.Join(b.dir, fileAttrIdx), enc.attrIdx, 0o666); err != nil {
-		return fmt.Errorf("tracestore: %w", err)
-	}
-	for _, x := range []*bufio.Writer{sw, btw, fw, aw} {
+	for _, x := range []*bufio.Writer{sw, btw, fw, aw, xw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
@@ -498,22 +514,22 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 var minGroupBytes int64 = 1 << 20
 
 // A laneEncoder writes lanes' blocks to spans.bin, their wide block index
-// records to a temporary file and their forests to forest.bin.
+// records to a temporary file, their forests to forest.bin and their
+// spans' attributes to spanattr.bin and attr.idx.
 type laneEncoder struct {
-	w              widths
-	q              int64 // time quantum
-	sw, bw, fw, aw *bufio.Writer
-	off            int64 // bytes of spans.bin written
-	enc, rec       []byte
-	blk            []Span
+	w                  widths
+	q                  int64 // time quantum
+	sw, bw, fw, aw, xw *bufio.Writer
+	off                int64 // bytes of spans.bin written
+	enc, rec           []byte
+	blk                []Span
 
 	// spanattr.bin: the current chunk's records and spans, the last
-	// stack of each kind in it, the bytes written and attr.idx.
+	// stack of each kind in it and the bytes written.
 	attrs    []byte
 	attrN    int
 	attrLast [numSpanKinds]uint32
 	attrOff  int64
-	attrIdx  []byte
 	attrEnc  pageEncoder
 }
 
@@ -532,9 +548,11 @@ func (e *laneEncoder) flushAttrs() {
 	}
 	codec, data := e.attrEnc.compress(e.attrs)
 	e.aw.Write(data)
-	e.attrIdx = binary.LittleEndian.AppendUint64(e.attrIdx, uint64(e.attrOff))
-	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, uint32(len(e.attrs)))
-	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, codec)
+	var rec [attrIdxBytes]byte
+	binary.LittleEndian.PutUint64(rec[0:], uint64(e.attrOff))
+	binary.LittleEndian.PutUint32(rec[8:], uint32(len(e.attrs)))
+	binary.LittleEndian.PutUint32(rec[12:], codec)
+	e.xw.Write(rec[:])
 	e.attrOff += int64(len(data))
 	e.attrs, e.attrN, e.attrLast = e.attrs[:0], 0, [numSpanKinds]uint32{}
 }

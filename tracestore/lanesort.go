@@ -69,6 +69,9 @@ func (b *builder) sortLanes(f *os.File, n int64, yield func(num uint32, l Lane) 
 		slices.SortFunc(run, func(x, y laneRec) int { return laneRecCompare(&x, &y) })
 		return nil
 	}
+	if b.stats != nil {
+		b.stats.laneRuns = int((n + per - 1) / per)
+	}
 	if n <= per {
 		if err := readRun(n); err != nil {
 			return err
