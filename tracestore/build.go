@@ -82,6 +82,9 @@ type buildStats struct {
 	funcRuns, lineRuns int // sorted runs of func.idx's and line.idx's keys
 	laneRuns           int // sorted runs of lane records (1: sorted in memory)
 	spanGroups         int // groups the spans were gathered in
+	// laneIDPages counts the pages of lane numbers read from their file
+	// (-1: the numbers were held in memory).
+	laneIDPages int64
 }
 
 // DefaultMemLimit is Options.MemLimit's default.

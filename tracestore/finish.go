@@ -184,10 +184,13 @@ func (b *builder) writeLanes() error {
 	// One pass over the sorted lanes numbers them, writes lanes.tab and
 	// the span counts in order (to a temporary file, which gathering
 	// reads a group at a time), and cuts the groups.
-	newID := make([]uint32, b.numLanes)
-	for i := range newID {
-		newID[i] = ^uint32(0)
+	// The lanes' new numbers: in memory if they fit a sixteenth of the
+	// limit, else in a file through a cache of that size.
+	newID, err := newLaneIDs(b.numLanes, max(b.mem/16, minGroupBytes/16), b.dir)
+	if err != nil {
+		return err
 	}
+	defer newID.close()
 	lf, lw, err := create(fileLanes)
 	if err != nil {
 		return err
@@ -207,10 +210,12 @@ func (b *builder) writeLanes() error {
 	var rec []byte
 	var buf [8]byte
 	err = b.sortLanes(b.laneTmp, b.numLanes, func(num uint32, l Lane) error {
-		if int64(num) >= int64(len(newID)) || newID[num] != ^uint32(0) || l.Spans < 1 || l.Spans > b.numSpans-spans {
-			return fmt.Errorf("tracestore: reading back lanes: lane %d (%d spans) out of range or twice", num, l.Spans)
+		if l.Spans < 1 || l.Spans > b.numSpans-spans {
+			return fmt.Errorf("tracestore: reading back lanes: lane %d: %d spans out of range", num, l.Spans)
 		}
-		newID[num] = n
+		if err := newID.set(num, n); err != nil {
+			return fmt.Errorf("tracestore: reading back lanes: %w", err)
+		}
 		rec = appendLane(rec[:0], l)
 		lw.Write(rec)
 		binary.LittleEndian.PutUint64(buf[:], uint64(l.Spans))
@@ -276,6 +281,12 @@ func (b *builder) writeLanes() error {
 	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
 	}
+	if b.stats != nil {
+		b.stats.laneIDPages = -1
+		if newID.f != nil {
+			b.stats.laneIDPages = newID.misses
+		}
+	}
 	enc.flushAttrs()
 	for _, x := range []*bufio.Writer{sw, btw, fw, aw, xw} {
 		if err := x.Flush(); err != nil {
@@ -340,7 +351,7 @@ const laneGroupBytes = 16
 // are numbered 0 to nlanes-1 in the store's order; counts reads each
 // one's span count, in that order; newID maps the temporary file's lane
 // numbers to the store's.
-func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
+func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, newID *laneIDs, lane func(n int, l Lane, next func() (Span, error)) error) error {
 	if nlanes == 0 {
 		return nil
 	}
@@ -386,10 +397,13 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			if err != nil {
 				return err
 			}
-			if int64(l) >= int64(len(newID)) || int64(newID[l]) >= int64(nlanes) {
-				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", l, len(newID))
+			n, err := newID.get(l)
+			if err != nil {
+				return fmt.Errorf("tracestore: reading back spans: %w", err)
 			}
-			n := newID[l]
+			if int64(n) >= int64(nlanes) {
+				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", n, nlanes)
+			}
 			// The group of lane n: the last that starts at or before it.
 			g, _ := slices.BinarySearchFunc(groups, int(n)+1, func(x laneGroup, t int) int { return cmp.Compare(x.lo, t) })
 			binary.LittleEndian.PutUint32(rec[:4], n)
@@ -459,7 +473,14 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 				if err != nil {
 					return Span{}, err
 				}
-				if left == 0 || newID == nil && int(k) != lo || newID != nil && (int64(k) >= int64(len(newID)) || int(newID[k]) != lo) {
+				if newID != nil {
+					n, err := newID.get(k)
+					if err != nil {
+						return Span{}, fmt.Errorf("tracestore: reading back spans: %w", err)
+					}
+					k = n
+				}
+				if left == 0 || int(k) != lo {
 					return Span{}, fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)
 				}
 				left--
@@ -482,10 +503,11 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			}
 			k := int(l)
 			if newID != nil {
-				k = -1
-				if int64(l) < int64(len(newID)) {
-					k = int(newID[l])
+				n, err := newID.get(l)
+				if err != nil {
+					return fmt.Errorf("tracestore: reading back spans: %w", err)
 				}
+				k = int(n)
 			}
 			if k < lo || k >= hi || placed[k-lo] >= spans[k-lo] {
 				return fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)

@@ -2,6 +2,7 @@ package tracestore
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -31,16 +32,17 @@ func TestSpillEverything(t *testing.T) {
 				return dir, st
 			}
 			large, ls := build(1 << 30)
-			if ls.funcRuns+ls.lineRuns != 0 || ls.laneRuns != 1 || ls.spanGroups != 1 {
+			if ls.funcRuns+ls.lineRuns != 0 || ls.laneRuns != 1 || ls.spanGroups != 1 || ls.laneIDPages != -1 {
 				t.Fatalf("spilled at 1 GiB: %+v", ls)
 			}
 			defer func(g, i int64) { minGroupBytes, minIndexBytes = g, i }(minGroupBytes, minIndexBytes)
 			minGroupBytes, minIndexBytes = spanBytes, 1
 			// An eighth of the limit for each index: some 20 keys; a
 			// quarter for a group: 40 spans; an eighth for a run of lane
-			// records: 20.
+			// records: 20; a sixteenth for the lanes' new numbers: two
+			// pages of 1,024 lanes in a file.
 			tiny, ts := build(8 * 20 * laneRecBytes)
-			if ts.funcRuns < 3 || ts.lineRuns < 3 || ts.laneRuns < 3 || ts.spanGroups < 3 {
+			if ts.funcRuns < 3 || ts.lineRuns < 3 || ts.laneRuns < 3 || ts.spanGroups < 3 || ts.laneIDPages < 1 {
 				t.Fatalf("a tiny limit spilled too little: %+v", ts)
 			}
 			t.Logf("tiny limit: %+v", ts)
@@ -63,4 +65,74 @@ func TestSpillEverything(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLaneIDs numbers lanes in a random order through a cache of two
+// pages, and of 16, and in memory, and reads them back in another.
+func TestLaneIDs(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int64{0, 1, 1023, 1024, 1025, 20_000} {
+		for _, mem := range []int64{1, 16 * 4 * idPageLanes, 1 << 30} {
+			m, err := newLaneIDs(n, mem, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := r.Perm(int(n))
+			for old, id := range ids {
+				if err := m.set(uint32(old), uint32(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n > 0 {
+				if err := m.set(0, 5); err == nil {
+					t.Errorf("%d lanes: lane 0 numbered twice, no error", n)
+				}
+			}
+			for _, old := range r.Perm(int(n)) {
+				id, err := m.get(uint32(old))
+				if err != nil || id != uint32(ids[old]) {
+					t.Fatalf("%d lanes, mem %d: lane %d: %d, %v; want %d", n, mem, old, id, err, ids[old])
+				}
+			}
+			if _, err := m.get(uint32(n)); err == nil {
+				t.Errorf("%d lanes: lane %d: no error", n, n)
+			}
+			if (m.f != nil) != (n*4 > mem) {
+				t.Errorf("%d lanes, mem %d: file %v", n, mem, m.f != nil)
+			}
+			m.close()
+		}
+	}
+	m, _ := newLaneIDs(10, 1, t.TempDir())
+	defer m.close()
+	if _, err := m.get(3); err == nil {
+		t.Error("a lane not numbered: no error")
+	}
+}
+
+// FuzzLaneIDs reads lane numbers back from an arbitrary file: a number or
+// an error, never a panic.
+func FuzzLaneIDs(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255}, uint16(3000), uint16(2))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte, n, old uint16) {
+		m, err := newLaneIDs(int64(n), 1, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.close()
+		if m.f == nil {
+			return
+		}
+		if _, err := m.f.WriteAt(data, 0); err != nil {
+			t.Fatal(err)
+		}
+		for k := range 3 {
+			o := uint32(old) + uint32(k)*idPageLanes
+			id, err := m.get(o)
+			if err == nil && (int64(o) >= int64(n) || id == ^uint32(0)) {
+				t.Fatalf("lane %d of %d: %d, no error", o, n, id)
+			}
+		}
+	})
 }
