@@ -82,8 +82,7 @@ func TestSpillSame(t *testing.T) {
 
 // spillOf returns a Builder whose runs file holds data, cut into runs at
 // the offsets cuts gives (each taken modulo the data's length, sorted).
-func spillOf(t testing.TB, data []byte, cuts []byte) *Builder {
-	dir := t.TempDir()
+func spillOf(t testing.TB, dir string, data []byte, cuts []byte) *Builder {
 	f, err := os.CreateTemp(dir, "runs-*.tmp")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +131,7 @@ func TestSpillHostile(t *testing.T) {
 		{"no pages", rec(1)},
 		{"pages past the run", cat(binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 1<<30), []byte{0, 0, 0, 0})},
 	} {
-		b := spillOf(t, tc.data, nil)
+		b := spillOf(t, t.TempDir(), tc.data, nil)
 		var out bytes.Buffer
 		_, err := b.WriteChecked(&out)
 		if !errors.Is(err, ErrSpill) {
@@ -140,7 +139,7 @@ func TestSpillHostile(t *testing.T) {
 		}
 		b.Close()
 	}
-	b := spillOf(t, good, nil)
+	b := spillOf(t, t.TempDir(), good, nil)
 	var out bytes.Buffer
 	if _, err := b.WriteChecked(&out); err != nil {
 		t.Fatal(err)
@@ -165,8 +164,9 @@ func FuzzSpillRuns(f *testing.F) {
 	f.Add(data, cuts, false)
 	f.Add(data, cuts, true)
 	b.Close()
+	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data, cuts []byte, limited bool) {
-		b := spillOf(t, data, cuts)
+		b := spillOf(t, dir, data, cuts)
 		defer b.Close()
 		if limited {
 			b.limit = 1 // every record its own sorted run
