@@ -252,11 +252,12 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer sf.Close()
-	ff, fw, err := create(fileForest)
+	ff, err := os.Create(filepath.Join(b.dir, fileForest))
 	if err != nil {
-		return err
+		return fmt.Errorf("tracestore: %w", err)
 	}
 	defer ff.Close()
+	fw := &patchWriter{f: ff, buf: make([]byte, 0, ioBuffer)}
 	af, aw, err := create(fileAttrs)
 	if err != nil {
 		return err
@@ -288,7 +289,10 @@ func (b *builder) writeLanes() error {
 		}
 	}
 	enc.flushAttrs()
-	for _, x := range []*bufio.Writer{sw, btw, fw, aw, xw} {
+	if err := fw.flush(); err != nil {
+		return fmt.Errorf("tracestore: writing %s: %w", fileForest, err)
+	}
+	for _, x := range []*bufio.Writer{sw, btw, aw, xw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
@@ -541,8 +545,10 @@ var minGroupBytes int64 = 1 << 20
 type laneEncoder struct {
 	w                  widths
 	q                  int64 // time quantum
-	sw, bw, fw, aw, xw *bufio.Writer
-	off                int64 // bytes of spans.bin written
+	sw, bw, aw, xw *bufio.Writer
+	off            int64 // bytes of spans.bin written
+	fw             *patchWriter
+	forestOff      int64 // bytes of forest.bin written
 	enc, rec           []byte
 	blk                []Span
 
@@ -580,12 +586,18 @@ func (e *laneEncoder) flushAttrs() {
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
-	// The forest's values in a slice of their exact size: grown by
-	// doubling, a lane of millions of spans held up to three times it.
-	f, err := forest.FromValues(make([]Agg, 0, forestValues(l.Spans)), combine, noAgg)
-	if err != nil {
-		return err
+	// The forest's values go to forest.bin as they are made, each node
+	// again when its tree completes: what stays in memory is a value per
+	// level.
+	ab := int64(e.w.aggBytes())
+	if int64(cap(e.rec)) < ab {
+		e.rec = make([]byte, ab)
 	}
+	base := e.forestOff
+	f := forest.NewStream(combine, func(i int, v Agg) error {
+		e.w.putAgg(e.rec, v)
+		return e.fw.writeAt(e.rec[:ab], base+int64(i)*ab)
+	})
 	var wide [16]byte
 	for i0 := int64(0); i0 < l.Spans; i0 += BlockSpans {
 		e.blk = e.blk[:0]
@@ -606,16 +618,59 @@ func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
 		e.sw.Write(e.enc)
 		e.off += int64(len(e.enc))
 		if len(e.blk) == BlockSpans {
-			f.Append(a)
+			if err := f.Append(a); err != nil {
+				return fmt.Errorf("%w: %s: %w", errWrite, fileForest, err)
+			}
 		}
 	}
-	if cap(e.rec) < e.w.aggBytes() {
-		e.rec = make([]byte, e.w.aggBytes())
+	if int64(f.Nodes()) != forestValues(l.Spans) {
+		return fmt.Errorf("tracestore: a lane of %d spans has %d forest values", l.Spans, f.Nodes())
 	}
-	for _, v := range f.Values() {
-		e.w.putAgg(e.rec, v)
-		e.fw.Write(e.rec[:e.w.aggBytes()])
+	e.forestOff += int64(f.Nodes()) * ab
+	return nil
+}
+
+// A patchWriter writes a file front to back through a buffer, and lets
+// bytes already written be rewritten: in the buffer while they are in
+// it, else in the file.
+type patchWriter struct {
+	f    *os.File
+	buf  []byte
+	base int64 // the file offset of buf[0]
+}
+
+// writeAt writes p at offset off, which must be at most the end of what
+// was written.
+func (w *patchWriter) writeAt(p []byte, off int64) error {
+	if off < w.base {
+		n := min(int64(len(p)), w.base-off)
+		if _, err := w.f.WriteAt(p[:n], off); err != nil {
+			return err
+		}
+		p, off = p[n:], off+n
 	}
+	if len(p) == 0 {
+		return nil
+	}
+	at := off - w.base
+	if at > int64(len(w.buf)) {
+		return fmt.Errorf("tracestore: a write at %d past the end %d", off, w.base+int64(len(w.buf)))
+	}
+	n := copy(w.buf[at:], p)
+	w.buf = append(w.buf, p[n:]...)
+	if len(w.buf) >= cap(w.buf)-64 {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffer to the file.
+func (w *patchWriter) flush() error {
+	if _, err := w.f.WriteAt(w.buf, w.base); err != nil {
+		return err
+	}
+	w.base += int64(len(w.buf))
+	w.buf = w.buf[:0]
 	return nil
 }
 
