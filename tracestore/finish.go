@@ -543,14 +543,14 @@ var minGroupBytes int64 = 1 << 20
 // records to a temporary file, their forests to forest.bin and their
 // spans' attributes to spanattr.bin and attr.idx.
 type laneEncoder struct {
-	w                  widths
-	q                  int64 // time quantum
+	w              widths
+	q              int64 // time quantum
 	sw, bw, aw, xw *bufio.Writer
 	off            int64 // bytes of spans.bin written
 	fw             *patchWriter
 	forestOff      int64 // bytes of forest.bin written
-	enc, rec           []byte
-	blk                []Span
+	enc, rec       []byte
+	blk            []Span
 
 	// spanattr.bin: the current chunk's records and spans, the last
 	// stack of each kind in it and the bytes written.
