@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 )
 
@@ -187,3 +188,52 @@ func FuzzSpillRuns(f *testing.F) {
 		}
 	})
 }
+
+// TestSpillMemory adds 4 million hits, 16 MB of pages, to a Builder that
+// spills beyond 1 MiB and measures its live heap (after a collection)
+// every 500,000 hits and every MiB written: within twice the limit, where
+// the unlimited Builder holds all of them.
+func TestSpillMemory(t *testing.T) {
+	live := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	const limit = 1 << 20
+	const hits = 4_000_000
+	b := NewSpillBuilder(t.TempDir(), limit)
+	defer b.Close()
+	base := live()
+	var peak int64
+	for i := range uint32(hits) {
+		// 2,000 keys, each on a page in ten.
+		b.AddHash(i%2000*2654435761, i/2000*10+i%10)
+		if i%500_000 == 0 {
+			peak = max(peak, live()-base)
+		}
+	}
+	adding := peak
+	var n int64
+	sink := writerFunc(func(p []byte) (int, error) {
+		n += int64(len(p))
+		if n%(1<<20) < int64(len(p)) {
+			peak = max(peak, live()-base)
+		}
+		return len(p), nil
+	})
+	if _, err := b.WriteChecked(sink); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d hits, %d bytes written, %d runs: live heap at most %d bytes adding, %d in all", hits, n, b.Spilled(), adding, peak)
+	if n < hits*4 {
+		t.Fatalf("%d bytes written for %d hits", n, hits)
+	}
+	if peak > 2*limit+64<<10 {
+		t.Errorf("live heap reached %d bytes, limit %d", peak, limit)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -75,7 +75,14 @@ type Options struct {
 	MemLimit int64
 
 	stats *buildStats // if set, what the build spilled (for tests)
+	// probe, if set, is called every probeEvents events and at the
+	// steps of the build's end (tests measure the heap there).
+	probe func()
 }
+
+// probeEvents is how often Options.probe is called while the trace is
+// read.
+const probeEvents = 1 << 16
 
 // buildStats counts what a build spilled to temporary files.
 type buildStats struct {
@@ -244,7 +251,7 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 		return nil, err
 	}
 	defer b.cleanup()
-	b.stats = opts.stats
+	b.stats, b.probe = opts.stats, opts.probe
 	tr, err := newTraceReader(cr)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
@@ -257,6 +264,9 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 		}
 		if err == nil {
 			err = b.addChecked(&ev)
+			if b.probe != nil && b.events%probeEvents == 0 {
+				b.probe()
+			}
 		}
 		if errors.Is(err, errWrite) {
 			return nil, err
@@ -367,6 +377,7 @@ type builder struct {
 	dir    string
 	mem    int64 // Options.MemLimit
 	stats  *buildStats
+	probe  func()
 	events uint64
 	base   int64 // trace time of the first event
 	last   int64

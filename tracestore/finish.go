@@ -16,6 +16,13 @@ import (
 	"github.com/pctab/pctab/forest"
 )
 
+// probeNow calls the test probe, if there is one.
+func (b *builder) probeNow() {
+	if b.probe != nil {
+		b.probe()
+	}
+}
+
 func (b *builder) finish() (*Manifest, error) {
 	if err := b.flushPage(); err != nil {
 		return nil, err
@@ -92,6 +99,7 @@ func (b *builder) finish() (*Manifest, error) {
 	b.funcIdx, b.lineIdx, b.dag = nil, nil, nil
 	b.strings, b.strList, b.frames, b.frameTab, b.stacks = nil, nil, nil, nil, nil
 	strTab = bytes.Buffer{}
+	b.probeNow()
 	if err := b.writeLanes(); err != nil {
 		return nil, err
 	}
@@ -235,6 +243,7 @@ func (b *builder) writeLanes() error {
 	if b.stats != nil {
 		b.stats.spanGroups = len(groups)
 	}
+	b.probeNow()
 	for _, x := range []*bufio.Writer{lw, cw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("%w: lanes: %w", errWrite, err)
@@ -396,7 +405,10 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			files[g], writers[g] = f, bufio.NewWriterSize(f, wbuf)
 		}
 		r := bufio.NewReaderSize(b.spanTmp, ioBuffer)
-		for range b.numSpans {
+		for i := range b.numSpans {
+			if i%probeEvents == 0 {
+				b.probeNow()
+			}
 			l, _, err := readRec(r)
 			if err != nil {
 				return err
@@ -473,6 +485,9 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			// One lane, larger than the limit: streamed.
 			left := n
 			err := lane(lo, Lane{Spans: n}, func() (Span, error) {
+				if left%probeEvents == 0 {
+					b.probeNow()
+				}
 				k, r, err := readRec(src)
 				if err != nil {
 					return Span{}, err
@@ -520,6 +535,7 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			placed[k-lo]++
 			copy(buf[at:at+spanBytes], r)
 		}
+		b.probeNow()
 		for k := lo; k < hi; k++ {
 			at := first[k-lo] * spanBytes
 			err := lane(k, Lane{Spans: spans[k-lo]}, func() (Span, error) {

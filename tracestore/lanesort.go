@@ -67,6 +67,7 @@ func (b *builder) sortLanes(f *os.File, n int64, yield func(num uint32, l Lane) 
 			}
 		}
 		slices.SortFunc(run, func(x, y laneRec) int { return laneRecCompare(&x, &y) })
+		b.probeNow()
 		return nil
 	}
 	if b.stats != nil {

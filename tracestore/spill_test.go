@@ -1,11 +1,21 @@
 package tracestore
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
+	xtrace "golang.org/x/exp/trace"
 )
 
 // TestSpillEverything builds stores of recorded traces with a memory limit
@@ -135,4 +145,79 @@ func FuzzLaneIDs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBuildHeapBounded builds the store of a real trace, the HTTP server
+// under load for 3 s, at the least memory limit and at a larger one, and
+// measures the live heap (after a collection) every probeEvents events
+// and at each step of the build's end. The builder's part, beyond what
+// reading the trace alone holds at most (x/exp/trace's generation), stays
+// within the limit plus some fixed buffers, where the trace's spans alone
+// take several times that.
+func TestBuildHeapBounded(t *testing.T) {
+	testenv.SkipUnlessLong(t, "records a 3 s trace of an HTTP server")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	srvCfg := testbuild.Config{Archive: "server"}
+	bin := testbuild.Build(t, srvCfg)
+	path := cachedTrace(t, "server-3s-"+filepath.Base(bin), func(p string) error {
+		_, err := testbuild.Exec(ctx, srvCfg, bin, "-trace", p, "-duration", "3s")
+		return err
+	})
+	live := func() int64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	open := func() *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// Reading alone.
+	f := open()
+	base := live()
+	var reader int64
+	r, err := xtrace.NewReader(bufio.NewReader(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; ; n++ {
+		if _, err := r.ReadEvent(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if n%probeEvents == 0 {
+			reader = max(reader, live()-base)
+		}
+	}
+	f.Close()
+	r = nil
+	const fixed = 6 << 20 // file buffers, the page being built, the stacks, the sample of durations, the runtime's
+	for _, mem := range []int64{MinMemLimit, 16 << 20} {
+		f := open()
+		base := live()
+		var peak int64
+		probes := 0
+		var st buildStats
+		m, err := buildInto(bufio.NewReader(f), t.TempDir(), PageSize, Options{MemLimit: mem, stats: &st, probe: func() {
+			peak = max(peak, live()-base)
+			probes++
+		}})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("-mem %d MiB: %d events, %d spans, %d lanes: live heap at most %.1f MiB building (%d probes), %.1f MiB reading alone; %+v", mem>>20, m.Events, m.Spans, m.Lanes, float64(peak)/(1<<20), probes, float64(reader)/(1<<20), st)
+		if ceiling := reader + mem + fixed; peak > ceiling {
+			t.Errorf("-mem %d MiB: the build's live heap reached %d bytes, past %d (reading alone %d, the limit, %d fixed)", mem>>20, peak, ceiling, reader, fixed)
+		}
+		if mem == MinMemLimit && m.Spans*spanBytes < 2*(reader+mem+fixed) {
+			t.Errorf("%d spans: too few to tell a bounded build from one that holds them", m.Spans)
+		}
+	}
 }
