@@ -67,11 +67,11 @@ type Options struct {
 	// MaxPageSize; 0 means PageSize.
 	PageSize int
 	// MemLimit bounds the memory Build itself holds, in bytes: the spans
-	// it gathers into lanes and the records of the lanes spill to
-	// temporary files in the store's directory beyond it. 0 means
-	// DefaultMemLimit. It does not bound the trace reader's own memory
-	// (a generation of the trace), nor the index keys, stacks and
-	// strings: see the package comment.
+	// it gathers into lanes, the lanes' records and numbers and the keys
+	// of the function and line indexes spill to temporary files in the
+	// store's directory beyond it. 0 means DefaultMemLimit. It does not
+	// bound the trace reader's own memory (a generation of the trace),
+	// nor the distinct stacks and strings: see the package comment.
 	MemLimit int64
 
 	stats *buildStats // if set, what the build spilled (for tests)

@@ -85,10 +85,11 @@ var buildCommand = &cli.Command{
 	Short: "ingest an execution trace into a store directory",
 	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
 		"STORE, and prints how the store's size compares with the trace's, part by part.\n" +
-		"-mem bounds the memory the builder itself holds (the spans it gathers into\n" +
-		"lanes and the records of the lanes spill to temporary files beyond it; the\n" +
-		"index keys, stacks and strings stay in memory); the trace reader holds one\n" +
-		"generation of the trace besides.\n" +
+		"-mem bounds the memory the builder itself holds: the spans, the lanes'\n" +
+		"records and numbers and the function and line indexes' keys spill to\n" +
+		"temporary files beyond it, in the store's directory; the distinct stacks\n" +
+		"and strings and the live goroutines' state stay in memory, and the trace\n" +
+		"reader holds one generation of the trace besides.\n" +
 		"With -labels, it also indexes the trace's CPU samples by the trampoline labels\n" +
 		"of the history (trampoline.WriteHistory's JSON) into STORE/labels.idx, for\n" +
 		"query -label and the viewer.",
