@@ -197,14 +197,16 @@ func TestBuildHeapBounded(t *testing.T) {
 	}
 	f.Close()
 	r = nil
-	const fixed = 6 << 20 // file buffers, the page being built, the stacks, the sample of durations, the runtime's
+	const fixed = 4 << 20 // file buffers, the page being built, the stacks, the sample of durations
 	for _, mem := range []int64{MinMemLimit, 16 << 20} {
 		f := open()
 		base := live()
 		var peak int64
 		probes := 0
 		var st buildStats
-		m, err := buildInto(bufio.NewReader(f), t.TempDir(), PageSize, Options{MemLimit: mem, stats: &st, probe: func() {
+		dir := t.TempDir()
+		// Pages of 1 KiB, for an index of many pages.
+		m, err := buildInto(bufio.NewReader(f), dir, MinPageSize, Options{MemLimit: mem, stats: &st, probe: func() {
 			peak = max(peak, live()-base)
 			probes++
 		}})
@@ -212,12 +214,20 @@ func TestBuildHeapBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("-mem %d MiB: %d events, %d spans, %d lanes: live heap at most %.1f MiB building (%d probes), %.1f MiB reading alone; %+v", mem>>20, m.Events, m.Spans, m.Lanes, float64(peak)/(1<<20), probes, float64(reader)/(1<<20), st)
+		t.Logf("-mem %d MiB: %d events, %d spans, %d lanes, %d pages: live heap at most %.1f MiB building (%d probes), %.1f MiB reading alone; %+v", mem>>20, m.Events, m.Spans, m.Lanes, m.Pages, float64(peak)/(1<<20), probes, float64(reader)/(1<<20), st)
 		if ceiling := reader + mem + fixed; peak > ceiling {
 			t.Errorf("-mem %d MiB: the build's live heap reached %d bytes, past %d (reading alone %d, the limit, %d fixed)", mem>>20, peak, ceiling, reader, fixed)
 		}
-		if mem == MinMemLimit && m.Spans*spanBytes < 2*(reader+mem+fixed) {
-			t.Errorf("%d spans: too few to tell a bounded build from one that holds them", m.Spans)
+		// What the builder would hold without the limit: its spans and
+		// its indexes, at least.
+		unbounded := m.Spans * spanBytes
+		for _, s := range m.Files {
+			if s.Name == fileFuncIdx || s.Name == fileLineIdx {
+				unbounded += s.Bytes
+			}
+		}
+		if mem == MinMemLimit && (unbounded < 2*(mem+fixed) || st.funcRuns < 2 || st.lineRuns < 2) {
+			t.Errorf("%d bytes of spans and indexes, %d and %d runs of index keys: too few to tell a bounded build from one that holds them", unbounded, st.funcRuns, st.lineRuns)
 		}
 	}
 }
