@@ -176,6 +176,9 @@ func (b *builder) writeLanes() error {
 		}
 	}
 	nums = nil
+	// The row state is garbage from here: every lane is in the lane
+	// file.
+	b.rows, b.gState, b.pState, b.ranges, b.regions, b.tasks, b.retired, b.live = nil, nil, nil, nil, nil, nil, nil, nil
 	if err := b.laneW.Flush(); err != nil {
 		return fmt.Errorf("%w: lanes: %w", errWrite, err)
 	}
@@ -355,8 +358,8 @@ func addGroupLane(groups []laneGroup, n int, spans, limit int64) []laneGroup {
 }
 
 // laneGroupBytes is what gathering holds per lane of a group, besides
-// its spans: its span count and where its spans go.
-const laneGroupBytes = 16
+// its spans: its span count, where its spans go and how many are placed.
+const laneGroupBytes = 24
 
 // gatherSpans calls lane for every lane, in order, with a function that
 // returns its spans one by one, reading them back from the temporary
@@ -436,15 +439,28 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			}
 		}
 		writers = nil
-		newID = nil // the group files hold final lane numbers
+		// The group files hold final lane numbers: the map and its
+		// cache are garbage.
+		newID.release()
+		newID = nil
 		// The spans are in the group files: the temporary file's disk
 		// space goes.
 		if err := b.spanTmp.Truncate(0); err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
 	}
+	// The buffers, once, of the largest group's spans and lanes (not
+	// grown by doubling, which would hold up to twice their size).
+	var maxSpans int64
+	var maxLanes int
+	for g := range groups {
+		if n := groups[g].spans; hiOf(g)-groups[g].lo > 1 || n <= limit {
+			maxSpans = max(maxSpans, n)
+		}
+		maxLanes = max(maxLanes, hiOf(g)-groups[g].lo)
+	}
 	var buf []byte
-	var spans, first, placed []int64
+	spans, first, placed := make([]int64, 0, maxLanes), make([]int64, 0, maxLanes), make([]int64, 0, maxLanes)
 	var cnt [8]byte
 	var gr *bufio.Reader // the group file's reader
 	for g := range groups {
@@ -511,8 +527,10 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			continue
 		}
 		if buf == nil {
-			// Once, for the largest group.
-			buf = make([]byte, min(limit, b.numSpans)*spanBytes)
+			buf = make([]byte, maxSpans*spanBytes)
+		}
+		if n > maxSpans {
+			return fmt.Errorf("tracestore: reading back lane counts: a group of %d spans, more than %d", n, maxSpans)
 		}
 		buf = buf[:n*spanBytes]
 		for range n {

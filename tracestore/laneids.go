@@ -73,6 +73,9 @@ func memLaneIDs(ids []uint32) *laneIDs {
 	return m
 }
 
+// release drops the map's memory; it must not be used after.
+func (m *laneIDs) release() { m.mem, m.sets = nil, nil }
+
 func (m *laneIDs) close() {
 	if m.f != nil {
 		m.f.Close()
