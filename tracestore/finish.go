@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
 	"github.com/pctab/pctab/diskmap"
@@ -290,6 +291,10 @@ func (b *builder) writeLanes() error {
 	defer bt.Close()
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
+	// What reading the trace and sorting the lanes left is garbage:
+	// collected and returned to the system before the gathering takes
+	// its share, which would otherwise come on top of it.
+	debug.FreeOSMemory()
 	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw, xw: xw}
 	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
