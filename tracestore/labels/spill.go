@@ -100,6 +100,11 @@ func (c *sampleRun) next(labels, stacks int) (bool, error) {
 	if uint64(l) >= uint64(labels) || uint64(s.Stack) >= uint64(stacks) {
 		return false, fmt.Errorf("%w: run %d, offset %d: label %d of %d, stack %d of %d", ErrSpill, c.k, c.off, l, labels, s.Stack, stacks)
 	}
+	// What Read accepts, as the trace's samples are: a goroutine or -1,
+	// a time within 2^62 ns of the base.
+	if s.Goroutine < -1 || s.Goroutine >= 1<<62 || s.Time > 1<<62 {
+		return false, fmt.Errorf("%w: run %d, offset %d: time %d or goroutine %d out of range", ErrSpill, c.k, c.off, s.Time, s.Goroutine)
+	}
 	// Runs are sorted by label, then time.
 	if c.started() && (int(l) < c.label || int(l) == c.label && s.Time < c.s.Time) {
 		return false, fmt.Errorf("%w: run %d, offset %d: label %d at %d after label %d at %d, out of order", ErrSpill, c.k, c.off, l, s.Time, c.label, c.s.Time)

@@ -118,6 +118,7 @@ func TestSpillHostile(t *testing.T) {
 		{"unknown stack", rec(1, 9, 5), 1 << 8},
 		{"truncated", rec(1, 0, 5)[:20], 1 << 8},
 		{"miscounted", cat(rec(1, 0, 5), rec(1, 0, 6)), 1 << 8},
+		{"time out of range", rec(1, 0, 1<<62+1), 1 << 8},
 	} {
 		b := spilledBuilder(t, t.TempDir(), tc.data, nil, tc.counts)
 		if err := b.write(&bytes.Buffer{}, 0); !errors.Is(err, ErrSpill) {
