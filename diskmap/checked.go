@@ -1,7 +1,6 @@
 package diskmap
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -28,28 +27,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteChecked writes the map and its bucket sums, as Open reads them.
 func (b *Builder) WriteChecked(w io.Writer) (int64, error) {
-	var buf bytes.Buffer
-	if _, err := b.WriteTo(&buf); err != nil {
-		return 0, err
-	}
-	data := buf.Bytes()
-	if uint64(len(data))+uint64(4*buckets(len(b.pages)))+12 >= 1<<32 {
-		return 0, &SizeError{Size: int64(len(data))}
-	}
-	m := New(data)
-	nb := m.buckets()
-	out := make([]byte, 0, 4*nb+12)
-	for i := range nb {
-		out = binary.LittleEndian.AppendUint32(out, m.bucketSum(i, nb))
-	}
-	out = binary.LittleEndian.AppendUint32(out, uint32(len(data)))
-	out = append(out, magic...)
-	n, err := w.Write(data)
-	if err != nil {
-		return int64(n), err
-	}
-	n2, err := w.Write(out)
-	return int64(n + n2), err
+	return b.write(w, true)
 }
 
 // NewChecked returns the map of a checked file's bytes, as WriteChecked

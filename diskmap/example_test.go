@@ -3,6 +3,7 @@ package diskmap_test
 import (
 	"bytes"
 	"fmt"
+	"os"
 
 	"github.com/pctab/pctab/diskmap"
 )
@@ -35,4 +36,25 @@ func Example() {
 	// [0 7] false
 	// [] false
 	// true
+}
+
+func ExampleNewSpillBuilder() {
+	// An index that holds about 1 KiB in memory and spills sorted runs
+	// to a temporary file beyond it; the map written is the same as the
+	// in-memory builder's.
+	dir, _ := os.MkdirTemp("", "spill")
+	defer os.RemoveAll(dir)
+	b := diskmap.NewSpillBuilder(dir, 1<<10)
+	defer b.Close()
+	for page := range uint32(100) {
+		b.Add([]byte("main.main"), page)
+		b.Add([]byte(fmt.Sprint("main.f", page%7)), page)
+	}
+	var file bytes.Buffer
+	if _, err := b.WriteChecked(&file); err != nil {
+		panic(err)
+	}
+	pages, _ := diskmap.NewChecked(file.Bytes()).Lookup([]byte("main.f3"))
+	fmt.Println(b.Spilled() > 1, pages)
+	// Output: true [3 10 17 24 31 38 45 52 59 66 73 80 87 94]
 }

@@ -28,3 +28,22 @@ func ExampleBlocked() {
 	fmt.Println(total, b.Forest().Len())
 	// Output: 36 2
 }
+
+func ExampleStream() {
+	// A forest's values written as they are made, into a file say; here a
+	// slice, rewritten in place where a node's tree completes.
+	var file []int64
+	s := forest.NewStream(forest.Sum[int64], func(i int, v int64) error {
+		for len(file) <= i {
+			file = append(file, 0)
+		}
+		file[i] = v
+		return nil
+	})
+	for _, v := range []int64{1, 2, 3, 4, 5} {
+		s.Append(v)
+	}
+	f, _ := forest.FromValues(file, forest.Sum[int64], 0)
+	fmt.Println(file, f.Query(1, 5))
+	// Output: [1 3 2 10 3 7 4 10 5 5] 14
+}

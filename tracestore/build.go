@@ -67,12 +67,31 @@ type Options struct {
 	// MaxPageSize; 0 means PageSize.
 	PageSize int
 	// MemLimit bounds the memory Build itself holds, in bytes: the spans
-	// it gathers into lanes and the records of the lanes spill to
-	// temporary files in the store's directory beyond it. 0 means
-	// DefaultMemLimit. It does not bound the trace reader's own memory
-	// (a generation of the trace), nor the index keys, stacks and
-	// strings: see the package comment.
+	// it gathers into lanes, the lanes' records and numbers and the keys
+	// of the function and line indexes spill to temporary files in the
+	// store's directory beyond it. 0 means DefaultMemLimit. It does not
+	// bound the trace reader's own memory (a generation of the trace),
+	// nor the distinct stacks and strings: see the package comment.
 	MemLimit int64
+
+	stats *buildStats // if set, what the build spilled (for tests)
+	// probe, if set, is called every probeEvents events and at the
+	// steps of the build's end (tests measure the heap there).
+	probe func()
+}
+
+// probeEvents is how often Options.probe is called while the trace is
+// read.
+const probeEvents = 1 << 16
+
+// buildStats counts what a build spilled to temporary files.
+type buildStats struct {
+	funcRuns, lineRuns int // sorted runs of func.idx's and line.idx's keys
+	laneRuns           int // sorted runs of lane records (1: sorted in memory)
+	spanGroups         int // groups the spans were gathered in
+	// laneIDPages counts the pages of lane numbers read from their file
+	// (-1: the numbers were held in memory).
+	laneIDPages int64
 }
 
 // DefaultMemLimit is Options.MemLimit's default.
@@ -227,12 +246,12 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 			<-framing
 		}
 	}()
-	b, err := newBuilder(dir, ps)
+	b, err := newBuilder(dir, ps, opts.MemLimit)
 	if err != nil {
 		return nil, err
 	}
-	b.mem = opts.MemLimit
 	defer b.cleanup()
+	b.stats, b.probe = opts.stats, opts.probe
 	tr, err := newTraceReader(cr)
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
@@ -245,6 +264,9 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 		}
 		if err == nil {
 			err = b.addChecked(&ev)
+			if b.probe != nil && b.events%probeEvents == 0 {
+				b.probe()
+			}
 		}
 		if errors.Is(err, errWrite) {
 			return nil, err
@@ -354,6 +376,8 @@ type stackInfo struct {
 type builder struct {
 	dir    string
 	mem    int64 // Options.MemLimit
+	stats  *buildStats
+	probe  func()
 	events uint64
 	base   int64 // trace time of the first event
 	last   int64
@@ -374,7 +398,8 @@ type builder struct {
 	pageN    uint32
 	pageT    int64 // base time of the current page
 	rec      recState
-	pageIdx  []byte // pages.idx records
+	pageIdxF *os.File      // pages.idx
+	pageIdxW *bufio.Writer // its records, written as pages are
 	pageFrst uint64
 	pageLast int64
 	pages    int
@@ -423,21 +448,25 @@ type builder struct {
 	q         int64
 }
 
-func newBuilder(dir string, pageSize int) (*builder, error) {
+// newBuilder returns a builder of a store in dir, of the given page size,
+// that holds about mem bytes (Options.MemLimit).
+func newBuilder(dir string, pageSize int, mem int64) (*builder, error) {
 	dag, err := stackcompress.NewBuilder(stackcompress.Options{})
 	if err != nil {
 		return nil, err
 	}
 	b := &builder{
 		dir:     dir,
+		mem:     mem,
 		page:    make([]byte, 0, pageSize),
 		strings: map[string]uint32{"": 0},
 		strList: []string{""},
 		frames:  map[[3]uint32]uint64{},
 		dag:     dag,
 		stacks:  map[trace.Stack]*stackInfo{},
-		funcIdx: diskmap.NewBuilder(),
-		lineIdx: diskmap.NewBuilder(),
+		// Each index holds an eighth of the limit before it spills.
+		funcIdx: diskmap.NewSpillBuilder(dir, max(mem/8, minIndexBytes)),
+		lineIdx: diskmap.NewSpillBuilder(dir, max(mem/8, minIndexBytes)),
 		rows:    map[rowKey]*rowSet{},
 		gState:  map[int64]*openSpan{},
 		pState:  map[int64]*openSpan{},
@@ -451,6 +480,10 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
 	b.evW = bufio.NewWriterSize(b.evFile, ioBuffer)
+	if b.pageIdxF, err = os.Create(filepath.Join(dir, filePages)); err != nil {
+		return nil, fmt.Errorf("tracestore: %w", err)
+	}
+	b.pageIdxW = bufio.NewWriterSize(b.pageIdxF, 16<<10)
 	if b.spanTmp, err = os.CreateTemp(dir, "spans-*.tmp"); err != nil {
 		return nil, fmt.Errorf("tracestore: %w", err)
 	}
@@ -463,8 +496,15 @@ func newBuilder(dir string, pageSize int) (*builder, error) {
 }
 
 func (b *builder) cleanup() {
-	if b.evFile != nil {
-		b.evFile.Close()
+	for _, f := range []*os.File{b.evFile, b.pageIdxF} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, x := range []*diskmap.Builder{b.funcIdx, b.lineIdx} {
+		if x != nil {
+			x.Close()
+		}
 	}
 	for _, f := range []*os.File{b.spanTmp, b.laneTmp} {
 		if f != nil {
@@ -618,10 +658,14 @@ func (b *builder) flushPage() error {
 	if _, err := b.evW.Write(b.pageOut); err != nil {
 		return fmt.Errorf("%w: %s: %w", errWrite, fileEvents, err)
 	}
-	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageT))
-	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageLast))
-	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, b.pageFrst)
-	b.pageIdx = binary.LittleEndian.AppendUint64(b.pageIdx, uint64(b.pageOff))
+	var rec [pageIndexBytes]byte
+	binary.LittleEndian.PutUint64(rec[0:], uint64(b.pageT))
+	binary.LittleEndian.PutUint64(rec[8:], uint64(b.pageLast))
+	binary.LittleEndian.PutUint64(rec[16:], b.pageFrst)
+	binary.LittleEndian.PutUint64(rec[24:], uint64(b.pageOff))
+	if _, err := b.pageIdxW.Write(rec[:]); err != nil {
+		return fmt.Errorf("%w: %s: %w", errWrite, filePages, err)
+	}
 	b.pageOff += int64(len(b.pageOut))
 	b.pages++
 	b.pageN = 0
@@ -629,6 +673,10 @@ func (b *builder) flushPage() error {
 	b.pageEvs = b.pageEvs[:0]
 	return nil
 }
+
+// minIndexBytes is the least memory each index may hold before it spills
+// (tests lower it).
+var minIndexBytes int64 = 256 << 10
 
 // ioBuffer is the size of the builder's file buffers.
 const ioBuffer = 64 << 10

@@ -79,7 +79,7 @@ func FuzzRows(f *testing.F) {
 	f.Add([]byte{3, 1, 3, 0, 0x81, 0, 0x80, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		dir := t.TempDir()
-		b, err := newBuilder(dir, MinPageSize)
+		b, err := newBuilder(dir, MinPageSize, DefaultMemLimit)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -337,5 +337,5 @@ func gatherCounts(b *builder, counts []int64, newID []uint32, lane func(n int, l
 		groups = addGroupLane(groups, n, c, max(b.mem/4, minGroupBytes))
 		cb = binary.LittleEndian.AppendUint64(cb, uint64(c))
 	}
-	return b.gatherSpans(groups, len(counts), bytes.NewReader(cb), newID, lane)
+	return b.gatherSpans(groups, len(counts), bytes.NewReader(cb), memLaneIDs(newID), lane)
 }

@@ -48,12 +48,16 @@
 // gathered into lanes in groups that fit a quarter of the limit. The row
 // state of every goroutine that exits is dropped and its lanes' records
 // go to a temporary file, sorted at the end in runs of an eighth of the
-// limit. What stays in memory grows with the trace's distinct stacks,
-// frames and names, its index keys (pages times the functions and lines
-// on them), the lanes of its live goroutines and, while the spans are
-// gathered, 4 bytes a lane; never with its spans. The trace reader holds
-// one generation of the trace besides. The build's last step checks the
-// store as Open does, keeping nothing per span or lane.
+// limit. The function and line indexes hold an eighth of the limit each
+// and spill sorted runs of their keys beyond it, merged as the indexes
+// are written; the lanes' numbers in the store go to a file read through
+// a cache of a sixteenth when they do not fit it; each lane's forest is
+// written as it is built. What stays in memory grows with the trace's
+// distinct stacks, frames and names, the lanes of its live goroutines, a
+// bit per exited goroutine and a byte per index key while the indexes
+// are written; never with its spans, lanes or pages. The trace reader
+// holds one generation of the trace besides. The build's last step
+// checks the store as Open does, keeping nothing per span or lane.
 //
 // Open reads a store back in time and memory that grow with its lanes,
 // pages, strings and frames, never with its spans: it checks the manifest,

@@ -10,10 +10,19 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 
+	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/forest"
 )
+
+// probeNow calls the test probe, if there is one.
+func (b *builder) probeNow() {
+	if b.probe != nil {
+		b.probe()
+	}
+}
 
 func (b *builder) finish() (*Manifest, error) {
 	if err := b.flushPage(); err != nil {
@@ -21,6 +30,9 @@ func (b *builder) finish() (*Manifest, error) {
 	}
 	if err := b.evW.Flush(); err != nil {
 		return nil, fmt.Errorf("tracestore: writing %s: %w", fileEvents, err)
+	}
+	if err := b.pageIdxW.Flush(); err != nil {
+		return nil, fmt.Errorf("tracestore: writing %s: %w", filePages, err)
 	}
 	if err := b.closeAll(); err != nil {
 		return nil, err
@@ -67,7 +79,6 @@ func (b *builder) finish() (*Manifest, error) {
 		{fileStacks, b.dag},
 		{fileFrames, bytes.NewReader(b.frameTab)},
 		{fileStrings, &strTab},
-		{filePages, bytes.NewReader(b.pageIdx)},
 		{fileFuncIdx, checked(b.funcIdx)},
 		{fileLineIdx, checked(b.lineIdx)},
 	} {
@@ -78,9 +89,18 @@ func (b *builder) finish() (*Manifest, error) {
 	// Written, the index keys, the strings and the stacks are garbage
 	// before the lanes are sorted and their spans gathered.
 	stacks, frames, strs := b.dag.Len(), len(b.frames), len(b.strList)
+	if b.stats != nil {
+		b.stats.funcRuns, b.stats.lineRuns = b.funcIdx.Spilled(), b.lineIdx.Spilled()
+	}
+	for _, x := range []*diskmap.Builder{b.funcIdx, b.lineIdx} {
+		if err := x.Close(); err != nil {
+			return nil, fmt.Errorf("tracestore: %w", err)
+		}
+	}
 	b.funcIdx, b.lineIdx, b.dag = nil, nil, nil
-	b.strings, b.strList, b.frames, b.frameTab, b.stacks, b.pageIdx = nil, nil, nil, nil, nil, nil
+	b.strings, b.strList, b.frames, b.frameTab, b.stacks = nil, nil, nil, nil, nil
 	strTab = bytes.Buffer{}
+	b.probeNow()
 	if err := b.writeLanes(); err != nil {
 		return nil, err
 	}
@@ -157,6 +177,9 @@ func (b *builder) writeLanes() error {
 		}
 	}
 	nums = nil
+	// The row state is garbage from here: every lane is in the lane
+	// file.
+	b.rows, b.gState, b.pState, b.ranges, b.regions, b.tasks, b.retired, b.live = nil, nil, nil, nil, nil, nil, nil, nil
 	if err := b.laneW.Flush(); err != nil {
 		return fmt.Errorf("%w: lanes: %w", errWrite, err)
 	}
@@ -173,10 +196,13 @@ func (b *builder) writeLanes() error {
 	// One pass over the sorted lanes numbers them, writes lanes.tab and
 	// the span counts in order (to a temporary file, which gathering
 	// reads a group at a time), and cuts the groups.
-	newID := make([]uint32, b.numLanes)
-	for i := range newID {
-		newID[i] = ^uint32(0)
+	// The lanes' new numbers: in memory if they fit a sixteenth of the
+	// limit, else in a file through a cache of that size.
+	newID, err := newLaneIDs(b.numLanes, max(b.mem/16, minGroupBytes/16), b.dir)
+	if err != nil {
+		return err
 	}
+	defer newID.close()
 	lf, lw, err := create(fileLanes)
 	if err != nil {
 		return err
@@ -196,10 +222,12 @@ func (b *builder) writeLanes() error {
 	var rec []byte
 	var buf [8]byte
 	err = b.sortLanes(b.laneTmp, b.numLanes, func(num uint32, l Lane) error {
-		if int64(num) >= int64(len(newID)) || newID[num] != ^uint32(0) || l.Spans < 1 || l.Spans > b.numSpans-spans {
-			return fmt.Errorf("tracestore: reading back lanes: lane %d (%d spans) out of range or twice", num, l.Spans)
+		if l.Spans < 1 || l.Spans > b.numSpans-spans {
+			return fmt.Errorf("tracestore: reading back lanes: lane %d: %d spans out of range", num, l.Spans)
 		}
-		newID[num] = n
+		if err := newID.set(num, n); err != nil {
+			return fmt.Errorf("tracestore: reading back lanes: %w", err)
+		}
 		rec = appendLane(rec[:0], l)
 		lw.Write(rec)
 		binary.LittleEndian.PutUint64(buf[:], uint64(l.Spans))
@@ -216,6 +244,10 @@ func (b *builder) writeLanes() error {
 	if spans != b.numSpans {
 		return fmt.Errorf("tracestore: reading back lanes: %d spans, %d written", spans, b.numSpans)
 	}
+	if b.stats != nil {
+		b.stats.spanGroups = len(groups)
+	}
+	b.probeNow()
 	for _, x := range []*bufio.Writer{lw, cw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("%w: lanes: %w", errWrite, err)
@@ -233,16 +265,22 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer sf.Close()
-	ff, fw, err := create(fileForest)
+	ff, err := os.Create(filepath.Join(b.dir, fileForest))
 	if err != nil {
-		return err
+		return fmt.Errorf("tracestore: %w", err)
 	}
 	defer ff.Close()
+	fw := &patchWriter{f: ff, buf: make([]byte, 0, ioBuffer)}
 	af, aw, err := create(fileAttrs)
 	if err != nil {
 		return err
 	}
 	defer af.Close()
+	xf, xw, err := create(fileAttrIdx)
+	if err != nil {
+		return err
+	}
+	defer xf.Close()
 	// The block index's offsets are written wide to a temporary file,
 	// then narrowed once spans.bin's size is known.
 	bt, err := os.CreateTemp(b.dir, "blocks-*.tmp")
@@ -253,15 +291,25 @@ func (b *builder) writeLanes() error {
 	defer bt.Close()
 	btw := bufio.NewWriterSize(bt, ioBuffer)
 	w := storeWidths(b.last, 0, b.numSpans)
-	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw}
+	// What reading the trace and sorting the lanes left is garbage:
+	// collected and returned to the system before the gathering takes
+	// its share, which would otherwise come on top of it.
+	debug.FreeOSMemory()
+	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw, xw: xw}
 	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
 	}
-	enc.flushAttrs()
-	if err := os.WriteFile(filepath.Join(b.dir, fileAttrIdx), enc.attrIdx, 0o666); err != nil {
-		return fmt.Errorf("tracestore: %w", err)
+	if b.stats != nil {
+		b.stats.laneIDPages = -1
+		if newID.f != nil {
+			b.stats.laneIDPages = newID.misses
+		}
 	}
-	for _, x := range []*bufio.Writer{sw, btw, fw, aw} {
+	enc.flushAttrs()
+	if err := fw.flush(); err != nil {
+		return fmt.Errorf("tracestore: writing %s: %w", fileForest, err)
+	}
+	for _, x := range []*bufio.Writer{sw, btw, aw, xw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}
@@ -315,8 +363,8 @@ func addGroupLane(groups []laneGroup, n int, spans, limit int64) []laneGroup {
 }
 
 // laneGroupBytes is what gathering holds per lane of a group, besides
-// its spans: its span count and where its spans go.
-const laneGroupBytes = 16
+// its spans: its span count, where its spans go and how many are placed.
+const laneGroupBytes = 24
 
 // gatherSpans calls lane for every lane, in order, with a function that
 // returns its spans one by one, reading them back from the temporary
@@ -324,7 +372,7 @@ const laneGroupBytes = 16
 // are numbered 0 to nlanes-1 in the store's order; counts reads each
 // one's span count, in that order; newID maps the temporary file's lane
 // numbers to the store's.
-func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, newID []uint32, lane func(n int, l Lane, next func() (Span, error)) error) error {
+func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, newID *laneIDs, lane func(n int, l Lane, next func() (Span, error)) error) error {
 	if nlanes == 0 {
 		return nil
 	}
@@ -365,15 +413,21 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			files[g], writers[g] = f, bufio.NewWriterSize(f, wbuf)
 		}
 		r := bufio.NewReaderSize(b.spanTmp, ioBuffer)
-		for range b.numSpans {
+		for i := range b.numSpans {
+			if i%probeEvents == 0 {
+				b.probeNow()
+			}
 			l, _, err := readRec(r)
 			if err != nil {
 				return err
 			}
-			if int64(l) >= int64(len(newID)) || int64(newID[l]) >= int64(nlanes) {
-				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", l, len(newID))
+			n, err := newID.get(l)
+			if err != nil {
+				return fmt.Errorf("tracestore: reading back spans: %w", err)
 			}
-			n := newID[l]
+			if int64(n) >= int64(nlanes) {
+				return fmt.Errorf("tracestore: reading back spans: lane %d of %d", n, nlanes)
+			}
 			// The group of lane n: the last that starts at or before it.
 			g, _ := slices.BinarySearchFunc(groups, int(n)+1, func(x laneGroup, t int) int { return cmp.Compare(x.lo, t) })
 			binary.LittleEndian.PutUint32(rec[:4], n)
@@ -390,15 +444,28 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			}
 		}
 		writers = nil
-		newID = nil // the group files hold final lane numbers
+		// The group files hold final lane numbers: the map and its
+		// cache are garbage.
+		newID.release()
+		newID = nil
 		// The spans are in the group files: the temporary file's disk
 		// space goes.
 		if err := b.spanTmp.Truncate(0); err != nil {
 			return fmt.Errorf("tracestore: %w", err)
 		}
 	}
+	// The buffers, once, of the largest group's spans and lanes (not
+	// grown by doubling, which would hold up to twice their size).
+	var maxSpans int64
+	var maxLanes int
+	for g := range groups {
+		if n := groups[g].spans; hiOf(g)-groups[g].lo > 1 || n <= limit {
+			maxSpans = max(maxSpans, n)
+		}
+		maxLanes = max(maxLanes, hiOf(g)-groups[g].lo)
+	}
 	var buf []byte
-	var spans, first, placed []int64
+	spans, first, placed := make([]int64, 0, maxLanes), make([]int64, 0, maxLanes), make([]int64, 0, maxLanes)
 	var cnt [8]byte
 	var gr *bufio.Reader // the group file's reader
 	for g := range groups {
@@ -439,11 +506,21 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			// One lane, larger than the limit: streamed.
 			left := n
 			err := lane(lo, Lane{Spans: n}, func() (Span, error) {
+				if left%probeEvents == 0 {
+					b.probeNow()
+				}
 				k, r, err := readRec(src)
 				if err != nil {
 					return Span{}, err
 				}
-				if left == 0 || newID == nil && int(k) != lo || newID != nil && (int64(k) >= int64(len(newID)) || int(newID[k]) != lo) {
+				if newID != nil {
+					n, err := newID.get(k)
+					if err != nil {
+						return Span{}, fmt.Errorf("tracestore: reading back spans: %w", err)
+					}
+					k = n
+				}
+				if left == 0 || int(k) != lo {
 					return Span{}, fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)
 				}
 				left--
@@ -455,8 +532,10 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			continue
 		}
 		if buf == nil {
-			// Once, for the largest group.
-			buf = make([]byte, min(limit, b.numSpans)*spanBytes)
+			buf = make([]byte, maxSpans*spanBytes)
+		}
+		if n > maxSpans {
+			return fmt.Errorf("tracestore: reading back lane counts: a group of %d spans, more than %d", n, maxSpans)
 		}
 		buf = buf[:n*spanBytes]
 		for range n {
@@ -466,10 +545,11 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			}
 			k := int(l)
 			if newID != nil {
-				k = -1
-				if int64(l) < int64(len(newID)) {
-					k = int(newID[l])
+				n, err := newID.get(l)
+				if err != nil {
+					return fmt.Errorf("tracestore: reading back spans: %w", err)
 				}
+				k = int(n)
 			}
 			if k < lo || k >= hi || placed[k-lo] >= spans[k-lo] {
 				return fmt.Errorf("tracestore: reading back spans: lane %d out of place", k)
@@ -478,6 +558,7 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 			placed[k-lo]++
 			copy(buf[at:at+spanBytes], r)
 		}
+		b.probeNow()
 		for k := lo; k < hi; k++ {
 			at := first[k-lo] * spanBytes
 			err := lane(k, Lane{Spans: spans[k-lo]}, func() (Span, error) {
@@ -498,22 +579,24 @@ func (b *builder) gatherSpans(groups []laneGroup, nlanes int, counts io.Reader, 
 var minGroupBytes int64 = 1 << 20
 
 // A laneEncoder writes lanes' blocks to spans.bin, their wide block index
-// records to a temporary file and their forests to forest.bin.
+// records to a temporary file, their forests to forest.bin and their
+// spans' attributes to spanattr.bin and attr.idx.
 type laneEncoder struct {
 	w              widths
 	q              int64 // time quantum
-	sw, bw, fw, aw *bufio.Writer
+	sw, bw, aw, xw *bufio.Writer
 	off            int64 // bytes of spans.bin written
+	fw             *patchWriter
+	forestOff      int64 // bytes of forest.bin written
 	enc, rec       []byte
 	blk            []Span
 
 	// spanattr.bin: the current chunk's records and spans, the last
-	// stack of each kind in it, the bytes written and attr.idx.
+	// stack of each kind in it and the bytes written.
 	attrs    []byte
 	attrN    int
 	attrLast [numSpanKinds]uint32
 	attrOff  int64
-	attrIdx  []byte
 	attrEnc  pageEncoder
 }
 
@@ -532,20 +615,28 @@ func (e *laneEncoder) flushAttrs() {
 	}
 	codec, data := e.attrEnc.compress(e.attrs)
 	e.aw.Write(data)
-	e.attrIdx = binary.LittleEndian.AppendUint64(e.attrIdx, uint64(e.attrOff))
-	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, uint32(len(e.attrs)))
-	e.attrIdx = binary.LittleEndian.AppendUint32(e.attrIdx, codec)
+	var rec [attrIdxBytes]byte
+	binary.LittleEndian.PutUint64(rec[0:], uint64(e.attrOff))
+	binary.LittleEndian.PutUint32(rec[8:], uint32(len(e.attrs)))
+	binary.LittleEndian.PutUint32(rec[12:], codec)
+	e.xw.Write(rec[:])
 	e.attrOff += int64(len(data))
 	e.attrs, e.attrN, e.attrLast = e.attrs[:0], 0, [numSpanKinds]uint32{}
 }
 
 func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
-	// The forest's values in a slice of their exact size: grown by
-	// doubling, a lane of millions of spans held up to three times it.
-	f, err := forest.FromValues(make([]Agg, 0, forestValues(l.Spans)), combine, noAgg)
-	if err != nil {
-		return err
+	// The forest's values go to forest.bin as they are made, each node
+	// again when its tree completes: what stays in memory is a value per
+	// level.
+	ab := int64(e.w.aggBytes())
+	if int64(cap(e.rec)) < ab {
+		e.rec = make([]byte, ab)
 	}
+	base := e.forestOff
+	f := forest.NewStream(combine, func(i int, v Agg) error {
+		e.w.putAgg(e.rec, v)
+		return e.fw.writeAt(e.rec[:ab], base+int64(i)*ab)
+	})
 	var wide [16]byte
 	for i0 := int64(0); i0 < l.Spans; i0 += BlockSpans {
 		e.blk = e.blk[:0]
@@ -566,16 +657,59 @@ func (e *laneEncoder) lane(_ int, l Lane, next func() (Span, error)) error {
 		e.sw.Write(e.enc)
 		e.off += int64(len(e.enc))
 		if len(e.blk) == BlockSpans {
-			f.Append(a)
+			if err := f.Append(a); err != nil {
+				return fmt.Errorf("%w: %s: %w", errWrite, fileForest, err)
+			}
 		}
 	}
-	if cap(e.rec) < e.w.aggBytes() {
-		e.rec = make([]byte, e.w.aggBytes())
+	if int64(f.Nodes()) != forestValues(l.Spans) {
+		return fmt.Errorf("tracestore: a lane of %d spans has %d forest values", l.Spans, f.Nodes())
 	}
-	for _, v := range f.Values() {
-		e.w.putAgg(e.rec, v)
-		e.fw.Write(e.rec[:e.w.aggBytes()])
+	e.forestOff += int64(f.Nodes()) * ab
+	return nil
+}
+
+// A patchWriter writes a file front to back through a buffer, and lets
+// bytes already written be rewritten: in the buffer while they are in
+// it, else in the file.
+type patchWriter struct {
+	f    *os.File
+	buf  []byte
+	base int64 // the file offset of buf[0]
+}
+
+// writeAt writes p at offset off, which must be at most the end of what
+// was written.
+func (w *patchWriter) writeAt(p []byte, off int64) error {
+	if off < w.base {
+		n := min(int64(len(p)), w.base-off)
+		if _, err := w.f.WriteAt(p[:n], off); err != nil {
+			return err
+		}
+		p, off = p[n:], off+n
 	}
+	if len(p) == 0 {
+		return nil
+	}
+	at := off - w.base
+	if at > int64(len(w.buf)) {
+		return fmt.Errorf("tracestore: a write at %d past the end %d", off, w.base+int64(len(w.buf)))
+	}
+	n := copy(w.buf[at:], p)
+	w.buf = append(w.buf, p[n:]...)
+	if len(w.buf) >= cap(w.buf)-64 {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffer to the file.
+func (w *patchWriter) flush() error {
+	if _, err := w.f.WriteAt(w.buf, w.base); err != nil {
+		return err
+	}
+	w.base += int64(len(w.buf))
+	w.buf = w.buf[:0]
 	return nil
 }
 

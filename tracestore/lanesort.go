@@ -67,7 +67,11 @@ func (b *builder) sortLanes(f *os.File, n int64, yield func(num uint32, l Lane) 
 			}
 		}
 		slices.SortFunc(run, func(x, y laneRec) int { return laneRecCompare(&x, &y) })
+		b.probeNow()
 		return nil
+	}
+	if b.stats != nil {
+		b.stats.laneRuns = int((n + per - 1) / per)
 	}
 	if n <= per {
 		if err := readRun(n); err != nil {

@@ -21,7 +21,7 @@ import (
 func TestLanesSpillWhileReading(t *testing.T) {
 	data := smallTrace(t)
 	dir := t.TempDir()
-	b, err := newBuilder(dir, PageSize)
+	b, err := newBuilder(dir, PageSize, DefaultMemLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestWriteLanesHostile(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			b, err := newBuilder(dir, PageSize)
+			b, err := newBuilder(dir, PageSize, DefaultMemLimit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +181,7 @@ func FuzzWriteLanes(f *testing.F) {
 		defer func(v int64) { minGroupBytes = v }(minGroupBytes)
 		minGroupBytes = laneRecBytes
 		dir := t.TempDir()
-		b, err := newBuilder(dir, PageSize)
+		b, err := newBuilder(dir, PageSize, DefaultMemLimit)
 		if err != nil {
 			t.Fatal(err)
 		}

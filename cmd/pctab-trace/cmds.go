@@ -85,13 +85,14 @@ var buildCommand = &cli.Command{
 	Short: "ingest an execution trace into a store directory",
 	Long: "Build reads the execution trace TRACE and writes the store, a directory, to\n" +
 		"STORE, and prints how the store's size compares with the trace's, part by part.\n" +
-		"-mem bounds the memory the builder itself holds (the spans it gathers into\n" +
-		"lanes and the records of the lanes spill to temporary files beyond it; the\n" +
-		"index keys, stacks and strings stay in memory); the trace reader holds one\n" +
-		"generation of the trace besides.\n" +
+		"-mem bounds the memory the builder itself holds: the spans, the lanes'\n" +
+		"records and numbers and the function and line indexes' keys spill to\n" +
+		"temporary files beyond it, in the store's directory; the distinct stacks\n" +
+		"and strings and the live goroutines' state stay in memory, and the trace\n" +
+		"reader holds one generation of the trace besides.\n" +
 		"With -labels, it also indexes the trace's CPU samples by the trampoline labels\n" +
 		"of the history (trampoline.WriteHistory's JSON) into STORE/labels.idx, for\n" +
-		"query -label and the viewer.",
+		"query -label and the viewer, holding half of -mem of samples.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		pageSize := fs.Int("pagesize", tracestore.PageSize, "size of the event log's pages in `bytes` (a power of two), before compression")
 		mem := byteSize(tracestore.DefaultMemLimit)
@@ -112,7 +113,7 @@ var buildCommand = &cli.Command{
 				return err
 			}
 			if *histPath != "" {
-				if err := buildLabels(env, f, *histPath, args[1], m.BaseTime); err != nil {
+				if err := buildLabels(env, f, *histPath, args[1], m.BaseTime, int64(mem)); err != nil {
 					return err
 				}
 			}
@@ -164,8 +165,10 @@ var buildCommand = &cli.Command{
 	},
 }
 
-// buildLabels writes the label index of the trace f into the store dir.
-func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base int64) error {
+// buildLabels writes the label index of the trace f into the store dir,
+// holding half of mem bytes of samples (the rest spill to a temporary
+// file in dir).
+func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base, mem int64) error {
 	hf, err := os.Open(histPath)
 	if err != nil {
 		return err
@@ -183,7 +186,7 @@ func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base int64) err
 		return err
 	}
 	w := bufio.NewWriter(out)
-	st, err := labels.Build(bufio.NewReader(f), h, base, w)
+	st, err := labels.BuildWith(bufio.NewReader(f), h, base, w, labels.Options{MemLimit: mem / 2, TempDir: dir})
 	if err == nil {
 		err = w.Flush()
 	}

@@ -34,12 +34,14 @@
 package labels
 
 import (
+	"bufio"
 	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -109,14 +111,37 @@ type Stats struct {
 // Build reads the CPU samples of the execution trace r, labels each from
 // the history h, and writes the index to w. baseTime is the trace clock's
 // time that the index's times count from (a store's Manifest.BaseTime).
+// It holds every sample in memory; BuildWith bounds them.
 func Build(r io.Reader, h trampoline.History, baseTime int64, w io.Writer) (Stats, error) {
+	return BuildWith(r, h, baseTime, w, Options{})
+}
+
+// Options configure BuildWith.
+type Options struct {
+	// MemLimit bounds the samples held in memory, in bytes, counting
+	// SampleBytes a sample: beyond it they go to a temporary file in
+	// TempDir, sorted by label and time, and are merged from it as the
+	// index is written (twice: once for its checksum). 0 holds every
+	// sample in memory. The index is the same either way.
+	MemLimit int64
+	// TempDir is the temporary file's directory; "" means os.TempDir.
+	TempDir string
+}
+
+// SampleBytes is what a sample counts against Options.MemLimit: its
+// size in memory, and in the temporary file.
+const SampleBytes = 24
+
+// BuildWith is Build with options.
+func BuildWith(r io.Reader, h trampoline.History, baseTime int64, w io.Writer, opts Options) (Stats, error) {
 	var st Stats
 	tr, err := trace.NewReader(r)
 	if err != nil {
 		return st, fmt.Errorf("labels: %w", err)
 	}
 	bindings := indexHistory(h)
-	b := &builder{strIdx: map[string]int{"": 0}, strs: []string{""}, stackIdx: map[string]int{}, labelIdx: map[Label]int{{}: 0}, labels: []Label{{}}, samples: [][]Sample{nil}}
+	b := &builder{strIdx: map[string]int{"": 0}, strs: []string{""}, stackIdx: map[string]int{}, labelIdx: map[Label]int{{}: 0}, labels: []Label{{}}, samples: [][]Sample{nil}, opts: opts}
+	defer b.close()
 	var funcs []string
 	for {
 		ev, err := tr.ReadEvent()
@@ -158,6 +183,11 @@ func Build(r io.Reader, h trampoline.History, baseTime int64, w io.Writer) (Stat
 			g = int64(id)
 		}
 		b.samples[label] = append(b.samples[label], Sample{Time: t - baseTime, Goroutine: g, Stack: b.stack(funcs)})
+		if b.held++; opts.MemLimit > 0 && b.held*SampleBytes > opts.MemLimit {
+			if err := b.spill(); err != nil {
+				return st, err
+			}
+		}
 	}
 	return st, b.write(w, baseTime)
 }
@@ -170,6 +200,14 @@ type builder struct {
 	labelIdx map[Label]int
 	labels   []Label
 	samples  [][]Sample
+
+	// Spilling (spill.go).
+	opts    Options
+	held    int64   // samples in memory
+	spilled []int64 // by label, samples in runs
+	runs    *os.File
+	runW    *bufio.Writer
+	bounds  []int64 // run k ends at bounds[k]
 }
 
 func (b *builder) str(s string) int {
@@ -215,12 +253,22 @@ func (b *builder) write(w io.Writer, baseTime int64) error {
 		body = binary.AppendUvarint(body, uint64(len(s)))
 		body = append(body, s...)
 	}
+	if b.runs != nil {
+		// Everything to the runs, merged below.
+		if err := b.spill(); err != nil {
+			return err
+		}
+	}
 	var n int
 	for i, l := range b.labels {
 		body = binary.AppendUvarint(body, uint64(b.strIdx[l.Key]))
 		body = binary.AppendUvarint(body, uint64(b.strIdx[l.Value]))
-		body = binary.AppendUvarint(body, uint64(len(b.samples[i])))
-		n += len(b.samples[i])
+		c := len(b.samples[i])
+		if i < len(b.spilled) {
+			c += int(b.spilled[i])
+		}
+		body = binary.AppendUvarint(body, uint64(c))
+		n += c
 	}
 	for _, st := range b.stacks {
 		body = binary.AppendUvarint(body, uint64(len(st)))
@@ -228,20 +276,27 @@ func (b *builder) write(w io.Writer, baseTime int64) error {
 			body = binary.AppendUvarint(body, uint64(f))
 		}
 	}
-	for _, ss := range b.samples {
-		slices.SortStableFunc(ss, func(x, y Sample) int { return cmp.Compare(x.Time, y.Time) })
-		var prev int64
-		for _, s := range ss {
-			t := max(s.Time, prev) // samples before the base time count from it
-			body = binary.AppendUvarint(body, uint64(t-prev))
-			body = binary.AppendUvarint(body, uint64(s.Goroutine+1))
-			body = binary.AppendUvarint(body, uint64(s.Stack))
-			prev = t
+	sum := crc32.Checksum(body, castagnoli)
+	if b.runs != nil {
+		// The samples, merged from the runs: once for the checksum, once
+		// to w after the header.
+		var err error
+		if sum, err = b.mergeRuns(sum, nil); err != nil {
+			return err
 		}
+	} else {
+		for _, ss := range b.samples {
+			slices.SortStableFunc(ss, func(x, y Sample) int { return cmp.Compare(x.Time, y.Time) })
+			var prev int64
+			for _, s := range ss {
+				body = appendSample(body, s, &prev)
+			}
+		}
+		sum = crc32.Checksum(body, castagnoli)
 	}
 	var hdr [headerSize]byte
 	copy(hdr[:], magic)
-	binary.LittleEndian.PutUint32(hdr[4:], crc32.Checksum(body, castagnoli))
+	binary.LittleEndian.PutUint32(hdr[4:], sum)
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(baseTime))
 	for i, c := range []int{len(b.strs), len(b.labels), len(b.stacks), n} {
 		if c > 1<<32-1 {
@@ -255,7 +310,23 @@ func (b *builder) write(w io.Writer, baseTime int64) error {
 	if _, err := w.Write(body); err != nil {
 		return fmt.Errorf("labels: %w", err)
 	}
+	if b.runs != nil {
+		if _, err := b.mergeRuns(0, w); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// appendSample appends the index's record of s, the time since prev
+// (which it advances), to body.
+func appendSample(body []byte, s Sample, prev *int64) []byte {
+	t := max(s.Time, *prev) // samples before the base time count from it
+	body = binary.AppendUvarint(body, uint64(t-*prev))
+	body = binary.AppendUvarint(body, uint64(s.Goroutine+1))
+	body = binary.AppendUvarint(body, uint64(s.Stack))
+	*prev = t
+	return body
 }
 
 // history indexes a trampoline history: each trampoline's bindings by
