@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/bits"
 	"os"
@@ -182,6 +183,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer lf.Close()
+	xf, xw, err := create(fileLaneIdx)
+	if err != nil {
+		return err
+	}
+	defer xf.Close()
 	ct, err := os.CreateTemp(b.dir, "counts-*.tmp")
 	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
@@ -192,31 +198,49 @@ func (b *builder) writeLanes() error {
 	limit := max(b.mem/4, minGroupBytes) // bytes a group may take
 	var groups []laneGroup
 	var n uint32
-	var spans, nblocks int64
+	var spans, nblocks, nvals, laneOff int64
 	var rec []byte
 	var buf [8]byte
+	// Each group of LaneGroup lanes gets its record in lanes.idx once
+	// its records are written.
+	var group laneIdxEntry
+	endGroup := func() {
+		rec = appendLaneIdx(rec[:0], group)
+		xw.Write(rec)
+	}
 	err = b.sortLanes(b.laneTmp, b.numLanes, func(num uint32, l Lane) error {
 		if int64(num) >= int64(len(newID)) || newID[num] != ^uint32(0) || l.Spans < 1 || l.Spans > b.numSpans-spans {
 			return fmt.Errorf("tracestore: reading back lanes: lane %d (%d spans) out of range or twice", num, l.Spans)
 		}
 		newID[num] = n
+		if n%LaneGroup == 0 {
+			group = laneIdxEntry{off: uint64(laneOff), span: uint64(spans), block: uint64(nblocks), forest: uint64(nvals)}
+		}
 		rec = appendLane(rec[:0], l)
 		lw.Write(rec)
+		group.crc = crc32.Update(group.crc, castagnoli, rec)
+		laneOff += int64(len(rec))
+		nvals += forestValues(l.Spans)
 		binary.LittleEndian.PutUint64(buf[:], uint64(l.Spans))
 		cw.Write(buf[:])
 		groups = addGroupLane(groups, int(n), l.Spans, limit)
 		spans += l.Spans
 		nblocks += blocks(l.Spans)
-		n++
+		if n++; n%LaneGroup == 0 {
+			endGroup()
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
+	if n%LaneGroup != 0 {
+		endGroup()
+	}
 	if spans != b.numSpans {
 		return fmt.Errorf("tracestore: reading back lanes: %d spans, %d written", spans, b.numSpans)
 	}
-	for _, x := range []*bufio.Writer{lw, cw} {
+	for _, x := range []*bufio.Writer{lw, xw, cw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("%w: lanes: %w", errWrite, err)
 		}

@@ -29,7 +29,7 @@ func (s *Store) verify() error {
 	// process's resident set every dropBytes read (the kernel keeps them
 	// cached), so that Build's check costs no RSS in proportion to the
 	// store.
-	for _, name := range []string{fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
+	for _, name := range []string{fileLanes, fileLaneIdx, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
 		b, err := s.mapped(name)
 		if err != nil {
 			return err
@@ -46,7 +46,7 @@ func (s *Store) verify() error {
 	ab := int64(s.w.aggBytes())
 	var blk []Span
 	var read int64 // spans.bin's bytes read since the pages were dropped
-	err := s.eachLane(func(i int, l *Lane, _ int64) error {
+	err := s.eachLane(func(i int, l *Lane) error {
 		f := forest.New(combine, noAgg)
 		for k := range blocks(l.Spans) {
 			var err error
@@ -146,18 +146,20 @@ func (s *Store) checkBlock(l int, ln *Lane, k int64, blk []Span) ([]Span, error)
 // first time (see Open). It is false for every block of a lane found
 // corrupt.
 func (s *Store) blockOK(l int, k int64) bool {
-	if s.bad[l].Load() {
+	if s.laneBad(l) {
 		return false
 	}
-	bi := s.lanes[l].blockOff + k
+	ln := s.lane(l)
+	bi := ln.blockOff + k
 	word, bit := &s.checked[bi/64], uint64(1)<<(bi%64)
 	if word.Load()&bit != 0 {
 		return true
 	}
 	var buf [BlockSpans]Span
-	if _, err := s.checkBlock(l, &s.lanes[l], k, buf[:0]); err != nil {
-		s.badErr.LoadOrStore(l, err)
-		s.bad[l].Store(true)
+	if _, err := s.checkBlock(l, ln, k, buf[:0]); err != nil {
+		if _, loaded := s.badErr.LoadOrStore(l, err); !loaded {
+			s.nbad.Add(1)
+		}
 		return false
 	}
 	word.Or(bit)
@@ -168,8 +170,8 @@ func (s *Store) blockOK(l int, k int64) bool {
 // Query(l, t0, t1).Count > 0 does. When a block of the lane starts in the
 // range, the block index answers alone, without reading a span.
 func (s *Store) HasSpans(l int, t0, t1 int64) bool {
-	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
+	ln := s.lane(l)
+	if ln.Spans == 0 || t1 <= t0 || s.laneBad(l) {
 		return false
 	}
 	nb := int(blocks(ln.Spans))
@@ -186,19 +188,38 @@ func (s *Store) blockStart(bi int64) int64 {
 	return int64(getN(s.blockIdx[bi*bib+int64(s.w.o):], s.w.t))
 }
 
-// LaneError returns why lane l answers as if it had no spans: the first
-// corruption a query found in its blocks, or nil.
+// LaneError returns why lane l answers as if it had no spans: the
+// corruption its group's record in lanes.tab has, or the first one a
+// query found in its blocks, or nil.
 func (s *Store) LaneError(l int) error {
+	if l < 0 || l >= s.m.Lanes {
+		return nil
+	}
+	if g := int64(l) / LaneGroup; s.lane(l) == &noLane {
+		if grp := s.laneCache[g%laneCacheGroups].Load(); grp != nil && grp.g == g && grp.err != nil {
+			return grp.err
+		}
+		return s.decodeLaneGroup(g).err
+	}
 	if err, ok := s.badErr.Load(l); ok {
 		return err.(error)
 	}
 	return nil
 }
 
+// laneBad reports whether a query found a corrupt block in lane l.
+func (s *Store) laneBad(l int) bool {
+	if s.nbad.Load() == 0 {
+		return false
+	}
+	_, ok := s.badErr.Load(l)
+	return ok
+}
+
 // leaf returns the forest leaf of whole block k of lane l.
 func (s *Store) leaf(l int, k int64) Agg {
 	ab := int64(s.w.aggBytes())
-	return s.w.getAgg(s.forest[(s.lanes[l].forestOff+2*k)*ab:])
+	return s.w.getAgg(s.forest[(s.lane(l).forestOff+2*k)*ab:])
 }
 
 // forestQuery combines the forest leaves of whole blocks [lo, hi) of lane
@@ -207,7 +228,7 @@ func (s *Store) leaf(l int, k int64) Agg {
 // 2i+2^k-1). 0 <= lo <= hi <= the lane's whole blocks.
 func (s *Store) forestQuery(l int, lo, hi int64) Agg {
 	ab := int64(s.w.aggBytes())
-	vals := s.forest[s.lanes[l].forestOff*ab:]
+	vals := s.forest[s.lane(l).forestOff*ab:]
 	acc := noAgg
 	for i := lo; i < hi; {
 		k := int64(bits.Len64(uint64(hi-i)) - 1)

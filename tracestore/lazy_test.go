@@ -55,18 +55,19 @@ func TestLazyCorruption(t *testing.T) {
 	}
 	defer good.Close()
 	big := 0
-	for l, ln := range good.Lanes() {
-		if ln.Spans > good.Lanes()[big].Spans {
+	for l := range good.NumLanes() {
+		ln := good.Lane(l)
+		if ln.Spans > good.Lane(big).Spans {
 			big = l
 		}
 	}
-	ln := good.Lanes()[big]
+	ln := good.Lane(big)
 	if ln.Spans < 3*BlockSpans {
 		t.Fatalf("the largest lane has %d spans", ln.Spans)
 	}
 	k := blocks(ln.Spans) / 2 // a whole block in the middle
 	d := good.Manifest().Duration
-	want := make([][]Cell, len(good.Lanes()))
+	want := make([][]Cell, good.NumLanes())
 	for l := range want {
 		want[l] = make([]Cell, 64)
 		good.QueryRow(l, 0, d+1, want[l])
@@ -127,7 +128,7 @@ func TestLazyCorruption(t *testing.T) {
 				t.Errorf("Span in the corrupt block: %+v", sp)
 			}
 			got := make([]Cell, 64)
-			for l := range s.Lanes() {
+			for l := range s.NumLanes() {
 				if l == big {
 					continue
 				}
@@ -176,5 +177,93 @@ func TestKindChunk(t *testing.T) {
 		if n := distinct * 7; (c.all == nil) != (n <= 256) {
 			t.Errorf("%d distinct values: dictionary %v", n, c.all == nil)
 		}
+	}
+}
+
+// TestLazyLaneCorruption corrupts the records of one group of lanes in
+// lanes.tab (a byte of a record), or the group's record in lanes.idx
+// (its checksum), in a store that Open accepts since it reads neither:
+// the group's lanes answer as if they had no spans and LaneError says
+// what and where, the other groups' lanes answer as before, and Verify
+// fails.
+func TestLazyLaneCorruption(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{PageSize: MinPageSize}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := Open(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	nl := good.NumLanes()
+	if nl <= LaneGroup {
+		t.Fatalf("%d lanes: one group", nl)
+	}
+	g := int64(nl/LaneGroup) / 2 // a group in the middle
+	d := good.Manifest().Duration
+	want := make([][]Cell, nl)
+	for l := range want {
+		want[l] = make([]Cell, 64)
+		good.QueryRow(l, 0, d+1, want[l])
+	}
+	e := getLaneIdx(good.laneIdx[g*laneIdxBytes:])
+	for _, c := range []struct {
+		name, file, says string
+		edit             func(b []byte)
+	}{
+		{"record bytes", fileLanes, fileLanes, func(b []byte) { b[e.off+3] ^= 0x10 }},
+		{"group checksum", fileLaneIdx, "checksum", func(b []byte) { b[g*laneIdxBytes+32]++ }},
+		{"group's first span", fileLaneIdx, "do not fit", func(b []byte) { b[g*laneIdxBytes+8]++ }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyStore(t, base)
+			b, err := os.ReadFile(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.edit(b)
+			replaceFile(t, dir, c.file, b)
+			s, err := Open(dir)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			got := make([]Cell, 64)
+			for l := range nl {
+				s.QueryRow(l, 0, d+1, got)
+				lerr := s.LaneError(l)
+				if int64(l)/LaneGroup == g || c.name == "group's first span" && int64(l)/LaneGroup == g-1 {
+					// The group (and, for its first span, the group
+					// before, which ends where it begins) is empty.
+					if ln := s.Lane(l); ln.Spans != 0 || s.HasSpans(l, 0, d+1) || s.Query(l, 0, d+1).Count != 0 {
+						t.Fatalf("lane %d of the corrupt group: %+v", l, ln)
+					}
+					for p := range got {
+						if got[p].Kind != NoSpan || got[p].Span != -1 {
+							t.Fatalf("lane %d of the corrupt group, pixel %d: %+v", l, p, got[p])
+						}
+					}
+					if lerr == nil || !strings.Contains(lerr.Error(), fileLanes) || !strings.Contains(lerr.Error(), "offset") {
+						t.Fatalf("lane %d: LaneError = %v, want an error naming %s and the offset", l, lerr, fileLanes)
+					}
+					continue
+				}
+				if lerr != nil {
+					t.Fatalf("lane %d: %v", l, lerr)
+				}
+				if s.Lane(l) != good.Lane(l) {
+					t.Fatalf("lane %d: %+v, before the corruption %+v", l, s.Lane(l), good.Lane(l))
+				}
+				for p := range got {
+					if got[p] != want[l][p] {
+						t.Fatalf("lane %d, pixel %d: %+v, before the corruption %+v", l, p, got[p], want[l][p])
+					}
+				}
+			}
+			if err := s.Verify(); err == nil {
+				t.Error("Verify succeeded")
+			}
+		})
 	}
 }

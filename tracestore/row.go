@@ -25,8 +25,8 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	for i := range cells {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
-	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
+	ln := s.lane(l)
+	if ln.Spans == 0 || t1 <= t0 || s.laneBad(l) {
 		return
 	}
 	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
@@ -409,7 +409,7 @@ func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
 // kindName returns the kind and name of the lane's span i, ok false if
 // its chunk of spanattr.bin is corrupt.
 func (r *rowSweep) kindName(i int64) (uint32, bool) {
-	g := r.s.laneSpan[r.l] + i
+	g := r.s.lane(r.l).firstSpan + i
 	if c := g / AttrChunk; c != r.knChunk {
 		r.knChunk, r.kn = c, r.s.kinds.chunk(c)
 	}

@@ -202,7 +202,8 @@ func TestLanesAgainstBruteForce(t *testing.T) {
 		t.Fatalf("%d lanes, %d spans", m.Lanes, m.Spans)
 	}
 	kinds := map[Layer]int{}
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		kinds[ln.Layer]++
 		var spans []Span
 		for i := range ln.Spans {
@@ -277,12 +278,23 @@ func TestCorruptStore(t *testing.T) {
 				eerr := s.Events(0, m.Duration+1, func(*Event) bool { return true })
 				exercise(s)
 				verr := s.Verify()
+				laneErrs := 0
+				for l := range s.NumLanes() {
+					if s.LaneError(l) != nil {
+						laneErrs++
+					}
+				}
 				s.Close()
 				switch name {
 				case fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx:
 					// The timeline is checked as it is read, and by Verify.
 					if verr == nil {
 						t.Errorf("%s %s: Verify succeeded", name, mut.what)
+					}
+				case fileLanes, fileLaneIdx:
+					// So are the lanes' records, a group at a time.
+					if verr == nil || laneErrs == 0 {
+						t.Errorf("%s %s: Verify's error %v, %d lanes in error", name, mut.what, verr, laneErrs)
 					}
 				case fileEvents:
 					if qerr == nil && eerr == nil {
@@ -373,7 +385,7 @@ func rowTraces(t *testing.T) map[string][]byte {
 func testQueryRow(t *testing.T, data []byte) {
 	s, _ := build(t, data)
 	d := s.Manifest().Duration
-	for l := range s.Lanes() {
+	for l := range s.NumLanes() {
 		for _, v := range [][3]int64{{0, d + 1, 200}, {d / 4, d / 3, 97}, {d / 2, d/2 + 1000, 50}} {
 			cells := make([]Cell, v[2])
 			s.QueryRow(l, v[0], v[1], cells)
@@ -491,7 +503,8 @@ func FuzzStoreFiles(f *testing.F) {
 		defer s.Close()
 		d := s.Manifest().Duration
 		cells := make([]Cell, 37)
-		for l, ln := range s.Lanes() {
+		for l := range s.NumLanes() {
+			ln := s.Lane(l)
 			s.Query(l, 0, d+1)
 			s.Query(l, d/3, d/2)
 			s.QueryRow(l, 0, d+1, cells)

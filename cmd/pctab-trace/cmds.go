@@ -448,7 +448,8 @@ var aggCommand = &cli.Command{
 				to.ns = s.Manifest().Duration + 1
 			}
 			res := aggResult{SchemaVersion: aggSchemaVersion, Store: args[0], From: from.ns, To: to.ns, Lanes: []laneAgg{}}
-			for l, ln := range s.Lanes() {
+			for l := range s.NumLanes() {
+				ln := s.Lane(l)
 				if *track != "" && ln.Track.String() != *track {
 					continue
 				}

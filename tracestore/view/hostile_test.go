@@ -46,7 +46,7 @@ func TestWideRanges(t *testing.T) {
 	s := recordStore(t)
 	h := Handler(s)
 	var lanes []string
-	for l := range s.Lanes() {
+	for l := range s.NumLanes() {
 		lanes = append(lanes, fmt.Sprint(l))
 	}
 	const px = 4
@@ -62,7 +62,7 @@ func TestWideRanges(t *testing.T) {
 			t.Fatalf("tile %v: %d, %d bytes", rg, w.Code, w.Body.Len())
 		}
 		b := w.Body.Bytes()
-		for l := range s.Lanes() {
+		for l := range s.NumLanes() {
 			for p := range int64(px) {
 				q := s.Query(l, bound(p), bound(p+1))
 				cell := b[8*(px*int64(l)+p):]
@@ -101,7 +101,7 @@ func TestRequestLimits(t *testing.T) {
 	if len(dup) > 2200 {
 		t.Fatalf("a %d-byte request", len(dup))
 	}
-	nl := len(s.Lanes())
+	nl := s.NumLanes()
 	all := laneRange(0, nl)
 	maxPx := min(MaxPixels, MaxCells/nl) // the largest tile of every lane
 	for _, c := range []struct {
@@ -114,6 +114,19 @@ func TestRequestLimits(t *testing.T) {
 		{"/api/tile?t0=0&t1=1000000&px=8193&lo=0&hi=1", 400, 64 << 10},
 		{fmt.Sprintf("/api/tile?t0=0&t1=1000000&px=%d&lo=0&hi=%d", MaxCells/nl+1, nl), 400, 64 << 10},
 		{"/api/func?name=x&t0=0&t1=10&px=100000000", 400, 64 << 10},
+		{"/api/lanes?from=0&n=1025", 400, 64 << 10},
+		{"/api/lanes?from=0&n=-1", 400, 64 << 10},
+		{"/api/lanes?from=-9223372036854775808&n=1", 400, 64 << 10},
+		{"/api/lanes?from=9223372036854775807&n=9223372036854775807", 400, 64 << 10},
+		{"/api/lanes?from=18446744073709551616&n=1", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=0&n=1025", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=0", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=-1&n=1", 400, 64 << 10},
+		{fmt.Sprintf("/api/active?t0=0&t1=10&from=%d&n=1", nl+1), 400, 64 << 10},
+		{"/api/active?t0=10&t1=10&from=0&n=1", 400, 64 << 10},
+		{fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes), 200, 512 << 10},
+		{fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d&all=1", math.MinInt64, math.MaxInt64, MaxLanes), 200, 256 << 10},
+		{"/api/active?t0=0&t1=10&from=0&n=1&label=query%3Dq1", 404, 64 << 10},
 		{fmt.Sprintf("/api/tile?t0=0&t1=1000000&px=%d&lanes=%s", maxPx, all), 200, uint64(maxPx)*48*uint64(runtime.GOMAXPROCS(0)) + 512<<10}, // a few rows, not the 8 MB response
 	} {
 		r := httptest.NewRequest("GET", c.target, nil)
@@ -149,7 +162,7 @@ func TestTruncatedWhileServed(t *testing.T) {
 	s, dir := recordStoreDir(t)
 	h := Handler(s)
 	d := s.Manifest().Duration
-	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=500&lo=0&hi=%d", d+1, len(s.Lanes()))
+	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=500&lo=0&hi=%d", d+1, s.NumLanes())
 	if w := serve(h, tile); w.Code != 200 {
 		t.Fatalf("tile: %d %s", w.Code, w.Body.Bytes())
 	}
@@ -160,7 +173,7 @@ func TestTruncatedWhileServed(t *testing.T) {
 	}
 	for _, target := range []string{
 		tile,
-		fmt.Sprintf("/api/active?t0=0&t1=%d", d+1),
+		fmt.Sprintf("/api/active?t0=0&t1=%d&from=0&n=10", d+1),
 		fmt.Sprintf("/api/func?name=runtime.gopark&t0=0&t1=%d&px=10", d+1),
 		"/api/span?lane=0&i=0",
 		fmt.Sprintf("/api/pixel?lane=0&t0=0&t1=%d", d+1),
@@ -299,13 +312,15 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("serving at %s", srv.URL)
 	}
 	d := s.Manifest().Duration
-	nl := len(s.Lanes())
+	nl := s.NumLanes()
 	valid := []string{
 		"/api/meta",
 		fmt.Sprintf("/api/tile?t0=0&t1=%d&px=1000&lo=0&hi=%d", d+1, nl),
 		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=%d&lanes=%s", d/3, d/2, min(MaxPixels, MaxCells/nl), laneRange(0, nl)),
 		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=64&lo=0&hi=%d", int64(math.MinInt64), int64(math.MaxInt64), nl),
-		fmt.Sprintf("/api/active?t0=%d&t1=%d", d/4, d/2),
+		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d", d/4, d/2, MaxLanes),
+		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=%d&n=5&all=1", d/4, d/2, nl/2),
+		fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes),
 		fmt.Sprintf("/api/func?name=runtime.gopark&t0=0&t1=%d&px=300", d+1),
 		fmt.Sprintf("/api/pixel?lane=0&t0=0&t1=%d", d+1),
 		"/api/span?lane=0&i=0",
@@ -319,6 +334,11 @@ func TestLoad(t *testing.T) {
 		"/api/span?lane=99999999&i=0",
 		"/api/func?name=x&t0=0&t1=1&px=0",
 		"/api/tile?t0=x",
+		"/api/lanes?from=0&n=1025",
+		"/api/lanes?from=-1&n=10",
+		fmt.Sprintf("/api/lanes?from=%d&n=1", nl+1),
+		"/api/active?t0=0&t1=10&from=0&n=9223372036854775807",
+		"/api/active?t0=0&t1=10&from=9223372036854775807&n=1",
 	}
 	get := func(c *http.Client, target, host string) (int, []byte, error) {
 		req, _ := http.NewRequest("GET", srv.URL+target, nil)
@@ -422,7 +442,10 @@ func FuzzRequest(f *testing.F) {
 		"/api/tile?t0=0&t1=1000000&px=100&lo=0&hi=3",
 		"/api/tile?t0=-9223372036854775808&t1=9223372036854775807&px=8192&lanes=0,1,2",
 		"/api/func?name=runtime.gopark&t0=0&t1=100000000&px=30",
-		"/api/active?t0=0&t1=1000",
+		"/api/active?t0=0&t1=1000&from=0&n=10",
+		"/api/active?t0=0&t1=1000000&from=3&n=1024&all=1",
+		"/api/lanes?from=0&n=1024",
+		"/api/lanes?from=9223372036854775807&n=9223372036854775807",
 		"/api/pixel?lane=1&t0=5&t1=100000",
 		"/api/span?lane=2&i=3",
 		"/api/meta",
