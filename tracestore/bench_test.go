@@ -126,7 +126,8 @@ func BenchmarkFrame(b *testing.B) {
 
 // BenchmarkOpen opens the store in $TRACESTORE_BENCH_STORE (or one built
 // of benchTrace's trace) and closes it: Open reads the metadata only, so
-// its time and the bytes it allocates grow with the lanes, not the spans.
+// its time and the bytes it allocates grow with the pages, strings and
+// frames, neither with the lanes nor with the spans.
 func BenchmarkOpen(b *testing.B) {
 	dir := os.Getenv("TRACESTORE_BENCH_STORE")
 	if dir == "" {
