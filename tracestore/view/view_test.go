@@ -326,8 +326,40 @@ func TestChromium(t *testing.T) {
 	}
 	shoot("whole", 0, true, ds)
 
-	// Zoom in with the wheel, around the middle of the timeline.
+	// Scroll the lane list down with the wheel (shift held), past the
+	// first page of /api/active the page fetched (64 lanes), and back.
 	x, y := float64(gutter+(width-gutter)/2), float64(barH+axisH+funcH+laneH)
+	scroll := func(steps int, dy float64) {
+		t.Helper()
+		for range steps {
+			if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, x, y, func(p *input.DispatchMouseEventParams) {
+				p.DeltaX, p.DeltaY, p.Modifiers = 0.01, dy, 8 // shift
+			})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	active := 0
+	for l := range s.NumLanes() {
+		if s.Query(l, 0, d+1).Count > 0 {
+			active++
+		}
+	}
+	scroll(20, 100)
+	ds = settled(frames(ds))
+	top, _ := strconv.Atoi(ds["top"])
+	if want := min(80, active-1); top != want {
+		t.Errorf("scrolled to lane %d of the list, want %d (of %d lanes with spans)", top, want, active)
+	}
+	t.Logf("scrolled to the %d-th of %d lanes with spans", top, active)
+	shoot("scrolled", top, true, ds)
+	scroll(30, -100)
+	ds = settled(frames(ds))
+	if top, _ := strconv.Atoi(ds["top"]); top != 0 {
+		t.Errorf("scrolled back to lane %d of the list, want 0", top)
+	}
+
+	// Zoom in with the wheel, around the middle of the timeline.
 	wheelUp := func(p *input.DispatchMouseEventParams) { p.DeltaX, p.DeltaY = 0.01, -100 } // a zero deltaX is left out, and Chrome wants one
 	for range 10 {
 		if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, x, y, wheelUp)); err != nil {
