@@ -453,7 +453,8 @@ func FuzzStoreFiles(f *testing.F) {
 	if _, err := Build(bytes.NewReader(data), base, Options{PageSize: MinPageSize}); err != nil {
 		f.Fatal(err)
 	}
-	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx, fileAttrs, fileAttrIdx}
+	// New files go last: the seeds in testdata name files by number.
+	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx, fileAttrs, fileAttrIdx, fileLaneIdx}
 	for i, n := range names {
 		b, _ := os.ReadFile(filepath.Join(base, n))
 		f.Add(uint8(i), b)
