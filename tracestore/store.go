@@ -142,7 +142,10 @@ func (s *Store) open() error {
 	if err := json.Unmarshal(data, &s.m); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
 	}
-	if s.m.SchemaVersion < oldestSchemaVersion || s.m.SchemaVersion > SchemaVersion {
+	if s.m.SchemaVersion < oldestSchemaVersion {
+		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d: rebuild the store from its trace (pctab-trace build)", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
+	}
+	if s.m.SchemaVersion > SchemaVersion {
 		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
 	}
 	if ps := s.m.PageSize; ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {

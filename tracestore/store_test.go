@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -561,5 +562,15 @@ func TestOpenRejectsUnorderedPageIndex(t *testing.T) {
 		t.Fatal("Open accepted a page index with pages out of time order")
 	} else {
 		t.Log(err)
+	}
+}
+
+// TestOldSchema opens a store whose manifest says schema 3, the format
+// before lanes.idx: Open refuses it and says to rebuild it.
+func TestOldSchema(t *testing.T) {
+	_, dir := build(t, recordTrace(t))
+	editManifest(t, dir, func(m map[string]any) { m["schema_version"] = json.Number("3") })
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "schema_version 3") || !strings.Contains(err.Error(), "rebuild") {
+		t.Errorf("Open of a schema-3 store: %v", err)
 	}
 }
