@@ -195,11 +195,8 @@ func (s *Store) LaneError(l int) error {
 	if l < 0 || l >= s.m.Lanes {
 		return nil
 	}
-	if g := int64(l) / LaneGroup; s.lane(l) == &noLane {
-		if grp := s.laneCache[g%laneCacheGroups].Load(); grp != nil && grp.g == g && grp.err != nil {
-			return grp.err
-		}
-		return s.decodeLaneGroup(g).err
+	if grp := s.laneGroup(int64(l) / LaneGroup); grp.err != nil {
+		return grp.err
 	}
 	if err, ok := s.badErr.Load(l); ok {
 		return err.(error)

@@ -41,9 +41,11 @@ type Store struct {
 	laneIdx  []byte // lanes.idx, mapped
 	// nblocks and nvals are the records of blocks.idx and forest.bin.
 	nblocks, nvals int64
-	// laneCache holds groups of lanes decoded and checked, by group
-	// number modulo its size (see lane).
-	laneCache [laneCacheGroups]atomic.Pointer[laneRecs]
+	// laneCache holds groups of lanes decoded and checked, in sets of
+	// laneCacheWays by group number modulo laneCacheSets (see lane);
+	// laneVictim picks the way a group decoded replaces.
+	laneCache  [laneCacheSets][laneCacheWays]atomic.Pointer[laneRecs]
+	laneVictim atomic.Uint32
 	// checkOnly is set for check: Open's checks without the per-lane
 	// state a query needs.
 	checkOnly bool
@@ -343,10 +345,15 @@ type laneRecs struct {
 	err   error
 }
 
-// laneCacheGroups is the size of a store's cache of groups of lanes: a
-// frame's lanes and a page of the lane list fit, in at most
-// laneCacheGroups × LaneGroup × 56 bytes.
-const laneCacheGroups = 256
+// The size of a store's cache of groups of lanes: a frame's lanes and a
+// page of the lane list fit, in at most 256 × LaneGroup × 56 bytes. It is
+// set-associative so that the rows of a frame computed at once, which
+// read their lane's record at every pixel, do not evict one another
+// unless more than laneCacheWays of their groups share a set.
+const (
+	laneCacheSets = 64
+	laneCacheWays = 4
+)
 
 // noLane is what lane returns for a lane of a corrupt group: no spans.
 var noLane Lane
@@ -357,16 +364,25 @@ var noLane Lane
 // is decoded and checked again.
 func (s *Store) lane(l int) *Lane {
 	g := int64(l) / LaneGroup
-	slot := &s.laneCache[g%laneCacheGroups]
-	grp := slot.Load()
-	if grp == nil || grp.g != g {
-		grp = s.decodeLaneGroup(g)
-		slot.Store(grp)
-	}
+	grp := s.laneGroup(g)
 	if grp.err != nil {
 		return &noLane
 	}
 	return &grp.lanes[int64(l)-g*LaneGroup]
+}
+
+// laneGroup returns group g of the lanes from the cache, or decoded and
+// checked into it.
+func (s *Store) laneGroup(g int64) *laneRecs {
+	set := &s.laneCache[g%laneCacheSets]
+	for w := range set {
+		if grp := set[w].Load(); grp != nil && grp.g == g {
+			return grp
+		}
+	}
+	grp := s.decodeLaneGroup(g)
+	set[s.laneVictim.Add(1)%laneCacheWays].Store(grp)
+	return grp
 }
 
 // decodeLaneGroup decodes group g of lanes.tab and checks it whole: its
