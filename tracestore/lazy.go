@@ -142,14 +142,13 @@ func (s *Store) checkBlock(l int, ln *Lane, k int64, blk []Span) ([]Span, error)
 	return blk, nil
 }
 
-// blockOK reports whether block k of lane l is good, checking it the
-// first time (see Open). It is false for every block of a lane found
-// corrupt.
-func (s *Store) blockOK(l int, k int64) bool {
+// blockOK reports whether block k of lane l, whose record is ln, is
+// good, checking it the first time (see Open). It is false for every
+// block of a lane found corrupt.
+func (s *Store) blockOK(l int, ln *Lane, k int64) bool {
 	if s.laneBad(l) {
 		return false
 	}
-	ln := s.lane(l)
 	bi := ln.blockOff + k
 	word, bit := &s.checked[bi/64], uint64(1)<<(bi%64)
 	if word.Load()&bit != 0 {
@@ -213,19 +212,20 @@ func (s *Store) laneBad(l int) bool {
 	return ok
 }
 
-// leaf returns the forest leaf of whole block k of lane l.
-func (s *Store) leaf(l int, k int64) Agg {
+// leaf returns the forest leaf of whole block k of the lane whose record
+// is ln.
+func (s *Store) leaf(ln *Lane, k int64) Agg {
 	ab := int64(s.w.aggBytes())
-	return s.w.getAgg(s.forest[(s.lane(l).forestOff+2*k)*ab:])
+	return s.w.getAgg(s.forest[(ln.forestOff+2*k)*ab:])
 }
 
-// forestQuery combines the forest leaves of whole blocks [lo, hi) of lane
-// l, reading forest.bin in place (the implicit in-order forest of package
+// forestQuery combines the forest leaves of whole blocks [lo, hi) of the
+// lane whose record is ln, reading forest.bin in place (the implicit in-order forest of package
 // forest: leaf i at value 2i, the node over leaves [i, i+2^k) at value
 // 2i+2^k-1). 0 <= lo <= hi <= the lane's whole blocks.
-func (s *Store) forestQuery(l int, lo, hi int64) Agg {
+func (s *Store) forestQuery(ln *Lane, lo, hi int64) Agg {
 	ab := int64(s.w.aggBytes())
-	vals := s.forest[s.lane(l).forestOff*ab:]
+	vals := s.forest[ln.forestOff*ab:]
 	acc := noAgg
 	for i := lo; i < hi; {
 		k := int64(bits.Len64(uint64(hi-i)) - 1)

@@ -22,7 +22,7 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 	if ln.Spans == 0 || t1 <= t0 {
 		return
 	}
-	r := newRowCursor(s, l)
+	r := newRowCursor(s, l, ln)
 	at := func(p int64) int64 { return PixelStart(t0, t1, px, p) }
 	// Pixels before the first span and after the last are empty.
 	first := r.span(0).Start

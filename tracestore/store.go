@@ -548,13 +548,12 @@ func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
 	return lo, hi, start
 }
 
-// block decodes block k of lane l into dst, checking it the first time;
-// ok is false if the lane is corrupt.
-func (s *Store) block(l int, k int64, dst []Span) (_ []Span, ok bool) {
-	if !s.blockOK(l, k) {
+// block decodes block k of lane l, whose record is ln, into dst,
+// checking it the first time; ok is false if the lane is corrupt.
+func (s *Store) block(l int, ln *Lane, k int64, dst []Span) (_ []Span, ok bool) {
+	if !s.blockOK(l, ln, k) {
 		return dst[:0], false
 	}
-	ln := s.lane(l)
 	lo, hi, start := s.blockAt(ln.blockOff + k)
 	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)), s.m.TimeQuantum)
 	return dst, true
@@ -569,7 +568,7 @@ func (s *Store) Span(l int, i int64) Span {
 		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
 	}
 	var buf [BlockSpans]Span
-	blk, ok := s.block(l, i/BlockSpans, buf[:0])
+	blk, ok := s.block(l, ln, i/BlockSpans, buf[:0])
 	if !ok || int(i%BlockSpans) >= len(blk) {
 		return Span{Kind: NoSpan}
 	}
@@ -642,7 +641,7 @@ func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
 	if ln.Spans == 0 || t1 <= t0 {
 		return LaneAgg{Longest: -1}
 	}
-	r := newRowCursor(s, l)
+	r := newRowCursor(s, l, ln)
 	j := r.locate(t0)
 	i0 := j
 	if j > 0 && r.span(j-1).End() > t0 {
@@ -693,6 +692,7 @@ const NoSpan SpanKind = 255
 type rowCursor struct {
 	s     *Store
 	l     int
+	ln    *Lane          // the lane's record
 	cache [4]cachedBlock // by block number mod 4
 	hint  int            // locate's last block
 	bad   bool           // a block was corrupt: the lane's answers are empty
@@ -704,8 +704,8 @@ type cachedBlock struct {
 	buf [BlockSpans]Span
 }
 
-func newRowCursor(s *Store, l int) *rowCursor {
-	r := &rowCursor{s: s, l: l}
+func newRowCursor(s *Store, l int, ln *Lane) *rowCursor {
+	r := &rowCursor{s: s, l: l, ln: ln}
 	for i := range r.cache {
 		r.cache[i].k = -1
 	}
@@ -715,7 +715,7 @@ func newRowCursor(s *Store, l int) *rowCursor {
 func (r *rowCursor) blk(k int64) []Span {
 	c := &r.cache[k%int64(len(r.cache))]
 	if c.k != k {
-		blk, ok := r.s.block(r.l, k, c.buf[:0])
+		blk, ok := r.s.block(r.l, r.ln, k, c.buf[:0])
 		if !ok {
 			r.bad = true
 		}
@@ -740,7 +740,7 @@ func (r *rowCursor) span(i int64) Span {
 // grow along a row, and a large lane's index is then read a few cache
 // lines at a time), then a binary search of one block.
 func (r *rowCursor) locate(t int64) int64 {
-	ln := r.s.lane(r.l)
+	ln := r.ln
 	nb := int(blocks(ln.Spans))
 	k := int64(gallop.Search(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
 	r.hint = max(0, int(k)-1)
@@ -768,7 +768,7 @@ func (r *rowCursor) aggregate(i0, i1 int64) Agg {
 		return fold(noAgg, i0, i1)
 	}
 	a := fold(noAgg, i0, firstWhole*BlockSpans)
-	a = combine(a, r.s.forestQuery(r.l, firstWhole, lastWhole))
+	a = combine(a, r.s.forestQuery(r.ln, firstWhole, lastWhole))
 	return fold(a, lastWhole*BlockSpans, i1)
 }
 
