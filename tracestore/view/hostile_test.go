@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -528,6 +529,81 @@ func TestLabelRequests(t *testing.T) {
 		}
 		if n != lc.Samples || len(lc.Funcs) > MaxLabelFuncs {
 			t.Errorf("%s: %d samples, %d in the columns, %d functions", c.target, lc.Samples, n, len(lc.Funcs))
+		}
+	}
+}
+
+// TestCorruptLanes serves a store whose first group of lanes in lanes.tab
+// is corrupt (a byte flipped, which its checksum in lanes.idx catches
+// when the group is first read): /api/lanes says why each of its lanes
+// shows nothing, /api/active leaves them out, their tiles are empty, and
+// the other lanes answer as before.
+func TestCorruptLanes(t *testing.T) {
+	good, dir := recordStoreDir(t)
+	nl := good.NumLanes()
+	if nl <= tracestore.LaneGroup {
+		t.Fatalf("%d lanes: one group", nl)
+	}
+	bad := filepath.Join(t.TempDir(), "store")
+	if err := os.Mkdir(bad, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "lanes.tab" {
+			b[3] ^= 0x01 // the first lane's ID: a group's size is unchanged
+		}
+		if err := os.WriteFile(filepath.Join(bad, e.Name()), b, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := tracestore.Open(bad)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	h, gh := Handler(s), Handler(good)
+	var lp LanePage
+	if w := serve(h, fmt.Sprintf("/api/lanes?from=0&n=%d", nl)); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &lp) != nil || len(lp.Lanes) != nl {
+		t.Fatalf("lanes: %d %s", w.Code, w.Body.Bytes())
+	}
+	for l, li := range lp.Lanes {
+		if corrupt := l < tracestore.LaneGroup; corrupt != (li.Error != "") || corrupt && (li.Spans != 0 || !strings.Contains(li.Error, "lanes.tab")) {
+			t.Errorf("lane %d: %+v", l, li)
+		}
+	}
+	d := s.Manifest().Duration
+	var act, gact Active
+	q := fmt.Sprintf("/api/active?t0=0&t1=%d&from=0&n=%d", d+1, MaxLanes)
+	json.Unmarshal(serve(h, q).Body.Bytes(), &act)
+	json.Unmarshal(serve(gh, q).Body.Bytes(), &gact)
+	var want []int
+	for _, l := range gact.Lanes {
+		if l >= tracestore.LaneGroup {
+			want = append(want, l)
+		}
+	}
+	if !slices.Equal(act.Lanes, want) || len(want) == 0 {
+		t.Errorf("active lanes %v, want %v", act.Lanes, want)
+	}
+	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=50&lo=0&hi=%d", d+1, nl)
+	b, gb := serve(h, tile).Body.Bytes(), serve(gh, tile).Body.Bytes()
+	if len(b) != len(gb) || len(b) != 8*50*nl {
+		t.Fatalf("tiles of %d and %d bytes", len(b), len(gb))
+	}
+	for l := range nl {
+		row, grow := b[8*50*l:8*50*(l+1)], gb[8*50*l:8*50*(l+1)]
+		for p := range 50 {
+			if l < tracestore.LaneGroup && row[8*p] != byte(tracestore.NoSpan) || l >= tracestore.LaneGroup && !bytes.Equal(row, grow) {
+				t.Fatalf("lane %d: % x, before % x", l, row[:16], grow[:16])
+			}
 		}
 	}
 }
