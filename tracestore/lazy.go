@@ -46,7 +46,7 @@ func (s *Store) verify() error {
 	ab := int64(s.w.aggBytes())
 	var blk []Span
 	var read int64 // spans.bin's bytes read since the pages were dropped
-	err := s.eachLane(func(i int, l *Lane) error {
+	err := s.eachLane(func(i int, l *Lane, _ int64) error {
 		f := forest.New(combine, noAgg)
 		for k := range blocks(l.Spans) {
 			var err error

@@ -315,9 +315,11 @@ func (s *Store) open() error {
 }
 
 // eachLane decodes lanes.tab group by group, checking every group (see
-// laneGroupAt) and the order of each group's first lane after the
-// previous group's last, and calls f with every lane in order.
-func (s *Store) eachLane(f func(i int, l *Lane) error) error {
+// decodeLaneGroup) and the order of each group's first lane after the
+// previous group's last, and calls f with every lane in order: its
+// number, its record and the index of its first span of all the store's
+// spans.
+func (s *Store) eachLane(f func(i int, l *Lane, firstSpan int64) error) error {
 	var prev Lane
 	for g := int64(0); g*LaneGroup < int64(s.m.Lanes); g++ {
 		grp := s.decodeLaneGroup(g)
@@ -328,7 +330,7 @@ func (s *Store) eachLane(f func(i int, l *Lane) error) error {
 			return fmt.Errorf("tracestore: %s: lane %d (group %d): not after the previous lane", fileLanes, g*LaneGroup, g)
 		}
 		for j := range grp.lanes {
-			if err := f(int(g*LaneGroup)+j, &grp.lanes[j]); err != nil {
+			if err := f(int(g*LaneGroup)+j, &grp.lanes[j], grp.lanes[j].firstSpan); err != nil {
 				return err
 			}
 		}
