@@ -267,3 +267,61 @@ func TestLazyLaneCorruption(t *testing.T) {
 		})
 	}
 }
+
+// FuzzLaneIndex decodes arbitrary lanes.tab and lanes.idx bytes as Open
+// and the lazy lane checks do, for an arbitrary number of lanes and
+// spans, blocks and forest values in the files they index: no group may
+// panic, and every lane of a group that passes must lie inside them.
+func FuzzLaneIndex(f *testing.F) {
+	base := filepath.Join(f.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(f)), base, Options{PageSize: MinPageSize}); err != nil {
+		f.Fatal(err)
+	}
+	s, err := Open(base)
+	if err != nil {
+		f.Fatal(err)
+	}
+	tab, _ := os.ReadFile(filepath.Join(base, fileLanes))
+	idx, _ := os.ReadFile(filepath.Join(base, fileLaneIdx))
+	f.Add(tab, idx, uint32(s.m.Lanes), s.m.Spans, s.nblocks, s.nvals)
+	f.Add(tab[:len(tab)/2], idx, uint32(s.m.Lanes), s.m.Spans, s.nblocks, s.nvals)
+	f.Add(tab, idx[:len(idx)-laneIdxBytes], uint32(s.m.Lanes-LaneGroup), s.m.Spans, s.nblocks, s.nvals)
+	f.Add(tab, idx, uint32(s.m.Lanes), s.m.Spans+1, s.nblocks+1, s.nvals)
+	s.Close()
+	f.Fuzz(func(t *testing.T, tab, idx []byte, lanes uint32, spans, nblocks, nvals int64) {
+		s := &Store{laneTab: tab, laneIdx: idx, nblocks: nblocks, nvals: nvals}
+		s.m.Lanes, s.m.Spans = int(lanes), spans
+		// Open's checks of the counts (see open): the spans fit in
+		// spans.bin, the blocks and forest values in their files.
+		groups := (int64(s.m.Lanes) + LaneGroup - 1) / LaneGroup
+		if spans < 0 || nblocks < 0 || nvals < 0 || int64(s.m.Lanes) > int64(len(tab))/5 ||
+			int64(len(idx))%laneIdxBytes != 0 || int64(len(idx))/laneIdxBytes != groups {
+			return
+		}
+		for g := range groups {
+			grp := s.decodeLaneGroup(g)
+			if grp.err != nil {
+				if !strings.Contains(grp.err.Error(), "offset") {
+					t.Fatalf("group %d: error without the offset: %v", g, grp.err)
+				}
+				continue
+			}
+			if int64(len(grp.lanes)) != min(LaneGroup, int64(s.m.Lanes)-g*LaneGroup) {
+				t.Fatalf("group %d: %d lanes", g, len(grp.lanes))
+			}
+			for _, l := range grp.lanes {
+				if l.Spans < 0 || l.firstSpan < 0 || l.blockOff < 0 || l.forestOff < 0 ||
+					l.Spans > spans-l.firstSpan || blocks(l.Spans) > nblocks-l.blockOff || forestValues(l.Spans) > nvals-l.forestOff {
+					t.Fatalf("group %d: lane %+v outside %d spans, %d blocks and %d forest values", g, l, spans, nblocks, nvals)
+				}
+			}
+		}
+		for l := range s.m.Lanes {
+			ln := s.lane(l)
+			if (ln == &noLane) != (s.LaneError(l) != nil) {
+				t.Fatalf("lane %d: %+v, LaneError %v", l, *ln, s.LaneError(l))
+			}
+		}
+		s.eachLane(func(int, *Lane, int64) error { return nil })
+	})
+}
