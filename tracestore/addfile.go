@@ -65,7 +65,7 @@ func AddFile(dir, name string, optional bool) error {
 // storeFiles returns the files Build writes besides the manifest, in the
 // manifest's order.
 func storeFiles() []string {
-	return []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx, fileFuncIdx, fileLineIdx}
+	return []string{fileEvents, filePages, fileStacks, fileFrames, fileStrings, fileLanes, fileLaneIdx, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx, fileFuncIdx, fileLineIdx}
 }
 
 // storeFile reports whether name is one of the files Build writes.

@@ -52,7 +52,8 @@ func TestTaskBegunBeforeTrace(t *testing.T) {
 	})
 	s, _ := build(t, data)
 	var rows []Span
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		if ln.Layer != LayerTask {
 			continue
 		}

@@ -30,6 +30,8 @@
 //	frames.tab     the logical frames the DAG's frame numbers index
 //	strings.tab    every name: functions, files, wait reasons, regions
 //	lanes.tab      the lanes: track, layer, depth, ID, span count (varints)
+//	lanes.idx      every group of LaneGroup lanes' offset in lanes.tab,
+//	               first span, block and forest value, and CRC-32C
 //	spans.bin      every lane's spans' times, in varint blocks of
 //	               BlockSpans spans
 //	blocks.idx     every block's offset and first start
@@ -59,11 +61,16 @@
 // holds one generation of the trace besides. The build's last step
 // checks the store as Open does, keeping nothing per span or lane.
 //
-// Open reads a store back in time and memory that grow with its lanes,
-// pages, strings and frames, never with its spans: it checks the manifest,
-// the small files against their CRC-32C, and every count against the
-// size of its file, in arithmetic that cannot wrap. The timeline's large
-// files are mapped and checked as queries first read them: a block of
+// Open reads a store back in time and memory that grow with its pages,
+// strings and frames, never with its spans or its lanes: it checks the
+// manifest, the small files against their CRC-32C, and every count
+// against the size of its file, in arithmetic that cannot wrap. The
+// lanes' records and the timeline's large files are mapped and checked as
+// queries first read them: a group of LaneGroup lanes when one of its
+// lanes is first asked for (its records against their CRC-32C and each
+// other, its spans, blocks and forest values against where lanes.idx says
+// the next group's begin; a lane of a corrupt group has no spans, and
+// LaneError says why; some hundreds of groups are kept decoded), a block of
 // spans when it is first decoded (it must decode in the one form Build
 // writes, stay in order and match its forest leaf; a lane with a corrupt
 // block answers as if it had no spans, and LaneError says why), a chunk

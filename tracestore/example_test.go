@@ -51,7 +51,8 @@ func Example() {
 	fmt.Println(n >= 3, st.PagesRead <= s.Manifest().Pages)
 
 	// The longest span of each goroutine's state lane over the whole trace.
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		if ln.Track == tracestore.TrackGoroutine && ln.Layer == tracestore.LayerState {
 			if a := s.Query(l, 0, d+1); a.Longest >= 0 {
 				sp := s.Span(l, a.Longest)

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/bits"
 	"os"
@@ -208,6 +209,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer lf.Close()
+	xf, xw, err := create(fileLaneIdx)
+	if err != nil {
+		return err
+	}
+	defer xf.Close()
 	ct, err := os.CreateTemp(b.dir, "counts-*.tmp")
 	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
@@ -218,9 +224,16 @@ func (b *builder) writeLanes() error {
 	limit := max(b.mem/4, minGroupBytes) // bytes a group may take
 	var groups []laneGroup
 	var n uint32
-	var spans, nblocks int64
+	var spans, nblocks, nvals, laneOff int64
 	var rec []byte
 	var buf [8]byte
+	// Each group of LaneGroup lanes gets its record in lanes.idx once
+	// its records are written.
+	var group laneIdxEntry
+	endGroup := func() {
+		rec = appendLaneIdx(rec[:0], group)
+		xw.Write(rec)
+	}
 	err = b.sortLanes(b.laneTmp, b.numLanes, func(num uint32, l Lane) error {
 		if l.Spans < 1 || l.Spans > b.numSpans-spans {
 			return fmt.Errorf("tracestore: reading back lanes: lane %d: %d spans out of range", num, l.Spans)
@@ -228,18 +241,29 @@ func (b *builder) writeLanes() error {
 		if err := newID.set(num, n); err != nil {
 			return fmt.Errorf("tracestore: reading back lanes: %w", err)
 		}
+		if n%LaneGroup == 0 {
+			group = laneIdxEntry{off: uint64(laneOff), span: uint64(spans), block: uint64(nblocks), forest: uint64(nvals)}
+		}
 		rec = appendLane(rec[:0], l)
 		lw.Write(rec)
+		group.crc = crc32.Update(group.crc, castagnoli, rec)
+		laneOff += int64(len(rec))
+		nvals += forestValues(l.Spans)
 		binary.LittleEndian.PutUint64(buf[:], uint64(l.Spans))
 		cw.Write(buf[:])
 		groups = addGroupLane(groups, int(n), l.Spans, limit)
 		spans += l.Spans
 		nblocks += blocks(l.Spans)
-		n++
+		if n++; n%LaneGroup == 0 {
+			endGroup()
+		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if n%LaneGroup != 0 {
+		endGroup()
 	}
 	if spans != b.numSpans {
 		return fmt.Errorf("tracestore: reading back lanes: %d spans, %d written", spans, b.numSpans)
@@ -248,7 +272,7 @@ func (b *builder) writeLanes() error {
 		b.stats.spanGroups = len(groups)
 	}
 	b.probeNow()
-	for _, x := range []*bufio.Writer{lw, cw} {
+	for _, x := range []*bufio.Writer{lw, xw, cw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("%w: lanes: %w", errWrite, err)
 		}
@@ -276,11 +300,11 @@ func (b *builder) writeLanes() error {
 		return err
 	}
 	defer af.Close()
-	xf, xw, err := create(fileAttrIdx)
+	axf, axw, err := create(fileAttrIdx)
 	if err != nil {
 		return err
 	}
-	defer xf.Close()
+	defer axf.Close()
 	// The block index's offsets are written wide to a temporary file,
 	// then narrowed once spans.bin's size is known.
 	bt, err := os.CreateTemp(b.dir, "blocks-*.tmp")
@@ -295,7 +319,7 @@ func (b *builder) writeLanes() error {
 	// collected and returned to the system before the gathering takes
 	// its share, which would otherwise come on top of it.
 	debug.FreeOSMemory()
-	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw, xw: xw}
+	enc := laneEncoder{w: w, q: b.quantum(), sw: sw, bw: btw, fw: fw, aw: aw, xw: axw}
 	if err := b.gatherSpans(groups, int(n), bufio.NewReaderSize(ct, 16<<10), newID, enc.lane); err != nil {
 		return err
 	}
@@ -309,7 +333,7 @@ func (b *builder) writeLanes() error {
 	if err := fw.flush(); err != nil {
 		return fmt.Errorf("tracestore: writing %s: %w", fileForest, err)
 	}
-	for _, x := range []*bufio.Writer{sw, btw, aw, xw} {
+	for _, x := range []*bufio.Writer{sw, btw, aw, axw} {
 		if err := x.Flush(); err != nil {
 			return fmt.Errorf("tracestore: writing lanes: %w", err)
 		}

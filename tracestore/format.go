@@ -15,12 +15,13 @@ import (
 // manifest.json. Version 2 added the manifest's truncated field. Version 3
 // is the compact format (compressed event pages, narrow timeline files)
 // and lets the manifest list files this reader does not know (see
-// FileSum.Optional); Open reads only version 3: a store of an older
+// FileSum.Optional). Version 4 adds lanes.idx, which lets Open read
+// lanes.tab lazily. Open reads only version 4: a store of an older
 // version is rebuilt from its trace.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // oldestSchemaVersion is the oldest version Open reads.
-const oldestSchemaVersion = 3
+const oldestSchemaVersion = 4
 
 // PageSize is the default size of a page of the event log: the record
 // bytes it holds before compression.
@@ -50,6 +51,7 @@ const (
 	fileFrames   = "frames.tab"
 	fileStrings  = "strings.tab"
 	fileLanes    = "lanes.tab"
+	fileLaneIdx  = "lanes.idx"
 	fileSpans    = "spans.bin"
 	fileForest   = "forest.bin"
 	fileFuncIdx  = "func.idx"
@@ -253,6 +255,44 @@ type Lane struct {
 
 	blockOff  int64 // index of the lane's first block in blocks.idx
 	forestOff int64 // index of the lane's first forest value in forest.bin
+	firstSpan int64 // index of the lane's first span of all the store's
+}
+
+// lanes.idx holds, for every group of LaneGroup lanes (the last may hold
+// fewer), where the group's records begin in lanes.tab and the first
+// span, block and forest value of its first lane (8 bytes each), and the
+// CRC-32C of its records (4 bytes). A lane is found by its group's record
+// and at most LaneGroup-1 records before it, and a group is checked
+// whole when first read.
+const (
+	// LaneGroup is the number of lanes of a group of lanes.tab.
+	LaneGroup = 64
+
+	laneIdxBytes = 36
+)
+
+// A laneIdxEntry is a group's record in lanes.idx.
+type laneIdxEntry struct {
+	off, span, block, forest uint64
+	crc                      uint32
+}
+
+func appendLaneIdx(b []byte, e laneIdxEntry) []byte {
+	b = binary.LittleEndian.AppendUint64(b, e.off)
+	b = binary.LittleEndian.AppendUint64(b, e.span)
+	b = binary.LittleEndian.AppendUint64(b, e.block)
+	b = binary.LittleEndian.AppendUint64(b, e.forest)
+	return binary.LittleEndian.AppendUint32(b, e.crc)
+}
+
+func getLaneIdx(b []byte) laneIdxEntry {
+	return laneIdxEntry{
+		off:    binary.LittleEndian.Uint64(b),
+		span:   binary.LittleEndian.Uint64(b[8:]),
+		block:  binary.LittleEndian.Uint64(b[16:]),
+		forest: binary.LittleEndian.Uint64(b[24:]),
+		crc:    binary.LittleEndian.Uint32(b[32:]),
+	}
 }
 
 // A lane's record in lanes.tab is its track and layer (a byte each),

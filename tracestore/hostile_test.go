@@ -113,7 +113,8 @@ func replaceFile(t testing.TB, dir, name string, content []byte) {
 func exercise(s *Store) {
 	d := s.Manifest().Duration
 	cells := make([]Cell, 37)
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		s.Query(l, 0, d+1)
 		s.Query(l, math.MinInt64, math.MaxInt64)
 		s.QueryRow(l, 0, d+1, cells)
@@ -189,7 +190,7 @@ func TestManifestCountsThatWrap(t *testing.T) {
 		}
 	}
 	// Every file's size.
-	for _, name := range []string{fileLanes, filePages, fileSpans, fileEvents, fileStrings} {
+	for _, name := range []string{fileLanes, fileLaneIdx, filePages, fileSpans, fileEvents, fileStrings} {
 		t.Run("bytes of "+name, func(t *testing.T) {
 			dir := copyStore(t, base)
 			editManifest(t, dir, func(m map[string]any) {
@@ -264,6 +265,11 @@ func TestFileCountsThatWrap(t *testing.T) {
 		{fileLanes, 2, 1, 0, true},                // first lane's depth
 		{fileLanes, 3, 1, 0, false},               // its ID
 		{fileLanes, 4, 4, 0, false},               // its span count
+		{fileLaneIdx, 0, 8, laneIdxBytes, false},  // a group's offset in lanes.tab
+		{fileLaneIdx, 8, 8, laneIdxBytes, false},  // its first span
+		{fileLaneIdx, 16, 8, laneIdxBytes, false}, // its first block
+		{fileLaneIdx, 24, 8, laneIdxBytes, false}, // its first forest value
+		{fileLaneIdx, 32, 4, laneIdxBytes, false}, // its records' CRC-32C
 	}
 	for _, f := range fields {
 		good := read(f.file)

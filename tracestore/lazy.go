@@ -29,7 +29,7 @@ func (s *Store) verify() error {
 	// process's resident set every dropBytes read (the kernel keeps them
 	// cached), so that Build's check costs no RSS in proportion to the
 	// store.
-	for _, name := range []string{fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
+	for _, name := range []string{fileLanes, fileLaneIdx, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
 		b, err := s.mapped(name)
 		if err != nil {
 			return err
@@ -142,22 +142,23 @@ func (s *Store) checkBlock(l int, ln *Lane, k int64, blk []Span) ([]Span, error)
 	return blk, nil
 }
 
-// blockOK reports whether block k of lane l is good, checking it the
-// first time (see Open). It is false for every block of a lane found
-// corrupt.
-func (s *Store) blockOK(l int, k int64) bool {
-	if s.bad[l].Load() {
+// blockOK reports whether block k of lane l, whose record is ln, is
+// good, checking it the first time (see Open). It is false for every
+// block of a lane found corrupt.
+func (s *Store) blockOK(l int, ln *Lane, k int64) bool {
+	if s.laneBad(l) {
 		return false
 	}
-	bi := s.lanes[l].blockOff + k
+	bi := ln.blockOff + k
 	word, bit := &s.checked[bi/64], uint64(1)<<(bi%64)
 	if word.Load()&bit != 0 {
 		return true
 	}
 	var buf [BlockSpans]Span
-	if _, err := s.checkBlock(l, &s.lanes[l], k, buf[:0]); err != nil {
-		s.badErr.LoadOrStore(l, err)
-		s.bad[l].Store(true)
+	if _, err := s.checkBlock(l, ln, k, buf[:0]); err != nil {
+		if _, loaded := s.badErr.LoadOrStore(l, err); !loaded {
+			s.nbad.Add(1)
+		}
 		return false
 	}
 	word.Or(bit)
@@ -168,8 +169,8 @@ func (s *Store) blockOK(l int, k int64) bool {
 // Query(l, t0, t1).Count > 0 does. When a block of the lane starts in the
 // range, the block index answers alone, without reading a span.
 func (s *Store) HasSpans(l int, t0, t1 int64) bool {
-	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
+	ln := s.lane(l)
+	if ln.Spans == 0 || t1 <= t0 || s.laneBad(l) {
 		return false
 	}
 	nb := int(blocks(ln.Spans))
@@ -186,28 +187,45 @@ func (s *Store) blockStart(bi int64) int64 {
 	return int64(getN(s.blockIdx[bi*bib+int64(s.w.o):], s.w.t))
 }
 
-// LaneError returns why lane l answers as if it had no spans: the first
-// corruption a query found in its blocks, or nil.
+// LaneError returns why lane l answers as if it had no spans: the
+// corruption its group's record in lanes.tab has, or the first one a
+// query found in its blocks, or nil.
 func (s *Store) LaneError(l int) error {
+	if l < 0 || l >= s.m.Lanes {
+		return nil
+	}
+	if grp := s.laneGroup(int64(l) / LaneGroup); grp.err != nil {
+		return grp.err
+	}
 	if err, ok := s.badErr.Load(l); ok {
 		return err.(error)
 	}
 	return nil
 }
 
-// leaf returns the forest leaf of whole block k of lane l.
-func (s *Store) leaf(l int, k int64) Agg {
-	ab := int64(s.w.aggBytes())
-	return s.w.getAgg(s.forest[(s.lanes[l].forestOff+2*k)*ab:])
+// laneBad reports whether a query found a corrupt block in lane l.
+func (s *Store) laneBad(l int) bool {
+	if s.nbad.Load() == 0 {
+		return false
+	}
+	_, ok := s.badErr.Load(l)
+	return ok
 }
 
-// forestQuery combines the forest leaves of whole blocks [lo, hi) of lane
-// l, reading forest.bin in place (the implicit in-order forest of package
+// leaf returns the forest leaf of whole block k of the lane whose record
+// is ln.
+func (s *Store) leaf(ln *Lane, k int64) Agg {
+	ab := int64(s.w.aggBytes())
+	return s.w.getAgg(s.forest[(ln.forestOff+2*k)*ab:])
+}
+
+// forestQuery combines the forest leaves of whole blocks [lo, hi) of the
+// lane whose record is ln, reading forest.bin in place (the implicit in-order forest of package
 // forest: leaf i at value 2i, the node over leaves [i, i+2^k) at value
 // 2i+2^k-1). 0 <= lo <= hi <= the lane's whole blocks.
-func (s *Store) forestQuery(l int, lo, hi int64) Agg {
+func (s *Store) forestQuery(ln *Lane, lo, hi int64) Agg {
 	ab := int64(s.w.aggBytes())
-	vals := s.forest[s.lanes[l].forestOff*ab:]
+	vals := s.forest[ln.forestOff*ab:]
 	acc := noAgg
 	for i := lo; i < hi; {
 		k := int64(bits.Len64(uint64(hi-i)) - 1)

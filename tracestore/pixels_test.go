@@ -51,7 +51,7 @@ func TestPixelsWide(t *testing.T) {
 	s, _ := build(t, smallTrace(t))
 	cells := make([]Cell, 64)
 	for _, rg := range ranges[:5] {
-		for l := range s.Lanes() {
+		for l := range s.NumLanes() {
 			s.QueryRow(l, rg[0], rg[1], cells)
 			for p := range cells {
 				a, b := PixelStart(rg[0], rg[1], 64, int64(p)), PixelStart(rg[0], rg[1], 64, int64(p+1))

@@ -234,14 +234,15 @@ func checkRealTrace(t *testing.T, path string) {
 		}
 	}
 	// The busiest lanes against folds over their spans.
-	lanes := make([]int, len(s.Lanes()))
+	lanes := make([]int, s.NumLanes())
+	spans := make([]int64, len(lanes))
 	for l := range lanes {
-		lanes[l] = l
+		lanes[l], spans[l] = l, s.Lane(l).Spans
 	}
-	sort.SliceStable(lanes, func(a, b int) bool { return s.Lanes()[lanes[a]].Spans > s.Lanes()[lanes[b]].Spans })
+	sort.SliceStable(lanes, func(a, b int) bool { return spans[lanes[a]] > spans[lanes[b]] })
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for _, l := range lanes[:min(10, len(lanes))] {
-		n := s.Lanes()[l].Spans
+		n := s.Lane(l).Spans
 		spans := make([]Span, n)
 		for k := range n {
 			spans[k] = s.Span(l, k)

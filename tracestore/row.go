@@ -25,11 +25,11 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	for i := range cells {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
-	ln := &s.lanes[l]
-	if ln.Spans == 0 || t1 <= t0 || s.bad[l].Load() {
+	ln := s.lane(l)
+	if ln.Spans == 0 || t1 <= t0 || s.laneBad(l) {
 		return
 	}
-	r := rowSweep{s: s, l: l, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
+	r := rowSweep{s: s, l: l, ln: ln, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
 	r.bufs[0].k, r.bufs[1].k = -1, -1
 	defer func() {
 		if r.bad { // a corrupt block: the lane is empty
@@ -101,7 +101,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 		} else {
 			mid := noAgg
 			if lo, hi := (i0+BlockSpans-1)/BlockSpans, i1/BlockSpans; lo < hi {
-				mid = s.forestQuery(l, lo, hi)
+				mid = s.forestQuery(ln, lo, hi)
 			}
 			right, rightExact := r.head(i1)
 			// A part known only by a bound needs its spans folded only
@@ -156,6 +156,7 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 type rowSweep struct {
 	s    *Store
 	l    int
+	ln   *Lane // the lane's record
 	off  int64 // the lane's first block in blocks.idx
 	nb   int64 // blocks
 	n    int64 // spans
@@ -207,7 +208,7 @@ func (r *rowSweep) blk(k int64) *decodedBlock {
 	d := &r.bufs[r.next]
 	r.next ^= 1
 	d.k = k
-	if !r.s.blockOK(r.l, k) {
+	if !r.s.blockOK(r.l, r.ln, k) {
 		r.bad = true
 		d.n, d.got, d.rest = 0, 0, nil
 		return d
@@ -375,7 +376,7 @@ func (r *rowSweep) tail(i0 int64) (a Agg, exact bool) {
 	if end-k*BlockSpans < BlockSpans {
 		return r.fold(i0, end), true
 	}
-	leaf := r.s.leaf(r.l, k)
+	leaf := r.s.leaf(r.ln, k)
 	d := r.blk(k) // checks the block, and the leaf with it
 	j := int(i0 - k*BlockSpans)
 	if j > 0 {
@@ -398,7 +399,7 @@ func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
 	if min((k+1)*BlockSpans, r.n)-lo < BlockSpans {
 		return r.fold(lo, i1), true
 	}
-	leaf := r.s.leaf(r.l, k)
+	leaf := r.s.leaf(r.ln, k)
 	d := r.blk(k)
 	j := int(i1 - lo)
 	d.ensure(j - 1)
@@ -409,7 +410,7 @@ func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
 // kindName returns the kind and name of the lane's span i, ok false if
 // its chunk of spanattr.bin is corrupt.
 func (r *rowSweep) kindName(i int64) (uint32, bool) {
-	g := r.s.laneSpan[r.l] + i
+	g := r.ln.firstSpan + i
 	if c := g / AttrChunk; c != r.knChunk {
 		r.knChunk, r.kn = c, r.s.kinds.chunk(c)
 	}

@@ -18,11 +18,11 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 	for i := range cells {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
-	ln := &s.lanes[l]
+	ln := s.lane(l)
 	if ln.Spans == 0 || t1 <= t0 {
 		return
 	}
-	r := newRowCursor(s, l)
+	r := newRowCursor(s, l, ln)
 	at := func(p int64) int64 { return PixelStart(t0, t1, px, p) }
 	// Pixels before the first span and after the last are empty.
 	first := r.span(0).Start
@@ -61,7 +61,7 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 		c.Count = uint16(min(i1-i0, 65535))
 		c.Busy = share(busy, uint64(b)-uint64(a))
 		if agg.Index >= i0 && agg.Index < i1 {
-			kn, _ := s.kindName(s.laneSpan[l] + agg.Index)
+			kn, _ := s.kindName(ln.firstSpan + agg.Index)
 			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
 		}
 	}
@@ -80,7 +80,7 @@ func testQueryRowSweep(t *testing.T, data []byte) {
 	s, _ := build(t, data)
 	d := s.Manifest().Duration
 	rng := rand.New(rand.NewPCG(1, 2))
-	for l := range s.Lanes() {
+	for l := range s.NumLanes() {
 		for k := range 8 {
 			t0, t1 := int64(0), d+1
 			px := []int{1, 7, 200, 2000}[k%4]
@@ -93,7 +93,7 @@ func testQueryRowSweep(t *testing.T, data []byte) {
 			s.queryRowRef(l, t0, t1, want)
 			for p := range got {
 				if got[p] != want[p] {
-					t.Fatalf("lane %d (%d spans), [%d, %d) in %d pixels, pixel %d: %+v, want %+v", l, s.Lanes()[l].Spans, t0, t1, px, p, got[p], want[p])
+					t.Fatalf("lane %d (%d spans), [%d, %d) in %d pixels, pixel %d: %+v, want %+v", l, s.Lane(l).Spans, t0, t1, px, p, got[p], want[p])
 				}
 			}
 		}

@@ -24,8 +24,6 @@ type Store struct {
 	m        Manifest
 	strings  []string
 	frames   []Frame
-	lanes    []Lane
-	laneSpan []int64 // index of each lane's first span, lanes in order
 	pageIdx  []byte
 	spans    []byte // blocks of spans
 	blockIdx []byte // per block: offset in spans, first start
@@ -39,7 +37,15 @@ type Store struct {
 	fileMu   sync.Mutex // File's appends to closers
 	pageSize int64
 	sums     map[string]FileSum
-	laneTab  []byte // lanes.tab
+	laneTab  []byte // lanes.tab, mapped
+	laneIdx  []byte // lanes.idx, mapped
+	// nblocks and nvals are the records of blocks.idx and forest.bin.
+	nblocks, nvals int64
+	// laneCache holds groups of lanes decoded and checked, in sets of
+	// laneCacheWays by group number modulo laneCacheSets (see lane);
+	// laneVictim picks the way a group decoded replaces.
+	laneCache  [laneCacheSets][laneCacheWays]atomic.Pointer[laneRecs]
+	laneVictim atomic.Uint32
 	// checkOnly is set for check: Open's checks without the per-lane
 	// state a query needs.
 	checkOnly bool
@@ -54,9 +60,10 @@ type Store struct {
 	stacks         []uint32
 	stackCodec     pageCodec
 	// The lazy checks (see lazy.go): which blocks were checked, the
-	// lanes found corrupt, and the chunks of kinds and names decoded.
+	// lanes found corrupt (how many, and why), and the chunks of kinds
+	// and names decoded.
 	checked []atomic.Uint64
-	bad     []atomic.Bool
+	nbad    atomic.Int64
 	badErr  sync.Map // lane -> error
 	kinds   attrCache
 }
@@ -69,11 +76,11 @@ func (m chanMutex) lock()   { m <- struct{}{} }
 func (m chanMutex) unlock() { <-m }
 
 // Open opens the store in dir. It reads and checks the store's metadata
-// (the manifest, the string, frame, page and lane tables, and every
-// count against its file's size), in time and memory that grow with the
-// lanes, pages, strings and frames, never with the spans; the timeline's
-// blocks, forests and attributes are checked when first read (see the
-// package comment and Verify).
+// (the manifest, the string, frame and page tables, and every count
+// against its file's size), in time and memory that grow with the pages,
+// strings and frames, never with the spans or the lanes; the lanes'
+// records, the timeline's blocks, forests and attributes are checked when
+// first read (see the package comment and Verify).
 func Open(dir string) (*Store, error) { return open(dir, false) }
 
 // check makes every check of the store in dir that Open and Verify make,
@@ -137,7 +144,10 @@ func (s *Store) open() error {
 	if err := json.Unmarshal(data, &s.m); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
 	}
-	if s.m.SchemaVersion < oldestSchemaVersion || s.m.SchemaVersion > SchemaVersion {
+	if s.m.SchemaVersion < oldestSchemaVersion {
+		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d: rebuild the store from its trace (pctab-trace build)", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
+	}
+	if s.m.SchemaVersion > SchemaVersion {
 		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
 	}
 	if ps := s.m.PageSize; ps < MinPageSize || ps > MaxPageSize || ps&(ps-1) != 0 {
@@ -247,33 +257,29 @@ func (s *Store) open() error {
 	if int64(len(s.attrIdx))%attrIdxBytes != 0 || int64(len(s.attrIdx))/attrIdxBytes != chunks {
 		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(s.attrIdx), chunks, s.m.Spans)
 	}
-	if s.laneTab, err = s.read(fileLanes); err != nil {
+	// lanes.tab and lanes.idx are mapped too, each group of lanes
+	// checked when first read (see lane).
+	if s.laneTab, err = s.mapped(fileLanes); err != nil {
+		return err
+	}
+	if s.laneIdx, err = s.mapped(fileLaneIdx); err != nil {
 		return err
 	}
 	// A lane takes at least five bytes in lanes.tab.
 	if int64(s.m.Lanes) > int64(len(s.laneTab))/5 {
 		return fmt.Errorf("tracestore: %s: %d bytes for %d lanes", fileLanes, len(s.laneTab), s.m.Lanes)
 	}
-	if !s.checkOnly {
-		s.lanes = make([]Lane, 0, s.m.Lanes)
-		s.laneSpan = make([]int64, 0, s.m.Lanes)
+	groups := (int64(s.m.Lanes) + LaneGroup - 1) / LaneGroup
+	if int64(len(s.laneIdx))%laneIdxBytes != 0 || int64(len(s.laneIdx))/laneIdxBytes != groups {
+		return fmt.Errorf("tracestore: %s: %d bytes for the %d groups of %d lanes", fileLaneIdx, len(s.laneIdx), groups, s.m.Lanes)
 	}
-	err = s.eachLane(func(_ int, l *Lane, first int64) error {
-		if !s.checkOnly {
-			s.laneSpan = append(s.laneSpan, first)
-			s.lanes = append(s.lanes, *l)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	s.nblocks, s.nvals = int64(len(s.blockIdx))/bib, int64(len(s.forest))/ab
+	if s.m.Lanes == 0 && (len(s.laneTab) != 0 || s.m.Spans != 0 || s.nblocks != 0 || s.nvals != 0) {
+		return fmt.Errorf("tracestore: %s: no lanes, but %d bytes of %s, %d spans, %d blocks and %d forest values", fileManifest, len(s.laneTab), fileLanes, s.m.Spans, s.nblocks, s.nvals)
 	}
-	nblocks := int64(len(s.blockIdx)) / bib
-	// One bit per block (nblocks is at most the bytes of blocks.idx),
-	// one byte per lane.
+	// One bit per block (nblocks is at most the bytes of blocks.idx).
 	if !s.checkOnly {
-		s.checked = make([]atomic.Uint64, (nblocks+63)/64)
-		s.bad = make([]atomic.Bool, len(s.lanes))
+		s.checked = make([]atomic.Uint64, (s.nblocks+63)/64)
 		s.kinds.init(s)
 	}
 	// The event log is read page by page, each checked by its own sum;
@@ -308,53 +314,140 @@ func (s *Store) open() error {
 	return nil
 }
 
-// eachLane decodes lanes.tab and checks every lane against the files
-// (see open), calling f with each: its number, its record with its first
-// block and forest value, and the index of its first span of all the
-// store's spans.
+// eachLane decodes lanes.tab group by group, checking every group (see
+// decodeLaneGroup) and the order of each group's first lane after the
+// previous group's last, and calls f with every lane in order: its
+// number, its record and the index of its first span of all the store's
+// spans.
 func (s *Store) eachLane(f func(i int, l *Lane, firstSpan int64) error) error {
-	lt := s.laneTab // at least five bytes a lane (see open)
-	var spanTotal, blockOff, forestOff int64
-	nblocks := int64(len(s.blockIdx)) / int64(s.w.blockIndexBytes())
-	nvals := int64(len(s.forest)) / int64(s.w.aggBytes())
 	var prev Lane
-	lo := 0 // offset in lanes.tab
-	for i := range s.m.Lanes {
-		l, n, err := decodeLane(lt[lo:])
-		if err != nil {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %w", fileLanes, i, lo, err)
+	for g := int64(0); g*LaneGroup < int64(s.m.Lanes); g++ {
+		grp := s.decodeLaneGroup(g)
+		if grp.err != nil {
+			return grp.err
 		}
-		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): track %d, layer %d", fileLanes, i, lo, l.Track, l.Layer)
+		if g > 0 && laneCompare(prev, grp.lanes[0]) >= 0 {
+			return fmt.Errorf("tracestore: %s: lane %d (group %d): not after the previous lane", fileLanes, g*LaneGroup, g)
 		}
-		if i > 0 && laneCompare(prev, l) >= 0 {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): not after the previous lane", fileLanes, i, lo)
+		for j := range grp.lanes {
+			if err := f(int(g*LaneGroup)+j, &grp.lanes[j], grp.lanes[j].firstSpan); err != nil {
+				return err
+			}
 		}
-		prev = l
-		// l.Spans is at most s.m.Spans, which fits in spans.bin: none
-		// of this wraps.
-		if l.Spans > s.m.Spans-spanTotal || blocks(l.Spans) > nblocks-blockOff {
-			return fmt.Errorf("tracestore: %s: lane %d (offset %#x): %d spans from block %d do not fit", fileLanes, i, lo, l.Spans, blockOff)
-		}
-		l.blockOff, l.forestOff = blockOff, forestOff
-		lo += n
-		if nv := forestValues(l.Spans); nv > nvals-forestOff {
-			return fmt.Errorf("tracestore: %s: lane %d: forest past the end of %s", fileLanes, i, fileForest)
-		}
-		if err := f(i, &l, spanTotal); err != nil {
-			return err
-		}
-		spanTotal += l.Spans
-		blockOff += blocks(l.Spans)
-		forestOff += forestValues(l.Spans)
-	}
-	if lo != len(lt) {
-		return fmt.Errorf("tracestore: %s: %d bytes after its %d lanes (offset %#x)", fileLanes, len(lt)-lo, s.m.Lanes, lo)
-	}
-	if spanTotal != s.m.Spans || blockOff != nblocks || forestOff != nvals {
-		return fmt.Errorf("tracestore: %s: lanes hold %d spans, %d blocks and %d forest values, the files %d, %d and %d", fileLanes, spanTotal, blockOff, forestOff, s.m.Spans, nblocks, nvals)
+		prev = grp.lanes[len(grp.lanes)-1]
 	}
 	return nil
+}
+
+// A laneRecs is a group of lanes decoded from lanes.tab and checked, or
+// the error that the group's check found.
+type laneRecs struct {
+	g     int64
+	lanes []Lane
+	err   error
+}
+
+// The size of a store's cache of groups of lanes: a frame's lanes and a
+// page of the lane list fit, in at most 256 × LaneGroup × 56 bytes. It is
+// set-associative so that the rows of a frame computed at once, which
+// read their lane's record at every pixel, do not evict one another
+// unless more than laneCacheWays of their groups share a set.
+const (
+	laneCacheSets = 64
+	laneCacheWays = 4
+)
+
+// noLane is what lane returns for a lane of a corrupt group: no spans.
+var noLane Lane
+
+// lane returns lane l's record, or noLane if its group is corrupt
+// (LaneError says why). A group is decoded and checked when first read
+// and kept in a small cache; a group read again after it left the cache
+// is decoded and checked again.
+func (s *Store) lane(l int) *Lane {
+	g := int64(l) / LaneGroup
+	grp := s.laneGroup(g)
+	if grp.err != nil {
+		return &noLane
+	}
+	return &grp.lanes[int64(l)-g*LaneGroup]
+}
+
+// laneGroup returns group g of the lanes from the cache, or decoded and
+// checked into it.
+func (s *Store) laneGroup(g int64) *laneRecs {
+	set := &s.laneCache[g%laneCacheSets]
+	for w := range set {
+		if grp := set[w].Load(); grp != nil && grp.g == g {
+			return grp
+		}
+	}
+	grp := s.decodeLaneGroup(g)
+	set[s.laneVictim.Add(1)%laneCacheWays].Store(grp)
+	return grp
+}
+
+// decodeLaneGroup decodes group g of lanes.tab and checks it whole: its
+// records against their CRC-32C in lanes.idx, each in the form the
+// builder writes, in order, and their spans, blocks and forest values
+// against where lanes.idx says the group and the next one (or the files'
+// ends) begin. Everything a query reads of a lane is then inside the
+// timeline's files.
+func (s *Store) decodeLaneGroup(g int64) *laneRecs {
+	grp := &laneRecs{g: g}
+	n := min(LaneGroup, int64(s.m.Lanes)-g*LaneGroup)
+	e := getLaneIdx(s.laneIdx[g*laneIdxBytes:])
+	next := laneIdxEntry{off: uint64(len(s.laneTab)), span: uint64(s.m.Spans), block: uint64(s.nblocks), forest: uint64(s.nvals)}
+	if (g+1)*laneIdxBytes < int64(len(s.laneIdx)) {
+		next = getLaneIdx(s.laneIdx[(g+1)*laneIdxBytes:])
+	}
+	fail := func(format string, args ...any) *laneRecs {
+		grp.lanes = nil
+		grp.err = fmt.Errorf("tracestore: %s: lanes %d to %d (group %d, offset %#x in %s): %s", fileLanes, g*LaneGroup, g*LaneGroup+n-1, g, g*laneIdxBytes, fileLaneIdx, fmt.Sprintf(format, args...))
+		return grp
+	}
+	// Unsigned: a value past an int64 is past every file's end.
+	if g == 0 && (e.off != 0 || e.span != 0 || e.block != 0 || e.forest != 0) ||
+		e.off > next.off || next.off > uint64(len(s.laneTab)) ||
+		e.span > next.span || next.span > uint64(s.m.Spans) ||
+		e.block > next.block || next.block > uint64(s.nblocks) ||
+		e.forest > next.forest || next.forest > uint64(s.nvals) {
+		return fail("records at [%d, %d), spans from %d to %d, blocks from %d to %d, forest values from %d to %d: out of order or past the files' %d, %d, %d and %d", e.off, next.off, e.span, next.span, e.block, next.block, e.forest, next.forest, len(s.laneTab), s.m.Spans, s.nblocks, s.nvals)
+	}
+	b := s.laneTab[e.off:next.off]
+	if crc(b) != e.crc {
+		return fail("checksum mismatch")
+	}
+	grp.lanes = make([]Lane, 0, n)
+	span, block, forest := int64(e.span), int64(e.block), int64(e.forest)
+	lo := 0
+	for i := range n {
+		l, k, err := decodeLane(b[lo:])
+		if err != nil {
+			return fail("lane %d (offset %#x): %v", g*LaneGroup+i, int(e.off)+lo, err)
+		}
+		if l.Track < TrackGoroutine || l.Track > TrackGlobal || l.Layer > LayerTask {
+			return fail("lane %d (offset %#x): track %d, layer %d", g*LaneGroup+i, int(e.off)+lo, l.Track, l.Layer)
+		}
+		if i > 0 && laneCompare(grp.lanes[i-1], l) >= 0 {
+			return fail("lane %d (offset %#x): not after the previous lane", g*LaneGroup+i, int(e.off)+lo)
+		}
+		// l.Spans is at most maxTime, each sum at most the next
+		// group's: none of this wraps.
+		if l.Spans > int64(next.span)-span || blocks(l.Spans) > int64(next.block)-block || forestValues(l.Spans) > int64(next.forest)-forest {
+			return fail("lane %d (offset %#x): %d spans from span %d, block %d and forest value %d do not fit", g*LaneGroup+i, int(e.off)+lo, l.Spans, span, block, forest)
+		}
+		l.firstSpan, l.blockOff, l.forestOff = span, block, forest
+		span += l.Spans
+		block += blocks(l.Spans)
+		forest += forestValues(l.Spans)
+		lo += k
+		grp.lanes = append(grp.lanes, l)
+	}
+	if lo != len(b) || span != int64(next.span) || block != int64(next.block) || forest != int64(next.forest) {
+		return fail("%d of %d bytes decoded; %d spans, %d blocks and %d forest values end where the next group begins at %d, %d and %d", lo, len(b), span, block, forest, next.span, next.block, next.forest)
+	}
+	return grp
 }
 
 func decodeStrings(b []byte) ([]string, error) {
@@ -422,8 +515,20 @@ func (s *Store) Dir() string { return s.dir }
 // Manifest returns the store's manifest.
 func (s *Store) Manifest() Manifest { return s.m }
 
-// Lanes returns the store's lanes, sorted by track, ID, layer and depth.
-func (s *Store) Lanes() []Lane { return s.lanes }
+// NumLanes returns the number of the store's lanes.
+func (s *Store) NumLanes() int { return s.m.Lanes }
+
+// Lane returns lane l of the store's lanes, which are sorted by track,
+// ID, layer and depth. It panics if l is out of range. Its record is
+// read and checked, with the LaneGroup lanes of its group, when first
+// asked for: a lane of a corrupt group has no spans (and a zero Track),
+// and LaneError says why.
+func (s *Store) Lane(l int) Lane {
+	if l < 0 || l >= s.m.Lanes {
+		panic(fmt.Sprintf("tracestore: lane %d of %d", l, s.m.Lanes))
+	}
+	return *s.lane(l)
+}
 
 // String returns string i of the store's table, or "" if there is none.
 func (s *Store) String(i uint32) string {
@@ -445,13 +550,12 @@ func (s *Store) blockAt(bi int64) (lo, hi, start int64) {
 	return lo, hi, start
 }
 
-// block decodes block k of lane l into dst, checking it the first time;
-// ok is false if the lane is corrupt.
-func (s *Store) block(l int, k int64, dst []Span) (_ []Span, ok bool) {
-	if !s.blockOK(l, k) {
+// block decodes block k of lane l, whose record is ln, into dst,
+// checking it the first time; ok is false if the lane is corrupt.
+func (s *Store) block(l int, ln *Lane, k int64, dst []Span) (_ []Span, ok bool) {
+	if !s.blockOK(l, ln, k) {
 		return dst[:0], false
 	}
-	ln := &s.lanes[l]
 	lo, hi, start := s.blockAt(ln.blockOff + k)
 	dst, _ = decodeBlock(dst[:0], s.spans[lo:hi], start, int(min(BlockSpans, ln.Spans-k*BlockSpans)), s.m.TimeQuantum)
 	return dst, true
@@ -461,17 +565,17 @@ func (s *Store) block(l int, k int64, dst []Span) (_ []Span, ok bool) {
 // span of a corrupt lane (see LaneError) or of a corrupt chunk of
 // attributes has kind NoSpan.
 func (s *Store) Span(l int, i int64) Span {
-	ln := &s.lanes[l]
+	ln := s.lane(l)
 	if i < 0 || i >= ln.Spans {
 		panic(fmt.Sprintf("tracestore: span %d of a lane of %d", i, ln.Spans))
 	}
 	var buf [BlockSpans]Span
-	blk, ok := s.block(l, i/BlockSpans, buf[:0])
+	blk, ok := s.block(l, ln, i/BlockSpans, buf[:0])
 	if !ok || int(i%BlockSpans) >= len(blk) {
 		return Span{Kind: NoSpan}
 	}
 	sp := blk[i%BlockSpans]
-	g := s.laneSpan[l] + i
+	g := ln.firstSpan + i
 	kn, ok := s.kindName(g)
 	if !ok {
 		return Span{Start: sp.Start, Dur: sp.Dur, Kind: NoSpan}
@@ -535,11 +639,11 @@ type LaneAgg struct {
 // lane's forest: O(log N) for N spans, plus at most 2*BlockSpans spans
 // read at the ends. A corrupt lane (see LaneError) has no spans.
 func (s *Store) Query(l int, t0, t1 int64) LaneAgg {
-	ln := &s.lanes[l]
+	ln := s.lane(l)
 	if ln.Spans == 0 || t1 <= t0 {
 		return LaneAgg{Longest: -1}
 	}
-	r := newRowCursor(s, l)
+	r := newRowCursor(s, l, ln)
 	j := r.locate(t0)
 	i0 := j
 	if j > 0 && r.span(j-1).End() > t0 {
@@ -590,6 +694,7 @@ const NoSpan SpanKind = 255
 type rowCursor struct {
 	s     *Store
 	l     int
+	ln    *Lane          // the lane's record
 	cache [4]cachedBlock // by block number mod 4
 	hint  int            // locate's last block
 	bad   bool           // a block was corrupt: the lane's answers are empty
@@ -601,8 +706,8 @@ type cachedBlock struct {
 	buf [BlockSpans]Span
 }
 
-func newRowCursor(s *Store, l int) *rowCursor {
-	r := &rowCursor{s: s, l: l}
+func newRowCursor(s *Store, l int, ln *Lane) *rowCursor {
+	r := &rowCursor{s: s, l: l, ln: ln}
 	for i := range r.cache {
 		r.cache[i].k = -1
 	}
@@ -612,7 +717,7 @@ func newRowCursor(s *Store, l int) *rowCursor {
 func (r *rowCursor) blk(k int64) []Span {
 	c := &r.cache[k%int64(len(r.cache))]
 	if c.k != k {
-		blk, ok := r.s.block(r.l, k, c.buf[:0])
+		blk, ok := r.s.block(r.l, r.ln, k, c.buf[:0])
 		if !ok {
 			r.bad = true
 		}
@@ -637,7 +742,7 @@ func (r *rowCursor) span(i int64) Span {
 // grow along a row, and a large lane's index is then read a few cache
 // lines at a time), then a binary search of one block.
 func (r *rowCursor) locate(t int64) int64 {
-	ln := &r.s.lanes[r.l]
+	ln := r.ln
 	nb := int(blocks(ln.Spans))
 	k := int64(gallop.Search(nb, r.hint, func(k int) bool { _, _, st := r.s.blockAt(ln.blockOff + int64(k)); return st >= t }))
 	r.hint = max(0, int(k)-1)
@@ -665,7 +770,7 @@ func (r *rowCursor) aggregate(i0, i1 int64) Agg {
 		return fold(noAgg, i0, i1)
 	}
 	a := fold(noAgg, i0, firstWhole*BlockSpans)
-	a = combine(a, r.s.forestQuery(r.l, firstWhole, lastWhole))
+	a = combine(a, r.s.forestQuery(r.ln, firstWhole, lastWhole))
 	return fold(a, lastWhole*BlockSpans, i1)
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/trace"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,7 +203,8 @@ func TestLanesAgainstBruteForce(t *testing.T) {
 		t.Fatalf("%d lanes, %d spans", m.Lanes, m.Spans)
 	}
 	kinds := map[Layer]int{}
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		kinds[ln.Layer]++
 		var spans []Span
 		for i := range ln.Spans {
@@ -277,12 +279,23 @@ func TestCorruptStore(t *testing.T) {
 				eerr := s.Events(0, m.Duration+1, func(*Event) bool { return true })
 				exercise(s)
 				verr := s.Verify()
+				laneErrs := 0
+				for l := range s.NumLanes() {
+					if s.LaneError(l) != nil {
+						laneErrs++
+					}
+				}
 				s.Close()
 				switch name {
 				case fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx:
 					// The timeline is checked as it is read, and by Verify.
 					if verr == nil {
 						t.Errorf("%s %s: Verify succeeded", name, mut.what)
+					}
+				case fileLanes, fileLaneIdx:
+					// So are the lanes' records, a group at a time.
+					if verr == nil || laneErrs == 0 {
+						t.Errorf("%s %s: Verify's error %v, %d lanes in error", name, mut.what, verr, laneErrs)
 					}
 				case fileEvents:
 					if qerr == nil && eerr == nil {
@@ -373,7 +386,7 @@ func rowTraces(t *testing.T) map[string][]byte {
 func testQueryRow(t *testing.T, data []byte) {
 	s, _ := build(t, data)
 	d := s.Manifest().Duration
-	for l := range s.Lanes() {
+	for l := range s.NumLanes() {
 		for _, v := range [][3]int64{{0, d + 1, 200}, {d / 4, d / 3, 97}, {d / 2, d/2 + 1000, 50}} {
 			cells := make([]Cell, v[2])
 			s.QueryRow(l, v[0], v[1], cells)
@@ -441,7 +454,8 @@ func FuzzStoreFiles(f *testing.F) {
 	if _, err := Build(bytes.NewReader(data), base, Options{PageSize: MinPageSize}); err != nil {
 		f.Fatal(err)
 	}
-	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx, fileAttrs, fileAttrIdx}
+	// New files go last: the seeds in testdata name files by number.
+	names := []string{fileLanes, fileSpans, fileBlocks, fileForest, fileStrings, fileFrames, filePages, fileEvents, fileStacks, fileFuncIdx, fileLineIdx, fileAttrs, fileAttrIdx, fileLaneIdx}
 	for i, n := range names {
 		b, _ := os.ReadFile(filepath.Join(base, n))
 		f.Add(uint8(i), b)
@@ -491,7 +505,8 @@ func FuzzStoreFiles(f *testing.F) {
 		defer s.Close()
 		d := s.Manifest().Duration
 		cells := make([]Cell, 37)
-		for l, ln := range s.Lanes() {
+		for l := range s.NumLanes() {
+			ln := s.Lane(l)
 			s.Query(l, 0, d+1)
 			s.Query(l, d/3, d/2)
 			s.QueryRow(l, 0, d+1, cells)
@@ -547,5 +562,15 @@ func TestOpenRejectsUnorderedPageIndex(t *testing.T) {
 		t.Fatal("Open accepted a page index with pages out of time order")
 	} else {
 		t.Log(err)
+	}
+}
+
+// TestOldSchema opens a store whose manifest says schema 3, the format
+// before lanes.idx: Open refuses it and says to rebuild it.
+func TestOldSchema(t *testing.T) {
+	_, dir := build(t, recordTrace(t))
+	editManifest(t, dir, func(m map[string]any) { m["schema_version"] = json.Number("3") })
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "schema_version 3") || !strings.Contains(err.Error(), "rebuild") {
+		t.Errorf("Open of a schema-3 store: %v", err)
 	}
 }

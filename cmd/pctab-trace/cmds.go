@@ -157,7 +157,7 @@ var buildCommand = &cli.Command{
 			row("events", ts.Events+ts.Header+ts.Sync+ts.CPUSamples+ts.Experimental, "events.log", "pages.idx")
 			row("stacks", ts.Stacks, "stacks.dag", "frames.tab")
 			row("strings", ts.Strings, "strings.tab")
-			row("timeline", -1, "lanes.tab", "spans.bin", "blocks.idx", "forest.bin", "spanattr.bin", "attr.idx")
+			row("timeline", -1, "lanes.tab", "lanes.idx", "spans.bin", "blocks.idx", "forest.bin", "spanattr.bin", "attr.idx")
 			row("indexes", -1, "func.idx", "line.idx")
 			fmt.Fprintf(tw, "total\t%d\t%d\t%.2fx the trace\t\n", ts.Total, total, float64(total)/float64(ts.Total))
 			return tw.Flush()
@@ -451,7 +451,8 @@ var aggCommand = &cli.Command{
 				to.ns = s.Manifest().Duration + 1
 			}
 			res := aggResult{SchemaVersion: aggSchemaVersion, Store: args[0], From: from.ns, To: to.ns, Lanes: []laneAgg{}}
-			for l, ln := range s.Lanes() {
+			for l := range s.NumLanes() {
+				ln := s.Lane(l)
 				if *track != "" && ln.Track.String() != *track {
 					continue
 				}

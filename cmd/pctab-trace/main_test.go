@@ -83,6 +83,7 @@ var jsonOutputs = []struct {
 	{"view-span", reflect.TypeFor[view.SpanInfo](), view.SchemaVersion},
 	{"view-func", reflect.TypeFor[view.FuncCounts](), view.SchemaVersion},
 	{"view-active", reflect.TypeFor[view.Active](), view.SchemaVersion},
+	{"view-lanes", reflect.TypeFor[view.LanePage](), view.SchemaVersion},
 	{"query-label", reflect.TypeFor[labelResult](), labelSchemaVersion},
 	{"view-label", reflect.TypeFor[view.LabelCounts](), view.SchemaVersion},
 }

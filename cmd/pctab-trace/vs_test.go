@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -338,14 +339,18 @@ func goToolTraceView(t *testing.T, base string) error {
 }
 
 // pctabView loads the viewer's first frame, as its page does: the page,
-// the meta, the lanes with spans in the whole trace and a tile of 2,000
-// columns of the first 64 of them.
+// the meta, the first 64 lanes with spans in the whole trace (a page of
+// /api/active) and their records (a page of /api/lanes), and a tile of
+// 2,000 columns of them. A server of API schema 1 (a build before the
+// lane list was paged, as PCTAB_SERVE_BIN may name) lists every lane in
+// /api/meta and every active lane in /api/active, as its page asked.
 func pctabView(t *testing.T, base string) error {
 	if _, err := get(base + "/"); err != nil {
 		return err
 	}
 	var meta struct {
-		Duration int64 `json:"duration_ns"`
+		Duration int64           `json:"duration_ns"`
+		Lanes    json.RawMessage `json:"lanes"`
 	}
 	b, err := get(base + "/api/meta")
 	if err != nil {
@@ -354,10 +359,15 @@ func pctabView(t *testing.T, base string) error {
 	if err := json.Unmarshal(b, &meta); err != nil {
 		return err
 	}
+	paged := !bytes.HasPrefix(meta.Lanes, []byte("["))
 	var active struct {
 		Lanes []int `json:"lanes"`
 	}
-	if b, err = get(fmt.Sprintf("%s/api/active?t0=0&t1=%d", base, meta.Duration+1)); err != nil {
+	q := fmt.Sprintf("%s/api/active?t0=0&t1=%d", base, meta.Duration+1)
+	if paged {
+		q += "&from=0&n=64"
+	}
+	if b, err = get(q); err != nil {
 		return err
 	}
 	if err := json.Unmarshal(b, &active); err != nil {
@@ -367,6 +377,15 @@ func pctabView(t *testing.T, base string) error {
 	var f []string
 	for _, l := range lanes {
 		f = append(f, strconv.Itoa(l))
+	}
+	if paged && len(lanes) > 0 {
+		// The page fetches the records of the lanes on screen in pages
+		// of 256 lanes.
+		for p := lanes[0] / 256; p <= lanes[len(lanes)-1]/256; p++ {
+			if _, err := get(fmt.Sprintf("%s/api/lanes?from=%d&n=256", base, p*256)); err != nil {
+				return err
+			}
+		}
 	}
 	_, err = get(fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=2000&lanes=%s", base, meta.Duration+1, strings.Join(f, ",")))
 	return err

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,7 +47,7 @@ func TestWideRanges(t *testing.T) {
 	s := recordStore(t)
 	h := Handler(s)
 	var lanes []string
-	for l := range s.Lanes() {
+	for l := range s.NumLanes() {
 		lanes = append(lanes, fmt.Sprint(l))
 	}
 	const px = 4
@@ -62,7 +63,7 @@ func TestWideRanges(t *testing.T) {
 			t.Fatalf("tile %v: %d, %d bytes", rg, w.Code, w.Body.Len())
 		}
 		b := w.Body.Bytes()
-		for l := range s.Lanes() {
+		for l := range s.NumLanes() {
 			for p := range int64(px) {
 				q := s.Query(l, bound(p), bound(p+1))
 				cell := b[8*(px*int64(l)+p):]
@@ -101,7 +102,7 @@ func TestRequestLimits(t *testing.T) {
 	if len(dup) > 2200 {
 		t.Fatalf("a %d-byte request", len(dup))
 	}
-	nl := len(s.Lanes())
+	nl := s.NumLanes()
 	all := laneRange(0, nl)
 	maxPx := min(MaxPixels, MaxCells/nl) // the largest tile of every lane
 	for _, c := range []struct {
@@ -114,6 +115,19 @@ func TestRequestLimits(t *testing.T) {
 		{"/api/tile?t0=0&t1=1000000&px=8193&lo=0&hi=1", 400, 64 << 10},
 		{fmt.Sprintf("/api/tile?t0=0&t1=1000000&px=%d&lo=0&hi=%d", MaxCells/nl+1, nl), 400, 64 << 10},
 		{"/api/func?name=x&t0=0&t1=10&px=100000000", 400, 64 << 10},
+		{"/api/lanes?from=0&n=1025", 400, 64 << 10},
+		{"/api/lanes?from=0&n=-1", 400, 64 << 10},
+		{"/api/lanes?from=-9223372036854775808&n=1", 400, 64 << 10},
+		{"/api/lanes?from=9223372036854775807&n=9223372036854775807", 400, 64 << 10},
+		{"/api/lanes?from=18446744073709551616&n=1", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=0&n=1025", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=0", 400, 64 << 10},
+		{"/api/active?t0=0&t1=10&from=-1&n=1", 400, 64 << 10},
+		{fmt.Sprintf("/api/active?t0=0&t1=10&from=%d&n=1", nl+1), 400, 64 << 10},
+		{"/api/active?t0=10&t1=10&from=0&n=1", 400, 64 << 10},
+		{fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes), 200, 512 << 10},
+		{fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d&all=1", math.MinInt64, math.MaxInt64, MaxLanes), 200, 256 << 10},
+		{"/api/active?t0=0&t1=10&from=0&n=1&label=query%3Dq1", 404, 64 << 10},
 		{fmt.Sprintf("/api/tile?t0=0&t1=1000000&px=%d&lanes=%s", maxPx, all), 200, uint64(maxPx)*48*uint64(runtime.GOMAXPROCS(0)) + 512<<10}, // a few rows, not the 8 MB response
 	} {
 		r := httptest.NewRequest("GET", c.target, nil)
@@ -149,7 +163,7 @@ func TestTruncatedWhileServed(t *testing.T) {
 	s, dir := recordStoreDir(t)
 	h := Handler(s)
 	d := s.Manifest().Duration
-	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=500&lo=0&hi=%d", d+1, len(s.Lanes()))
+	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=500&lo=0&hi=%d", d+1, s.NumLanes())
 	if w := serve(h, tile); w.Code != 200 {
 		t.Fatalf("tile: %d %s", w.Code, w.Body.Bytes())
 	}
@@ -160,7 +174,7 @@ func TestTruncatedWhileServed(t *testing.T) {
 	}
 	for _, target := range []string{
 		tile,
-		fmt.Sprintf("/api/active?t0=0&t1=%d", d+1),
+		fmt.Sprintf("/api/active?t0=0&t1=%d&from=0&n=10", d+1),
 		fmt.Sprintf("/api/func?name=runtime.gopark&t0=0&t1=%d&px=10", d+1),
 		"/api/span?lane=0&i=0",
 		fmt.Sprintf("/api/pixel?lane=0&t0=0&t1=%d", d+1),
@@ -299,13 +313,15 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("serving at %s", srv.URL)
 	}
 	d := s.Manifest().Duration
-	nl := len(s.Lanes())
+	nl := s.NumLanes()
 	valid := []string{
 		"/api/meta",
 		fmt.Sprintf("/api/tile?t0=0&t1=%d&px=1000&lo=0&hi=%d", d+1, nl),
 		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=%d&lanes=%s", d/3, d/2, min(MaxPixels, MaxCells/nl), laneRange(0, nl)),
 		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=64&lo=0&hi=%d", int64(math.MinInt64), int64(math.MaxInt64), nl),
-		fmt.Sprintf("/api/active?t0=%d&t1=%d", d/4, d/2),
+		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d", d/4, d/2, MaxLanes),
+		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=%d&n=5&all=1", d/4, d/2, nl/2),
+		fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes),
 		fmt.Sprintf("/api/func?name=runtime.gopark&t0=0&t1=%d&px=300", d+1),
 		fmt.Sprintf("/api/pixel?lane=0&t0=0&t1=%d", d+1),
 		"/api/span?lane=0&i=0",
@@ -319,6 +335,11 @@ func TestLoad(t *testing.T) {
 		"/api/span?lane=99999999&i=0",
 		"/api/func?name=x&t0=0&t1=1&px=0",
 		"/api/tile?t0=x",
+		"/api/lanes?from=0&n=1025",
+		"/api/lanes?from=-1&n=10",
+		fmt.Sprintf("/api/lanes?from=%d&n=1", nl+1),
+		"/api/active?t0=0&t1=10&from=0&n=9223372036854775807",
+		"/api/active?t0=0&t1=10&from=9223372036854775807&n=1",
 	}
 	get := func(c *http.Client, target, host string) (int, []byte, error) {
 		req, _ := http.NewRequest("GET", srv.URL+target, nil)
@@ -422,7 +443,10 @@ func FuzzRequest(f *testing.F) {
 		"/api/tile?t0=0&t1=1000000&px=100&lo=0&hi=3",
 		"/api/tile?t0=-9223372036854775808&t1=9223372036854775807&px=8192&lanes=0,1,2",
 		"/api/func?name=runtime.gopark&t0=0&t1=100000000&px=30",
-		"/api/active?t0=0&t1=1000",
+		"/api/active?t0=0&t1=1000&from=0&n=10",
+		"/api/active?t0=0&t1=1000000&from=3&n=1024&all=1",
+		"/api/lanes?from=0&n=1024",
+		"/api/lanes?from=9223372036854775807&n=9223372036854775807",
 		"/api/pixel?lane=1&t0=5&t1=100000",
 		"/api/span?lane=2&i=3",
 		"/api/meta",
@@ -505,6 +529,81 @@ func TestLabelRequests(t *testing.T) {
 		}
 		if n != lc.Samples || len(lc.Funcs) > MaxLabelFuncs {
 			t.Errorf("%s: %d samples, %d in the columns, %d functions", c.target, lc.Samples, n, len(lc.Funcs))
+		}
+	}
+}
+
+// TestCorruptLanes serves a store whose first group of lanes in lanes.tab
+// is corrupt (a byte flipped, which its checksum in lanes.idx catches
+// when the group is first read): /api/lanes says why each of its lanes
+// shows nothing, /api/active leaves them out, their tiles are empty, and
+// the other lanes answer as before.
+func TestCorruptLanes(t *testing.T) {
+	good, dir := recordStoreDir(t)
+	nl := good.NumLanes()
+	if nl <= tracestore.LaneGroup {
+		t.Fatalf("%d lanes: one group", nl)
+	}
+	bad := filepath.Join(t.TempDir(), "store")
+	if err := os.Mkdir(bad, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Name() == "lanes.tab" {
+			b[3] ^= 0x01 // the first lane's ID: a group's size is unchanged
+		}
+		if err := os.WriteFile(filepath.Join(bad, e.Name()), b, 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := tracestore.Open(bad)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	h, gh := Handler(s), Handler(good)
+	var lp LanePage
+	if w := serve(h, fmt.Sprintf("/api/lanes?from=0&n=%d", nl)); w.Code != 200 || json.Unmarshal(w.Body.Bytes(), &lp) != nil || len(lp.Lanes) != nl {
+		t.Fatalf("lanes: %d %s", w.Code, w.Body.Bytes())
+	}
+	for l, li := range lp.Lanes {
+		if corrupt := l < tracestore.LaneGroup; corrupt != (li.Error != "") || corrupt && (li.Spans != 0 || !strings.Contains(li.Error, "lanes.tab")) {
+			t.Errorf("lane %d: %+v", l, li)
+		}
+	}
+	d := s.Manifest().Duration
+	var act, gact Active
+	q := fmt.Sprintf("/api/active?t0=0&t1=%d&from=0&n=%d", d+1, MaxLanes)
+	json.Unmarshal(serve(h, q).Body.Bytes(), &act)
+	json.Unmarshal(serve(gh, q).Body.Bytes(), &gact)
+	var want []int
+	for _, l := range gact.Lanes {
+		if l >= tracestore.LaneGroup {
+			want = append(want, l)
+		}
+	}
+	if !slices.Equal(act.Lanes, want) || len(want) == 0 {
+		t.Errorf("active lanes %v, want %v", act.Lanes, want)
+	}
+	tile := fmt.Sprintf("/api/tile?t0=0&t1=%d&px=50&lo=0&hi=%d", d+1, nl)
+	b, gb := serve(h, tile).Body.Bytes(), serve(gh, tile).Body.Bytes()
+	if len(b) != len(gb) || len(b) != 8*50*nl {
+		t.Fatalf("tiles of %d and %d bytes", len(b), len(gb))
+	}
+	for l := range nl {
+		row, grow := b[8*50*l:8*50*(l+1)], gb[8*50*l:8*50*(l+1)]
+		for p := range 50 {
+			if l < tracestore.LaneGroup && row[8*p] != byte(tracestore.NoSpan) || l >= tracestore.LaneGroup && !bytes.Equal(row, grow) {
+				t.Fatalf("lane %d: % x, before % x", l, row[:16], grow[:16])
+			}
 		}
 	}
 }

@@ -11,13 +11,20 @@
 //
 // The API (JSON is snake_case, with a schema_version):
 //
-//	GET /api/meta                       the store's manifest and lanes
+//	GET /api/meta                       the store's manifest and lane count
+//	GET /api/lanes?from=&n=             lanes [from, from+n): their tracks,
+//	                                    IDs, layers, depths and span counts
 //	GET /api/tile?t0=&t1=&px=&lo=&hi=   lanes [lo, hi) (or lanes=3,8,...)
 //	                                    over [t0, t1) in px columns: binary,
 //	                                    8 bytes per cell (kind, busy 0-255,
 //	                                    count uint16, name uint32;
 //	                                    little-endian), lane after lane
-//	GET /api/active?t0=&t1=             the lanes with a span in [t0, t1)
+//	GET /api/active?t0=&t1=&from=&n=    the first n lanes from lane from on
+//	                                    with a span in [t0, t1) (every lane
+//	                                    with all=1; with label=key=value
+//	                                    only those of goroutines that the
+//	                                    label's CPU samples in [t0, t1) ran
+//	                                    on), and the lane to go on from
 //	GET /api/span?lane=&i=              one span, its names and its stack
 //	GET /api/pixel?lane=&t0=&t1=        the longest span of a lane in a range
 //	GET /api/func?name=&t0=&t1=&px=     events through a function per
@@ -30,13 +37,12 @@
 // t0 < t1. The handler serves only requests whose Host header names a
 // loopback host or one of Options.Hosts, bounds each request's lanes,
 // pixels and response bytes (MaxLanes, MaxPixels, MaxCells; a lane at most
-// once), bounds the requests computed at once (Options.MaxInFlight), and
+// once; MaxActiveScan lanes examined by /api/active), bounds the requests computed at once (Options.MaxInFlight), and
 // answers a request that reads a store file truncated under it with a 500
 // (tracestore.Store.Guard). NewServer adds timeouts.
 package view
 
 import (
-	"bufio"
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
@@ -58,14 +64,21 @@ import (
 //go:embed index.html
 var indexHTML []byte
 
-// SchemaVersion is the version of the API's JSON.
-const SchemaVersion = 1
+// SchemaVersion is the version of the API's JSON. Version 2 pages the
+// lane list: /api/meta gives the number of lanes, /api/lanes their
+// records and /api/active a page of the active ones.
+const SchemaVersion = 2
 
 // Limits on a request's work. A request over them gets a 400.
 const (
 	MaxPixels = 8192    // px of /api/tile and /api/func
-	MaxLanes  = 1024    // lanes of /api/tile, each at most once
+	MaxLanes  = 1024    // lanes of /api/tile (each at most once), /api/lanes and /api/active
 	MaxCells  = 1 << 20 // lanes × px of /api/tile: a response of at most 8 MiB
+
+	// MaxActiveScan bounds the lanes one /api/active examines: it
+	// answers with fewer than n lanes, and where to go on from, when it
+	// found fewer among them.
+	MaxActiveScan = 1 << 16
 )
 
 // bufferedTile is the largest tile computed whole before it is written.
@@ -115,6 +128,7 @@ func NewHandler(s *tracestore.Store, opts Options) http.Handler {
 		w.Write(indexHTML)
 	})
 	mux.HandleFunc("GET /api/meta", h.api(h.meta))
+	mux.HandleFunc("GET /api/lanes", h.api(h.lanes))
 	mux.HandleFunc("GET /api/tile", h.api(h.tile))
 	mux.HandleFunc("GET /api/span", h.api(h.span))
 	mux.HandleFunc("GET /api/pixel", h.api(h.pixel))
@@ -213,13 +227,13 @@ type handler struct {
 
 // Meta is /api/meta's answer.
 type Meta struct {
-	SchemaVersion int        `json:"schema_version"`
-	Source        string     `json:"source"`
-	Duration      int64      `json:"duration_ns"`
-	Events        uint64     `json:"events"`
-	Spans         int64      `json:"spans"`
-	Kinds         []string   `json:"span_kinds"` // names of the span kinds, by number
-	Lanes         []LaneInfo `json:"lanes"`
+	SchemaVersion int      `json:"schema_version"`
+	Source        string   `json:"source"`
+	Duration      int64    `json:"duration_ns"`
+	Events        uint64   `json:"events"`
+	Spans         int64    `json:"spans"`
+	Kinds         []string `json:"span_kinds"` // names of the span kinds, by number
+	Lanes         int      `json:"lanes"`      // how many: /api/lanes lists them
 }
 
 // LaneInfo describes one lane.
@@ -229,6 +243,14 @@ type LaneInfo struct {
 	Layer string `json:"layer"`
 	Depth int    `json:"depth"`
 	Spans int64  `json:"spans"`
+	Error string `json:"error,omitempty"` // why the lane shows no spans (tracestore.Store.LaneError)
+}
+
+// LanePage is /api/lanes's answer: lanes [from, from+len(lanes)).
+type LanePage struct {
+	SchemaVersion int        `json:"schema_version"`
+	From          int        `json:"from"`
+	Lanes         []LaneInfo `json:"lanes"`
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -238,43 +260,43 @@ func writeJSON(w http.ResponseWriter, v any) {
 
 func (h *handler) meta(w http.ResponseWriter, r *http.Request) {
 	m := h.s.Manifest()
-	out := Meta{SchemaVersion: SchemaVersion, Source: m.Source, Duration: m.Duration, Events: m.Events, Spans: m.Spans, Lanes: []LaneInfo{}}
+	out := Meta{SchemaVersion: SchemaVersion, Source: m.Source, Duration: m.Duration, Events: m.Events, Spans: m.Spans, Lanes: h.s.NumLanes()}
 	for k := tracestore.SpanKind(0); k < tracestore.SpanTask+1; k++ {
 		out.Kinds = append(out.Kinds, k.String())
 	}
-	// The lanes are written one by one, in the form json would give
-	// them: a store's lanes can be millions.
-	head, err := json.Marshal(out)
+	writeJSON(w, out)
+}
+
+// page reads a request's page of lanes, "from" and "n": from in [0,
+// lanes], n in [1, MaxLanes].
+func (h *handler) page(r *http.Request) (from, n int, err error) {
+	p, err := params(r, "from", "n")
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return 0, 0, err
+	}
+	if nl := int64(h.s.NumLanes()); p[0] < 0 || p[0] > nl || p[1] < 1 || p[1] > MaxLanes {
+		return 0, 0, fmt.Errorf("from=%d n=%d: want from in [0, %d] and n in [1, %d]", p[0], p[1], nl, MaxLanes)
+	}
+	return int(p[0]), int(p[1]), nil
+}
+
+func (h *handler) lanes(w http.ResponseWriter, r *http.Request) {
+	from, n, err := h.page(r)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("bad lanes: %v", err), http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.Write(head[:len(head)-2]) // up to the lanes' "["
-	names := map[string][]byte{}
-	quoted := func(s string) []byte {
-		q, ok := names[s]
-		if !ok {
-			q, _ = json.Marshal(s)
-			names[s] = q
+	to := min(h.s.NumLanes(), from+n)
+	out := LanePage{SchemaVersion: SchemaVersion, From: from, Lanes: make([]LaneInfo, 0, to-from)}
+	for l := from; l < to; l++ {
+		ln := h.s.Lane(l)
+		li := LaneInfo{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: ln.Spans}
+		if err := h.s.LaneError(l); err != nil {
+			li.Error = err.Error()
 		}
-		return q
+		out.Lanes = append(out.Lanes, li)
 	}
-	var b []byte
-	for i, l := range h.s.Lanes() {
-		b = b[:0]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(append(append(b, `{"track":`...), quoted(l.Track.String())...), `,"id":`...)
-		b = append(append(strconv.AppendInt(b, l.ID, 10), `,"layer":`...), quoted(l.Layer.String())...)
-		b = strconv.AppendInt(append(b, `,"depth":`...), int64(l.Depth), 10)
-		b = append(strconv.AppendInt(append(b, `,"spans":`...), l.Spans, 10), '}')
-		bw.Write(b)
-	}
-	bw.WriteString("]}\n")
-	bw.Flush()
+	writeJSON(w, out)
 }
 
 // params reads integer query parameters; a missing or bad one is an error.
@@ -293,7 +315,7 @@ func params(r *http.Request, names ...string) ([]int64, error) {
 // laneList reads the lanes of a request: "lanes" (comma-separated lane
 // numbers) or the range "lo" to "hi".
 func (h *handler) laneList(r *http.Request) ([]int, error) {
-	nl := len(h.s.Lanes())
+	nl := h.s.NumLanes()
 	var lanes []int
 	if q := r.URL.Query().Get("lanes"); q != "" {
 		for _, f := range strings.Split(q, ",") {
@@ -428,31 +450,81 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// Active is /api/active's answer: the lanes with a span in a time range.
+// Active is /api/active's answer: the lanes with a span in a time range,
+// from a lane on, and the lane after the last one examined, from which
+// the next page goes on (the number of lanes when there are no more).
 type Active struct {
 	SchemaVersion int   `json:"schema_version"`
 	Lanes         []int `json:"lanes"`
+	Next          int   `json:"next"`
 }
+
+// activeChunk is the number of lanes /api/active examines at once, in
+// parallel.
+const activeChunk = 256
 
 func (h *handler) active(w http.ResponseWriter, r *http.Request) {
 	p, err := params(r, "t0", "t1")
-	if err != nil || p[1] <= p[0] {
-		http.Error(w, fmt.Sprintf("bad range: %v", err), http.StatusBadRequest)
+	if err == nil && p[1] <= p[0] {
+		err = fmt.Errorf("t0=%d, t1=%d: want t0 < t1", p[0], p[1])
+	}
+	var from, n int
+	if err == nil {
+		from, n, err = h.page(r)
+	}
+	if err != nil {
+		http.Error(w, fmt.Sprintf("bad active: %v", err), http.StatusBadRequest)
 		return
 	}
-	all := make([]int, len(h.s.Lanes()))
-	for i := range all {
-		all[i] = i
+	t0, t1 := p[0], p[1]
+	all := r.URL.Query().Get("all") == "1"
+	// A label keeps the goroutines its samples in range ran on.
+	var gs map[int64]bool
+	if q := r.URL.Query().Get("label"); q != "" {
+		if h.labels == nil {
+			http.Error(w, "the store has no label index (pctab-trace build -labels)", http.StatusNotFound)
+			return
+		}
+		l, err := labels.ParseLabel(q)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("bad active: %v", err), http.StatusBadRequest)
+			return
+		}
+		gs = map[int64]bool{}
+		for _, s := range h.labels.Samples(l, t0, t1) {
+			gs[s.Goroutine] = true
+		}
 	}
-	has := make([]bool, len(all))
-	if err := h.each(all, func(i, l int) { has[i] = h.s.HasSpans(l, p[0], p[1]) }); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	out := Active{SchemaVersion: SchemaVersion, Lanes: []int{}}
-	for l, ok := range has {
-		if ok {
-			out.Lanes = append(out.Lanes, l)
+	out := Active{SchemaVersion: SchemaVersion, Lanes: []int{}, Next: from}
+	end := min(h.s.NumLanes(), from+MaxActiveScan)
+	lanes := make([]int, 0, activeChunk)
+	has := make([]bool, activeChunk)
+	for out.Next < end && len(out.Lanes) < n {
+		lanes = lanes[:0]
+		for l := out.Next; l < min(end, out.Next+activeChunk); l++ {
+			lanes = append(lanes, l)
+		}
+		if err := h.each(lanes, func(i, l int) {
+			if gs != nil {
+				if ln := h.s.Lane(l); ln.Track != tracestore.TrackGoroutine || !gs[ln.ID] {
+					has[i] = false
+					return
+				}
+			}
+			has[i] = all && h.s.Lane(l).Spans > 0 || h.s.HasSpans(l, t0, t1)
+		}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		out.Next = lanes[len(lanes)-1] + 1
+		for i, l := range lanes {
+			if has[i] {
+				out.Lanes = append(out.Lanes, l)
+				if len(out.Lanes) == n {
+					out.Next = l + 1
+					break
+				}
+			}
 		}
 	}
 	writeJSON(w, out)
@@ -484,8 +556,7 @@ func (h *handler) span(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	lanes := h.s.Lanes()
-	if p[0] < 0 || p[0] >= int64(len(lanes)) || p[1] < 0 || p[1] >= lanes[p[0]].Spans {
+	if p[0] < 0 || p[0] >= int64(h.s.NumLanes()) || p[1] < 0 || p[1] >= h.s.Lane(int(p[0])).Spans {
 		http.Error(w, "no such span", http.StatusNotFound)
 		return
 	}
@@ -498,7 +569,7 @@ func (h *handler) pixel(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if p[0] < 0 || p[0] >= int64(len(h.s.Lanes())) {
+	if p[0] < 0 || p[0] >= int64(h.s.NumLanes()) {
 		http.Error(w, "no such lane", http.StatusNotFound)
 		return
 	}

@@ -97,11 +97,11 @@ func TestAPI(t *testing.T) {
 	defer srv.Close()
 	var meta Meta
 	b, code := get(t, srv.URL+"/api/meta")
-	if code != 200 || json.Unmarshal(b, &meta) != nil || meta.SchemaVersion != SchemaVersion || len(meta.Lanes) != len(s.Lanes()) {
+	if code != 200 || json.Unmarshal(b, &meta) != nil || meta.SchemaVersion != SchemaVersion || meta.Lanes != s.NumLanes() {
 		t.Fatalf("meta: %d %s", code, b)
 	}
 	d := s.Manifest().Duration
-	px, lo, hi := 300, 0, min(10, len(s.Lanes()))
+	px, lo, hi := 300, 0, min(10, s.NumLanes())
 	b, code = get(t, fmt.Sprintf("%s/api/tile?t0=0&t1=%d&px=%d&lo=%d&hi=%d", srv.URL, d+1, px, lo, hi))
 	if code != 200 || len(b) != 8*px*(hi-lo) {
 		t.Fatalf("tile: %d, %d bytes", code, len(b))
@@ -121,19 +121,50 @@ func TestAPI(t *testing.T) {
 	if code != 200 || !bytes.Equal(b2, b) {
 		t.Errorf("tile by lanes=: %d, %d bytes, differs from lo/hi", code, len(b2))
 	}
-	var act Active
-	b2, code = get(t, fmt.Sprintf("%s/api/active?t0=%d&t1=%d", srv.URL, d/3, d/2))
-	if code != 200 || json.Unmarshal(b2, &act) != nil {
-		t.Fatalf("active: %d %s", code, b2)
+	// The lane list, in pages of every size up to the whole.
+	nl := s.NumLanes()
+	for _, n := range []int{1, 7, MaxLanes} {
+		for from := 0; from <= nl; from += n {
+			var lp LanePage
+			b2, code = get(t, fmt.Sprintf("%s/api/lanes?from=%d&n=%d", srv.URL, from, n))
+			if code != 200 || json.Unmarshal(b2, &lp) != nil || lp.SchemaVersion != SchemaVersion || lp.From != from || len(lp.Lanes) != min(n, nl-from) {
+				t.Fatalf("lanes from %d, n %d: %d %s", from, n, code, b2)
+			}
+			for i, li := range lp.Lanes {
+				ln := s.Lane(from + i)
+				if want := (LaneInfo{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: ln.Spans}); li != want {
+					t.Fatalf("lane %d: %+v, the store has %+v", from+i, li, want)
+				}
+			}
+		}
 	}
+	// The active lanes against Query, in pages of every size, each going
+	// on from the last one's next.
 	var wantActive []int
-	for l := range s.Lanes() {
+	for l := range nl {
 		if s.Query(l, d/3, d/2).Count > 0 {
 			wantActive = append(wantActive, l)
 		}
 	}
-	if !slices.Equal(act.Lanes, wantActive) || len(act.Lanes) == 0 {
-		t.Errorf("active lanes %v, want %v", act.Lanes, wantActive)
+	for _, n := range []int{1, 3, MaxLanes} {
+		var got []int
+		for from, pages := 0, 0; from < nl; pages++ {
+			var act Active
+			b2, code = get(t, fmt.Sprintf("%s/api/active?t0=%d&t1=%d&from=%d&n=%d", srv.URL, d/3, d/2, from, n))
+			if code != 200 || json.Unmarshal(b2, &act) != nil || len(act.Lanes) > n || act.Next <= from || act.Next > nl || pages > nl {
+				t.Fatalf("active from %d, n %d: %d %s", from, n, code, b2)
+			}
+			for _, l := range act.Lanes {
+				if l < from || l >= act.Next {
+					t.Fatalf("active from %d, n %d: lane %d, next %d", from, n, l, act.Next)
+				}
+			}
+			got = append(got, act.Lanes...)
+			from = act.Next
+		}
+		if !slices.Equal(got, wantActive) || len(got) == 0 {
+			t.Errorf("active lanes in pages of %d: %v, want %v", n, got, wantActive)
+		}
 	}
 	for _, bad := range []string{"t0=0&t1=10&px=0&lo=0&hi=1", "t0=0&t1=10&px=1&lanes=0,x", "t0=0&t1=10&px=1&lanes=999999", "t0=0&t1=10&px=10&lo=0&hi=100000", "t0=10&t1=0&px=10&lo=0&hi=1", "t0=x"} {
 		if _, code := get(t, srv.URL+"/api/tile?"+bad); code != 400 {
@@ -271,7 +302,7 @@ func TestChromium(t *testing.T) {
 			lanes = append(lanes, l)
 		}
 		var want []int
-		for l := range s.Lanes() {
+		for l := range s.NumLanes() {
 			if !active || s.Query(l, t0, t1).Count > 0 {
 				want = append(want, l)
 			}
@@ -295,8 +326,40 @@ func TestChromium(t *testing.T) {
 	}
 	shoot("whole", 0, true, ds)
 
-	// Zoom in with the wheel, around the middle of the timeline.
+	// Scroll the lane list down with the wheel (shift held), past the
+	// first page of /api/active the page fetched (64 lanes), and back.
 	x, y := float64(gutter+(width-gutter)/2), float64(barH+axisH+funcH+laneH)
+	scroll := func(steps int, dy float64) {
+		t.Helper()
+		for range steps {
+			if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, x, y, func(p *input.DispatchMouseEventParams) {
+				p.DeltaX, p.DeltaY, p.Modifiers = 0.01, dy, 8 // shift
+			})); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	active := 0
+	for l := range s.NumLanes() {
+		if s.Query(l, 0, d+1).Count > 0 {
+			active++
+		}
+	}
+	scroll(20, 100)
+	ds = settled(frames(ds))
+	top, _ := strconv.Atoi(ds["top"])
+	if want := min(80, active-1); top != want {
+		t.Errorf("scrolled to lane %d of the list, want %d (of %d lanes with spans)", top, want, active)
+	}
+	t.Logf("scrolled to the %d-th of %d lanes with spans", top, active)
+	shoot("scrolled", top, true, ds)
+	scroll(30, -100)
+	ds = settled(frames(ds))
+	if top, _ := strconv.Atoi(ds["top"]); top != 0 {
+		t.Errorf("scrolled back to lane %d of the list, want 0", top)
+	}
+
+	// Zoom in with the wheel, around the middle of the timeline.
 	wheelUp := func(p *input.DispatchMouseEventParams) { p.DeltaX, p.DeltaY = 0.01, -100 } // a zero deltaX is left out, and Chrome wants one
 	for range 10 {
 		if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseWheel, x, y, wheelUp)); err != nil {
@@ -463,7 +526,8 @@ func TestChromiumLabels(t *testing.T) {
 		gs[sm.Goroutine] = true
 	}
 	var want []int
-	for l, ln := range s.Lanes() {
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
 		if ln.Track == tracestore.TrackGoroutine && gs[ln.ID] && s.Query(l, t0, t1).Count > 0 {
 			want = append(want, l)
 		}
