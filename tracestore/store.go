@@ -58,7 +58,9 @@ type Store struct {
 	checked []atomic.Uint64
 	bad     []atomic.Bool
 	badErr  sync.Map // lane -> error
-	kinds   attrCache
+	// coarse is coarse.bin's directory, nil without one.
+	coarse *coarseFile
+	kinds  attrCache
 }
 
 // chanMutex is a mutex that stackcompress's reader needs around it (the
@@ -246,6 +248,15 @@ func (s *Store) open() error {
 	chunks := (s.m.Spans + AttrChunk - 1) / AttrChunk
 	if int64(len(s.attrIdx))%attrIdxBytes != 0 || int64(len(s.attrIdx))/attrIdxBytes != chunks {
 		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(s.attrIdx), chunks, s.m.Spans)
+	}
+	if _, ok := s.sums[fileCoarse]; ok {
+		b, err := s.mapped(fileCoarse)
+		if err != nil {
+			return err
+		}
+		if s.coarse, err = parseCoarse(b, s.m.Lanes); err != nil {
+			return err
+		}
 	}
 	if s.laneTab, err = s.read(fileLanes); err != nil {
 		return err
