@@ -191,8 +191,8 @@ func parseCoarseSection(b []byte, lo uint, levels int, n, q int64) ([]coarseLeve
 			}
 			v[j], b = x, b[m:]
 		}
-		// A record takes two bytes at least.
-		if v[0] > maxTime>>lv.shift || v[1] == 0 || v[1] > uint64(len(b))/2 || v[2] > maxTime || v[3] > uint64(len(b)) {
+		// A record takes a byte at least.
+		if v[0] > maxTime>>lv.shift || v[1] == 0 || v[1] > uint64(len(b)) || v[2] > maxTime || v[3] > uint64(len(b)) {
 			return nil, fmt.Errorf("level %d: header out of range", i)
 		}
 		lv.b0, lv.nb, lv.cEnd = int64(v[0]), int64(v[1]), int64(v[2])
