@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strings"
-	"runtime/trace"
 	"testing"
 	"time"
 
