@@ -65,9 +65,13 @@ const (
 	coarseMaxShift = 56
 	// coarseMinSpans is the fewest spans a lane with levels has.
 	coarseMinSpans = 256
-	// coarseTopBuckets: a lane's coarsest level has at least this many
+	// coarseMinBuckets: a lane's finest level has at least this many
 	// buckets over its spans.
-	coarseTopBuckets = 64
+	coarseMinBuckets = 64
+	// coarseMaxBuckets: a lane gets coarser levels while its coarsest
+	// has more buckets than this. A frame reads at most a level's
+	// buckets in view; up to this many cost less than sweeping a column.
+	coarseMaxBuckets = 8192
 	// coarseRecordBytes is what a bucket is reckoned to take when the
 	// levels are chosen (its record and its share of a group entry).
 	coarseRecordBytes = 4
@@ -624,26 +628,27 @@ func (e *coarseEncoder) finish() []byte {
 }
 
 // coarseChoice says which levels a lane gets: at least theta spans a
-// bucket on average over the lane's extent at its finest level, at least
-// coarseTopBuckets buckets at its coarsest. levels 0: none.
+// bucket on average over the lane's extent at its finest level, and at
+// least coarseMinBuckets buckets; coarser ones while the last has more
+// than coarseMaxBuckets. levels 0: none.
 func coarseChoice(spans, extent int64, theta float64) (lo uint, levels int) {
 	if spans < coarseMinSpans || extent <= 0 || !(theta >= 1) {
 		return 0, 0
 	}
 	// The finest: the smallest shift with extent >> shift <= spans/theta.
 	per := int64(float64(spans) / theta)
-	if per < coarseTopBuckets {
+	if per < coarseMinBuckets {
 		return 0, 0
 	}
 	lo = coarseMinShift
 	for lo < coarseMaxShift && extent>>lo > per {
 		lo++
 	}
-	if extent>>lo < coarseTopBuckets {
+	if extent>>lo < coarseMinBuckets {
 		return 0, 0
 	}
 	levels = 1
-	for lo+coarseStep*uint(levels) <= coarseMaxShift && extent>>(lo+coarseStep*uint(levels)) >= coarseTopBuckets {
+	for lo+coarseStep*uint(levels) <= coarseMaxShift && extent>>(lo+coarseStep*uint(levels-1)) > coarseMaxBuckets {
 		levels++
 	}
 	return lo, levels
