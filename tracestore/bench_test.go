@@ -59,7 +59,7 @@ func benchStore(b *testing.B) *Store {
 }
 
 // BenchmarkFrame computes one viewer frame: 2,000 pixels of each of the 64
-// lanes with the most spans, over the whole trace, a half, a tenth and a
+// lanes with the most spans, over the whole trace, a half, a quarter, a fifth, a tenth and a
 // hundredth of it, as the viewer's server does: the columns snapped as
 // Store.Snap says (zoomed out, to the coarse levels), one QueryColumns
 // per lane; on one goroutine, and on GOMAXPROCS.
@@ -76,7 +76,7 @@ func BenchmarkFrame(b *testing.B) {
 	for _, v := range []struct {
 		name   string
 		t0, t1 int64
-	}{{"whole", 0, d + 1}, {"half", d / 4, d/4 + d/2}, {"tenth", d / 2, d/2 + d/10}, {"hundredth", d / 2, d/2 + d/100}} {
+	}{{"whole", 0, d + 1}, {"half", d / 4, d/4 + d/2}, {"quarter", d / 2, d/2 + d/4}, {"fifth", d / 2, d/2 + d/5}, {"tenth", d / 2, d/2 + d/10}, {"hundredth", d / 2, d/2 + d/100}} {
 		shift := s.Snap(v.t0, v.t1, 2000)
 		bounds := SnapColumns(v.t0, v.t1, 2000, shift, nil)
 		for _, par := range []int{1, workers} {
