@@ -298,7 +298,7 @@ func BenchmarkViewport(b *testing.B) {
 			for i := range rows {
 				rows[i] = make([]Span, 2000)
 			}
-			for _, zoom := range []int64{1, 1000, 1000000} {
+			for _, zoom := range []int64{1, 10, 100, 1000, 1000000} {
 				t0 := end / 3
 				t1 := t0 + end/zoom
 				for _, variant := range []string{"", "/rowRef", "/snapped"} {
