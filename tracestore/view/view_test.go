@@ -410,7 +410,11 @@ func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int6
 	if spans == 0 {
 		t.Error("the store has no span on screen to check")
 	}
-	t.Logf("%d pixel columns checked (%d with spans), %d mismatched; columns snapped to 2^%d", checked, spans, mismatched, snap)
+	how := "columns not snapped"
+	if snap > 0 {
+		how = fmt.Sprintf("columns snapped to 2^%d ns", snap)
+	}
+	t.Logf("%d pixel columns checked (%d with spans), %d mismatched; %s", checked, spans, mismatched, how)
 }
 
 func laneRange(lo, hi int) string {
