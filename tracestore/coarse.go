@@ -274,15 +274,21 @@ func (c *coarseCursor) init(lv *coarseLevel, n int64) {
 
 // uv decodes a varint at c.pos, ok false past the records.
 func (c *coarseCursor) uv() (uint64, bool) {
-	b := c.lv.rec
-	if c.pos < len(b) && b[c.pos] < 0x80 {
-		c.pos++
-		return uint64(b[c.pos-1]), true
+	b, p := c.lv.rec, c.pos
+	// Most values are one or two bytes.
+	if p+1 < len(b) {
+		if x := b[p]; x < 0x80 {
+			c.pos = p + 1
+			return uint64(x), true
+		} else if y := b[p+1]; y < 0x80 {
+			c.pos = p + 2
+			return uint64(x&0x7f) | uint64(y)<<7, true
+		}
 	}
-	if c.pos >= len(b) {
+	if p >= len(b) {
 		return 0, false
 	}
-	v, m := binary.Uvarint(b[c.pos:])
+	v, m := binary.Uvarint(b[p:])
 	if m <= 0 {
 		return 0, false
 	}
@@ -382,6 +388,23 @@ func (c *coarseCursor) seek(j int64) bool {
 	return true
 }
 
+// at returns boundary j's rank, straddle and covered time, moving the
+// cursor there if it is one of the level's: before the level's first
+// bucket nothing has started, after its last every span has ended. ok is
+// false on a bad record.
+func (c *coarseCursor) at(j int64) (r int64, s bool, cov int64, ok bool) {
+	switch {
+	case j <= 0:
+		return 0, false, 0, true
+	case j >= c.lv.nb:
+		return c.n, false, c.lv.cEnd, true
+	}
+	if c.j != j && !c.seek(j) {
+		return 0, false, 0, false
+	}
+	return c.r, c.s, c.c, true
+}
+
 // queryCoarse fills cells for columns [bounds[p], bounds[p+1]), every
 // bound a multiple of 2^lv.shift, from the level: false if a record is
 // bad (the caller then sweeps the spans).
@@ -391,20 +414,8 @@ func (s *Store) queryCoarse(l int, lv *coarseLevel, bounds []int64, cells []Cell
 	c.init(lv, n)
 	sh := lv.shift
 	r := rowSweep{s: s, l: l, knChunk: -1}
-	// The boundary's state: before the level's first bucket nothing has
-	// started, after its last every span has ended.
-	at := func(j int64) (int64, bool, int64, bool) {
-		switch {
-		case j <= 0:
-			return 0, false, 0, true
-		case j >= lv.nb:
-			return n, false, lv.cEnd, true
-		}
-		ok := c.seek(j)
-		return c.r, c.s, c.c, ok
-	}
 	ja := (bounds[0] >> sh) - lv.b0
-	ra, sa, ca, ok := at(ja)
+	ra, sa, ca, ok := c.at(ja)
 	if !ok {
 		return false
 	}
@@ -416,7 +427,7 @@ func (s *Store) queryCoarse(l int, lv *coarseLevel, bounds []int64, cells []Cell
 		// The longest span of buckets [ja, jb) that have records.
 		lng, idx := int64(-1), int64(-1)
 		if ja < lv.nb && jb > 0 {
-			if !c.seek(max(ja, 0)) {
+			if j := max(ja, 0); c.j != j && !c.seek(j) {
 				return false
 			}
 			for c.j < min(jb, lv.nb) {
@@ -428,7 +439,7 @@ func (s *Store) queryCoarse(l int, lv *coarseLevel, bounds []int64, cells []Cell
 				}
 			}
 		}
-		rb, sb, cb, ok := at(jb)
+		rb, sb, cb, ok := c.at(jb)
 		if !ok {
 			return false
 		}
