@@ -2,6 +2,7 @@ package forest
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 	"testing"
@@ -22,7 +23,20 @@ type synthLane struct {
 	end    int64
 	b      *Blocked[Span]
 	coarse *Chunked[Span] // chunks of synthChunk leaves over b's forest
+	// Bucketed levels, as tracestore's coarse.bin: at shifts
+	// synthShift0, synthShift0+2, ..., the longest span that overlaps
+	// each time bucket [j<<shift, (j+1)<<shift).
+	levels []synthLevel
 }
+
+type synthLevel struct {
+	shift   uint
+	longest []Span
+}
+
+// synthShift0 is the finest bucketed level: 2^15 ns, some 64 spans a
+// bucket; levels go up by factors of 4 while they have 64 buckets or more.
+const synthShift0 = 15
 
 // synthChunk is the leaves of a chunk of the lanes' coarse level.
 const synthChunk = 16
@@ -46,17 +60,82 @@ func newSynthLane(seed uint64, n int) *synthLane {
 	}
 	l.b = NewBlocked(f, synthBlock)
 	var t int64
+	var fine []Span
 	for i := range n {
 		if i%synthBlock == 0 {
 			l.starts = append(l.starts, t)
 		}
 		d := l.dur(i)
-		l.b.Append(Span{Dur: d, ID: uint64(i)})
+		sp := Span{Dur: d, ID: uint64(i)}
+		l.b.Append(sp)
+		// The buckets the span overlaps: those of its start to its last
+		// nanosecond.
+		for j := t >> synthShift0; j <= (t+d-1)>>synthShift0; j++ {
+			for int64(len(fine)) <= j {
+				fine = append(fine, NoSpan)
+			}
+			fine[j] = Longest(fine[j], sp)
+		}
 		t += d
 	}
 	l.end = t
 	l.coarse = NewChunked(l.b.Forest(), synthChunk)
+	for lv := (synthLevel{synthShift0, fine}); len(lv.longest) >= 64; {
+		l.levels = append(l.levels, lv)
+		next := synthLevel{lv.shift + 2, make([]Span, (len(lv.longest)+3)/4)}
+		for j := range next.longest {
+			next.longest[j] = NoSpan
+		}
+		for j, sp := range lv.longest {
+			next.longest[j/4] = Longest(next.longest[j/4], sp)
+		}
+		lv = next
+	}
 	return l
+}
+
+// snapShift returns the shift of the power of two a frame of [t0, t1) in
+// px columns snaps its columns to (as tracestore's Store.Snap): the
+// largest no wider than a column, if the lane has a level that fine or
+// finer; ok false if not.
+func (l *synthLane) snapShift(t0, t1 int64, px int) (uint, bool) {
+	w := (t1 - t0) / int64(px)
+	if w <= 0 || len(l.levels) == 0 {
+		return 0, false
+	}
+	u := uint(bits.Len64(uint64(w)) - 1)
+	return u, u >= l.levels[0].shift
+}
+
+// snappedBounds returns the px+1 column boundaries of [t0, t1) rounded up
+// to multiples of 2^shift (tracestore.SnapColumns).
+func snappedBounds(t0, t1 int64, px int, shift uint) []int64 {
+	out := make([]int64, px+1)
+	m := int64(1)<<shift - 1
+	for p := range out {
+		out[p] = (t0 + (t1-t0)*int64(p)/int64(px) + m) &^ m
+	}
+	return out
+}
+
+// rowSnapped fills one lane's pixels as row does, over the columns of
+// bounds (multiples of 2^shift, shift at least the finest level's): each
+// column's longest span is the longest of its buckets' at the coarsest
+// level no coarser than 2^shift, a few reads and no span computed.
+func (l *synthLane) rowSnapped(bounds []int64, shift uint, out []Span) {
+	k := 0
+	for k+1 < len(l.levels) && l.levels[k+1].shift <= shift {
+		k++
+	}
+	lv := &l.levels[k]
+	n := int64(len(lv.longest))
+	for p := range out {
+		acc := NoSpan
+		for j := max(0, bounds[p]>>lv.shift); j < min(n, bounds[p+1]>>lv.shift); j++ {
+			acc = Longest(acc, lv.longest[j])
+		}
+		out[p] = acc
+	}
 }
 
 // at returns the index of the span that covers time t (n if none),
@@ -219,18 +298,26 @@ func BenchmarkViewport(b *testing.B) {
 			for i := range rows {
 				rows[i] = make([]Span, 2000)
 			}
-			for _, zoom := range []int64{1, 1000, 1000000} {
+			for _, zoom := range []int64{1, 10, 100, 1000, 1000000} {
 				t0 := end / 3
 				t1 := t0 + end/zoom
-				for _, ref := range []bool{false, true} {
-					name := fmt.Sprintf("zoom=%d/goroutines=1", zoom)
-					if ref {
-						name = fmt.Sprintf("zoom=%d/goroutines=1/rowRef", zoom)
-					}
+				for _, variant := range []string{"", "/rowRef", "/snapped"} {
+					name := fmt.Sprintf("zoom=%d/goroutines=1%s", zoom, variant)
 					b.Run(name, func(b *testing.B) {
 						row := (*synthLane).row
-						if ref {
+						switch variant {
+						case "/rowRef":
 							row = (*synthLane).rowRef // the rows as they were before the sweep
+						case "/snapped":
+							// The columns snapped to the bucketed levels where
+							// the zoom allows, as tracestore's viewer does.
+							shift, ok := lanes[0].snapShift(t0, t1, len(rows[0]))
+							if !ok {
+								b.Skip("zoomed in past the finest level: the row above")
+							}
+							row = func(l *synthLane, t0, t1 int64, out []Span) {
+								l.rowSnapped(snappedBounds(t0, t1, len(out), shift), shift, out)
+							}
 						}
 						// On the benchmark's own thread, so that its CPU time
 						// (cpu-ms/frame) leaves out other processes'.
@@ -307,6 +394,47 @@ func TestSynthLane(t *testing.T) {
 			}
 			if out[p] != want {
 				t.Fatalf("range %v column %d [%d, %d): %+v, want %+v", r, p, a, bnd, out[p], want)
+			}
+		}
+	}
+}
+
+// TestSynthLaneSnapped checks the bucketed levels' rows against a fold
+// over the spans of each snapped column, at every level and between.
+func TestSynthLaneSnapped(t *testing.T) {
+	l := newSynthLane(9, 200000)
+	if len(l.levels) < 2 {
+		t.Fatalf("%d levels over %d ns", len(l.levels), l.end)
+	}
+	var starts []int64
+	var s int64
+	for i := range l.n {
+		starts = append(starts, s)
+		s += l.dur(i)
+	}
+	for _, r := range [][3]int64{{0, l.end, 97}, {0, l.end + 1, 13}, {l.end / 3, l.end/3 + l.end/5, 50}, {12345, 12345 + 1<<20, 3}} {
+		px := int(r[2])
+		shift, ok := l.snapShift(r[0], r[1], px)
+		if !ok {
+			t.Fatalf("range %v: no level", r)
+		}
+		bounds := snappedBounds(r[0], r[1], px, shift)
+		out := make([]Span, px)
+		l.rowSnapped(bounds, shift, out)
+		i := 0
+		for p := range out {
+			a, b := bounds[p], bounds[p+1]
+			want := NoSpan
+			for i > 0 && starts[i-1]+l.dur(i-1) > a {
+				i--
+			}
+			for ; i < l.n && starts[i] < b; i++ {
+				if starts[i]+l.dur(i) > a {
+					want = Longest(want, Span{Dur: l.dur(i), ID: uint64(i)})
+				}
+			}
+			if out[p] != want {
+				t.Fatalf("range %v, 2^%d, column %d [%d, %d): %+v, want %+v", r, shift, p, a, b, out[p], want)
 			}
 		}
 	}

@@ -70,6 +70,9 @@ func storeFiles() []string {
 
 // storeFile reports whether name is one of the files Build writes.
 func storeFile(name string) bool {
+	if name == fileCoarse {
+		return true
+	}
 	for _, f := range storeFiles() {
 		if f == name {
 			return true

@@ -59,9 +59,10 @@ func benchStore(b *testing.B) *Store {
 }
 
 // BenchmarkFrame computes one viewer frame: 2,000 pixels of each of the 64
-// lanes with the most spans, over the whole trace and over a hundredth of
-// it, one QueryRow per lane: on one goroutine, and on GOMAXPROCS as the
-// viewer's server does.
+// lanes with the most spans, over the whole trace, a half, a quarter, a fifth, a tenth and a
+// hundredth of it, as the viewer's server does: the columns snapped as
+// Store.Snap says (zoomed out, to the coarse levels), one QueryColumns
+// per lane; on one goroutine, and on GOMAXPROCS.
 func BenchmarkFrame(b *testing.B) {
 	s := benchStore(b)
 	lanes := make([]int, s.NumLanes())
@@ -76,7 +77,9 @@ func BenchmarkFrame(b *testing.B) {
 	for _, v := range []struct {
 		name   string
 		t0, t1 int64
-	}{{"whole", 0, d + 1}, {"hundredth", d / 2, d/2 + d/100}} {
+	}{{"whole", 0, d + 1}, {"half", d / 4, d/4 + d/2}, {"quarter", d / 2, d/2 + d/4}, {"fifth", d / 2, d/2 + d/5}, {"tenth", d / 2, d/2 + d/10}, {"hundredth", d / 2, d/2 + d/100}} {
+		shift := s.Snap(v.t0, v.t1, 2000)
+		bounds := SnapColumns(v.t0, v.t1, 2000, shift, nil)
 		for _, par := range []int{1, workers} {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", v.name, par), func(b *testing.B) {
 				if par == 1 {
@@ -89,8 +92,9 @@ func BenchmarkFrame(b *testing.B) {
 					cpu0, ok := cputime.Thread()
 					b.ResetTimer()
 					for range b.N {
+						bounds = SnapColumns(v.t0, v.t1, 2000, s.Snap(v.t0, v.t1, 2000), bounds[:0])
 						for _, l := range lanes {
-							s.QueryRow(l, v.t0, v.t1, cells)
+							s.QueryColumns(l, bounds, cells)
 						}
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e6, "ms/frame")
@@ -112,7 +116,7 @@ func BenchmarkFrame(b *testing.B) {
 							defer wg.Done()
 							cells := make([]Cell, 2000)
 							for l := range next {
-								s.QueryRow(l, v.t0, v.t1, cells)
+								s.QueryColumns(l, bounds, cells)
 							}
 						}()
 					}

@@ -305,8 +305,30 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 	if err := writeManifest(dir, m); err != nil {
 		return nil, err
 	}
+	// The coarse levels, in what the rest of the store leaves of the
+	// trace's size (see coarseBudget).
+	var rest int64
+	for _, f := range m.Files {
+		rest += f.Bytes
+	}
+	debug.FreeOSMemory()
+	if _, err := writeCoarse(dir, coarseBudget(m.TraceBytes, rest+manifestReserve)); err != nil {
+		return nil, err
+	}
+	sum, err := sumFile(filepath.Join(dir, fileCoarse))
+	if err != nil {
+		return nil, err
+	}
+	sum.Name = fileCoarse
+	m.Files = append(m.Files, sum)
+	if err := writeManifest(dir, m); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
+
+// manifestReserve is what coarseBudget reckons the manifest takes.
+const manifestReserve = 4 << 10
 
 // errWrite marks errors writing the store, which end a build, unlike
 // errors reading the trace.

@@ -1,6 +1,7 @@
 package tracestore
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 	"sort"
@@ -29,7 +30,11 @@ func (s *Store) verify() error {
 	// process's resident set every dropBytes read (the kernel keeps them
 	// cached), so that Build's check costs no RSS in proportion to the
 	// store.
-	for _, name := range []string{fileLanes, fileLaneIdx, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx} {
+	names := []string{fileLanes, fileLaneIdx, fileSpans, fileBlocks, fileForest, fileAttrs, fileAttrIdx}
+	if s.coarse != nil {
+		names = append(names, fileCoarse)
+	}
+	for _, name := range names {
 		b, err := s.mapped(name)
 		if err != nil {
 			return err
@@ -46,12 +51,24 @@ func (s *Store) verify() error {
 	ab := int64(s.w.aggBytes())
 	var blk []Span
 	var read int64 // spans.bin's bytes read since the pages were dropped
+	var enc coarseEncoder
 	err := s.eachLane(func(i int, l *Lane, _ int64) error {
 		f := forest.New(combine, noAgg)
+		// A lane's coarse levels must be the ones its spans make.
+		c := s.coarse.find(i)
+		if c != nil {
+			_, _, first := s.blockAt(l.blockOff)
+			enc.reset(first, uint(c.lo), int(c.levels), s.m.TimeQuantum)
+		}
 		for k := range blocks(l.Spans) {
 			var err error
 			if blk, err = s.checkBlock(i, l, k, blk[:0]); err != nil {
 				return err
+			}
+			if c != nil {
+				for _, sp := range blk {
+					enc.add(sp)
+				}
 			}
 			if len(blk) == BlockSpans {
 				f.Append(blockAgg(blk, k))
@@ -67,6 +84,12 @@ func (s *Store) verify() error {
 			o := (l.forestOff + int64(j)) * ab
 			if got := s.w.getAgg(s.forest[o:]); got != v {
 				return fmt.Errorf("tracestore: %s: lane %d, value %d (offset %#x): %+v, its spans make %+v", fileForest, i, j, o, got, v)
+			}
+		}
+		if c != nil {
+			sec := s.coarse.data[c.off : c.off+c.size]
+			if !bytes.Equal(sec, enc.finish()) || crc(sec) != c.crc {
+				return fmt.Errorf("tracestore: %s: lane %d (offset %#x): the levels are not the ones its spans make", fileCoarse, i, c.off)
 			}
 		}
 		return nil

@@ -2,6 +2,7 @@ package tracestore
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/pctab/pctab/internal/gallop"
 )
@@ -9,15 +10,31 @@ import (
 // QueryRow fills cells with lane l over [t0, t1) cut into len(cells)
 // equal pixel ranges (PixelStart): for each pixel, the longest span that
 // overlaps it, how many do and which share of it they cover, as Query
-// answers for the pixel's range.
-//
-// It sweeps the row once. Each pixel boundary is located with a galloping
-// search of the lane's block index from the previous boundary, and at most
-// one block is decoded per boundary: the one it falls in, which also holds
-// the spans that the pixels on either side of the boundary fold one by
-// one. The whole blocks between two boundaries come from the lane's
-// forest.
+// answers for the pixel's range. It is QueryColumns over the pixels'
+// boundaries.
 func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
+	var buf [2049]int64
+	if t1 <= t0 {
+		s.QueryColumns(l, nil, cells)
+		return
+	}
+	s.QueryColumns(l, SnapColumns(t0, t1, len(cells), 0, buf[:0]), cells)
+}
+
+// QueryColumns fills cells[p] with lane l over [bounds[p], bounds[p+1]),
+// as Query answers for that range: the longest span that overlaps it,
+// how many do and which share of it they cover. bounds must hold
+// len(cells)+1 times in order; with no bounds, every cell is empty.
+//
+// Where every bound is a multiple of 2^k and the lane has a coarse level
+// of 2^k or finer (see Store.Snap), the cells come from the level, one
+// record per bucket and no span decoded. Otherwise it sweeps the row
+// once. Each boundary is located with a galloping search of the lane's
+// block index from the previous boundary, and at most one block is
+// decoded per boundary: the one it falls in, which also holds the spans
+// that the columns on either side of the boundary fold one by one. The
+// whole blocks between two boundaries come from the lane's forest.
+func (s *Store) QueryColumns(l int, bounds []int64, cells []Cell) {
 	px := int64(len(cells))
 	if px == 0 {
 		return
@@ -25,10 +42,41 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	for i := range cells {
 		cells[i] = Cell{Kind: NoSpan, Span: -1}
 	}
-	ln := s.lane(l)
-	if ln.Spans == 0 || t1 <= t0 || s.laneBad(l) {
+	if len(bounds) == 0 {
 		return
 	}
+	if int64(len(bounds)) != px+1 {
+		panic("tracestore: QueryColumns: len(bounds) != len(cells)+1")
+	}
+	var or uint64
+	for p, b := range bounds {
+		if p > 0 && b < bounds[p-1] {
+			panic("tracestore: QueryColumns: bounds out of order")
+		}
+		or |= uint64(b)
+	}
+	ln := s.lane(l)
+	if ln.Spans == 0 || s.laneBad(l) {
+		return
+	}
+	if c := s.coarse.find(l); c != nil && bits.TrailingZeros64(or) >= int(c.lo) {
+		if lvs := c.levelsOf(s.coarse.data, ln.Spans, s.m.TimeQuantum); lvs != nil {
+			k := min((bits.TrailingZeros64(or)-int(c.lo))/coarseStep, len(lvs)-1)
+			if s.queryCoarse(l, ln, &lvs[k], bounds, cells) {
+				return
+			}
+			for i := range cells {
+				cells[i] = Cell{Kind: NoSpan, Span: -1}
+			}
+		}
+	}
+	s.sweep(l, ln, bounds, cells)
+}
+
+// sweep is QueryColumns over the spans of lane l, whose record is ln.
+func (s *Store) sweep(l int, ln *Lane, bounds []int64, cells []Cell) {
+	px := int64(len(cells))
+	t0 := bounds[0]
 	r := rowSweep{s: s, l: l, ln: ln, off: ln.blockOff, nb: blocks(ln.Spans), n: ln.Spans, knChunk: -1}
 	r.bufs[0].k, r.bufs[1].k = -1, -1
 	defer func() {
@@ -40,22 +88,11 @@ func (s *Store) QueryRow(l int, t0, t1 int64, cells []Cell) {
 	}()
 	first := r.blockStart(0)
 	last := r.span(ln.Spans - 1).End()
-	// Pixel p is [a, b), b = t0 + ⌊w·(p+1)/px⌋, stepped as a quotient
-	// and a remainder: exact, without a 128-bit division per pixel.
-	w := uint64(t1) - uint64(t0)
-	qs, rs := w/uint64(px), w%uint64(px)
-	var q, rem uint64
 	a := t0
 	ja := r.locate(a) // the first span starting at or after a
 	endBefore, startAt := r.endBefore, r.startAt
 	for p := int64(0); p < px; p++ {
-		q += qs
-		rem += rs
-		if rem >= uint64(px) {
-			q++
-			rem -= uint64(px)
-		}
-		b := int64(uint64(t0) + q)
+		b := bounds[p+1]
 		if b == a {
 			continue // an empty pixel: the range is narrower than px
 		}

@@ -65,7 +65,9 @@ type Store struct {
 	checked []atomic.Uint64
 	nbad    atomic.Int64
 	badErr  sync.Map // lane -> error
-	kinds   attrCache
+	// coarse is coarse.bin's directory, nil without one.
+	coarse *coarseFile
+	kinds  attrCache
 }
 
 // chanMutex is a mutex that stackcompress's reader needs around it (the
@@ -256,6 +258,15 @@ func (s *Store) open() error {
 	chunks := (s.m.Spans + AttrChunk - 1) / AttrChunk
 	if int64(len(s.attrIdx))%attrIdxBytes != 0 || int64(len(s.attrIdx))/attrIdxBytes != chunks {
 		return fmt.Errorf("tracestore: %s: %d bytes for the %d chunks of %d spans", fileAttrIdx, len(s.attrIdx), chunks, s.m.Spans)
+	}
+	if _, ok := s.sums[fileCoarse]; ok {
+		b, err := s.mapped(fileCoarse)
+		if err != nil {
+			return err
+		}
+		if s.coarse, err = parseCoarse(b, s.m.Lanes); err != nil {
+			return err
+		}
 	}
 	// lanes.tab and lanes.idx are mapped too, each group of lanes
 	// checked when first read (see lane).

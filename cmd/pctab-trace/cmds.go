@@ -158,6 +158,7 @@ var buildCommand = &cli.Command{
 			row("stacks", ts.Stacks, "stacks.dag", "frames.tab")
 			row("strings", ts.Strings, "strings.tab")
 			row("timeline", -1, "lanes.tab", "lanes.idx", "spans.bin", "blocks.idx", "forest.bin", "spanattr.bin", "attr.idx")
+			row("zoomed out", -1, "coarse.bin")
 			row("indexes", -1, "func.idx", "line.idx")
 			fmt.Fprintf(tw, "total\t%d\t%d\t%.2fx the trace\t\n", ts.Total, total, float64(total)/float64(ts.Total))
 			return tw.Flush()

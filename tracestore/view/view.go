@@ -18,7 +18,10 @@
 //	                                    over [t0, t1) in px columns: binary,
 //	                                    8 bytes per cell (kind, busy 0-255,
 //	                                    count uint16, name uint32;
-//	                                    little-endian), lane after lane
+//	                                    little-endian), lane after lane;
+//	                                    zoomed out, the columns' bounds
+//	                                    are rounded up to a multiple of
+//	                                    2^X-Snap-Shift (SnapColumns)
 //	GET /api/active?t0=&t1=&from=&n=    the first n lanes from lane from on
 //	                                    with a span in [t0, t1) (every lane
 //	                                    with all=1; with label=key=value
@@ -408,7 +411,12 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 	// long that took (X-Compute-Ms). A larger one is computed a few lanes
 	// at a time, in parallel, and written as they are done: the request's
 	// memory is a few rows, whatever the response's size.
+	// Zoomed out, the columns snap to the store's coarse levels
+	// (tracestore.Store.Snap): X-Snap-Shift says to which power of two.
 	start := time.Now()
+	shift := h.s.Snap(t0, t1, int(px))
+	bounds := tracestore.SnapColumns(t0, t1, int(px), shift, nil)
+	w.Header().Set("X-Snap-Shift", strconv.FormatUint(uint64(shift), 10))
 	chunk := len(lanes)
 	if 8*px*int64(len(lanes)) > bufferedTile {
 		chunk = runtime.GOMAXPROCS(0)
@@ -425,7 +433,7 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 				cells = make([]tracestore.Cell, px)
 			}
 			defer pool.Put(cells)
-			h.s.QueryRow(l, t0, t1, cells)
+			h.s.QueryColumns(l, bounds, cells)
 			b := out[8*px*int64(i):]
 			for j, c := range cells {
 				e := b[8*j:]

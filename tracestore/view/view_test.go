@@ -63,6 +63,23 @@ func recordStore(t testing.TB) *tracestore.Store {
 		wg.Wait()
 		time.Sleep(200 * time.Microsecond)
 	}
+	// Two goroutines that hand a token back and forth: lanes of
+	// thousands of spans, which get coarse levels, so that a zoomed-out
+	// frame snaps its columns.
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+	}()
+	for i := range 2000 {
+		ping <- i
+		<-pong
+		if i%200 == 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	close(ping)
 	trace.Stop()
 	dir := filepath.Join(t.TempDir(), "store")
 	if _, err := tracestore.Build(&buf, dir, tracestore.Options{Source: "view test"}); err != nil {
@@ -107,8 +124,9 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("tile: %d, %d bytes", code, len(b))
 	}
 	cells := make([]tracestore.Cell, px)
+	bounds := tracestore.SnapColumns(0, d+1, px, s.Snap(0, d+1, px), nil)
 	for l := lo; l < hi; l++ {
-		s.QueryRow(l, 0, d+1, cells)
+		s.QueryColumns(l, bounds, cells)
 		for i, c := range cells {
 			e := b[8*(px*(l-lo)+i):]
 			if e[0] != byte(c.Kind) || e[1] != c.Busy || binary.LittleEndian.Uint16(e[2:]) != c.Count || binary.LittleEndian.Uint32(e[4:]) != c.Name {
@@ -313,7 +331,7 @@ func TestChromium(t *testing.T) {
 			t.Errorf("%s: the page shows lanes %v, want %v", name, lanes, want)
 		}
 		t.Logf("%s: %s frames, last %s ms, [%d, %d), %d lanes, %s cells", name, ds["frames"], ds["lastMs"], t0, t1, len(lanes), ds["cells"])
-		checkPixels(t, s, img, t0, t1, lanes)
+		checkPixels(t, s, img, t0, t1, lanes, ds)
 	}
 	d := s.Manifest().Duration
 
@@ -323,6 +341,9 @@ func TestChromium(t *testing.T) {
 	ds := settled(0)
 	if t0, t1 := rangeOf(ds); t0 != 0 || t1 != d+1 {
 		t.Errorf("the page opened at [%d, %d), want the whole trace [0, %d)", t0, t1, d+1)
+	}
+	if ds["snap"] == "0" {
+		t.Errorf("the whole trace's frame did not snap its columns to coarse levels")
 	}
 	shoot("whole", 0, true, ds)
 
@@ -418,13 +439,22 @@ func colored(img image.Image, x, y int) bool {
 	return max(r, g, b)-min(r, g, b) > 30 // a hue, not the white or grey background
 }
 
-func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int64, lanes []int) {
+// checkPixels checks every column of the lanes on screen against
+// QueryColumns over the columns the page drew: those of [t0, t1) snapped
+// as the server says it snapped them (ds["snap"]), which must be as the
+// store snaps such a frame.
+func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int64, lanes []int, ds map[string]string) {
 	t.Helper()
 	px := img.Bounds().Dx() - gutter
+	snap, err := strconv.ParseUint(ds["snap"], 10, 8)
+	if want := s.Snap(t0, t1, px); err != nil || uint(snap) != want {
+		t.Errorf("the page reports columns snapped to 2^%q, the store snaps [%d, %d) in %d columns to 2^%d", ds["snap"], t0, t1, px, want)
+	}
+	bounds := tracestore.SnapColumns(t0, t1, px, uint(snap), nil)
 	cells := make([]tracestore.Cell, px)
 	checked, mismatched, spans := 0, 0, 0
 	for li, lane := range lanes {
-		s.QueryRow(lane, t0, t1, cells)
+		s.QueryColumns(lane, bounds, cells)
 		y := barH + axisH + funcH + li*laneH + laneH/2
 		for x, c := range cells {
 			want := c.Kind != tracestore.NoSpan
@@ -443,7 +473,11 @@ func checkPixels(t *testing.T, s *tracestore.Store, img image.Image, t0, t1 int6
 	if spans == 0 {
 		t.Error("the store has no span on screen to check")
 	}
-	t.Logf("%d pixel columns checked (%d with spans), %d mismatched", checked, spans, mismatched)
+	how := "columns not snapped"
+	if snap > 0 {
+		how = fmt.Sprintf("columns snapped to 2^%d ns", snap)
+	}
+	t.Logf("%d pixel columns checked (%d with spans), %d mismatched; %s", checked, spans, mismatched, how)
 }
 
 func laneRange(lo, hi int) string {
@@ -553,7 +587,7 @@ func TestChromiumLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPixels(t, s, img, t0, t1, lanes)
+	checkPixels(t, s, img, t0, t1, lanes, ds)
 	// The label's strip: blue where a column holds a q3 sample.
 	px := int64(img.Bounds().Dx() - gutter)
 	counts := make([]int, px)
