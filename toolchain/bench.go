@@ -24,9 +24,10 @@ type Flavour struct {
 // patched toolchain's default flavour (no tags: compact-fast tables and the
 // direct-mapped pcvalue cache); and the earlier flavours, spec tables
 // (linear) and compact-fast tables (linear-cf), each with the stock
-// pcvalue cache and without a cache (-nocache). All derive function
-// lengths from the functab. The stock flavour is first and the default
-// second.
+// pcvalue cache and without a cache (-nocache); and cf-palette-short
+// tables with the default flavour's caches (palette) and without a
+// pcvalue cache (palette-nocache). All derive function lengths from the
+// functab. The stock flavour is first and the default second.
 func Flavours() []Flavour {
 	return []Flavour{
 		{Name: "stock", Stock: true},
@@ -35,6 +36,8 @@ func Flavours() []Flavour {
 		{Name: "linear-nocache", Tags: []string{SpecTag, NoCacheTag}},
 		{Name: "linear-cf", Tags: []string{CompactFastTag, StockCacheTag}},
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
+		{Name: "palette", Tags: []string{PaletteTag}},
+		{Name: "palette-nocache", Tags: []string{PaletteTag, NoCacheTag}},
 	}
 }
 

@@ -15,7 +15,8 @@
 //     function lengths are derived from the functab (pcHeader magic
 //     0xffffffe2, objscan.LinearDerivedMagic), read through a per-M
 //     direct-mapped pcvalue cache that needs no acquirem. [SpecTag]
-//     selects the spec variant, [FuncFieldTag] a length field in every
+//     selects the spec variant, [PaletteTag] the cf-palette-short
+//     variant, [FuncFieldTag] a length field in every
 //     _func (magic 0xffffffe1, objscan.LinearMagic), [StockCacheTag] the
 //     stock per-M pcvalue cache and [NoCacheTag] no cache. [Formats] lists
 //     the table formats and [Flavours] the runtime flavours Bench compares.
@@ -69,6 +70,9 @@ const (
 	// (magic 0xffffffe1) instead of deriving it from the functab (magic
 	// 0xffffffe2, the default).
 	FuncFieldTag = "pctab_funcfield"
+	// PaletteTag selects linearpc's cf-palette-short variant instead of
+	// compact-fast (SpecTag wins if both are given).
+	PaletteTag = "pctab_palette"
 )
 
 // Toolchain is a built patched toolchain and its twin.
@@ -359,13 +363,15 @@ type Format struct {
 
 // Formats returns the formats the patched toolchain writes: the spec and
 // compact-fast variants, each with function lengths derived from the
-// functab (no bytes) or stored in a _func field. The last,
-// compact-fast with derived lengths, is the default.
+// functab (no bytes) or stored in a _func field, and the cf-palette-short
+// variant with derived lengths. The last, compact-fast with derived
+// lengths, is the default.
 func Formats() []Format {
 	return []Format{
 		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
 		{Name: "spec", Tags: []string{SpecTag}},
 		{Name: "compact-fast-field", Tags: []string{FuncFieldTag}},
+		{Name: "cf-palette-short", Tags: []string{PaletteTag}},
 		{Name: "compact-fast"},
 	}
 }

@@ -127,13 +127,15 @@ func testToolchain(t *testing.T) *Toolchain {
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {StockCacheTag}, {NoCacheTag}, {FuncFieldTag}, {SpecTag, FuncFieldTag}} {
+	for _, tags := range [][]string{nil, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {StockCacheTag}, {NoCacheTag}, {FuncFieldTag}, {SpecTag, FuncFieldTag}, {PaletteTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
 			wantVariant, wantDerived := "compact-fast", !slices.Contains(tags, FuncFieldTag)
 			if slices.Contains(tags, SpecTag) {
 				wantVariant = "spec"
+			} else if slices.Contains(tags, PaletteTag) {
+				wantVariant = "cf-palette-short"
 			}
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
 				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
@@ -186,7 +188,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {SpecTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}, {PaletteTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))

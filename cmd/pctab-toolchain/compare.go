@@ -62,7 +62,7 @@ func runCompare(env *cli.Env, count int, benchtime, outDir string) error {
 	}
 	defer os.RemoveAll(work)
 	fmt.Fprintf(stdout, "# sizes (go build -trimpath -ldflags=-w)\n")
-	if err := runSizes(ctx, tc, "-w", []string{"cmd/gofmt", "cmd/go"}, stdout); err != nil {
+	if err := runSizes(ctx, tc, "-w", toolchain.Formats(), []string{"cmd/gofmt", "cmd/go"}, stdout); err != nil {
 		return err
 	}
 	stackbench, err := stackbenchDir(tc)

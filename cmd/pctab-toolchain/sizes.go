@@ -17,33 +17,42 @@ import (
 // sizesCommand is "pctab-toolchain sizes".
 var sizesCommand = &cli.Command{
 	Name:  "sizes",
-	Args:  "[-ldflags FLAGS] [PKG...]",
+	Args:  "[-ldflags FLAGS] [-formats LIST] [PKG...]",
 	Short: "build packages stock and in every table format, check them and compare sizes",
 	Long: "Sizes builds each package (default: cmd/gofmt and cmd/go) with the stock\n" +
 		"toolchain, and with the patched toolchain and its twin in every table format;\n" +
 		"it checks each pair (as pctab-stats verify -twin) and prints the sizes: the\n" +
 		"file against the stock build (the real cost) and against the twin (the same\n" +
 		"code with varint tables, so the tables' cost alone), and the pctab and functab\n" +
-		"parts. Every build uses -trimpath.",
+		"parts. Every build uses -trimpath. -formats limits the table formats\n" +
+		"(default: all of them).",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		ldflags := fs.String("ldflags", "", "-ldflags for every build, e.g. -w (no DWARF, as the Go distribution's binaries)")
+		formats := fs.String("formats", "", "comma-separated table `formats` to build (default all: "+formatNames()+")")
 		return func(env *cli.Env, args []string) error {
+			fmts := toolchain.Formats()
+			if *formats != "" {
+				var err error
+				if fmts, err = parseFormats(*formats); err != nil {
+					return err
+				}
+			}
 			tc, err := getToolchain(env)
 			if err != nil {
 				return err
 			}
-			return runSizes(env.Ctx, tc, *ldflags, args, env.Stdout)
+			return runSizes(env.Ctx, tc, *ldflags, fmts, args, env.Stdout)
 		}
 	},
 }
 
 // runSizes builds each package with the stock toolchain, and with the
-// patched toolchain and its twin in every table format; it checks each
+// patched toolchain and its twin in each of the table formats fmts; it checks each
 // pair and prints the sizes: the file against the stock build (the real
 // cost) and against the twin (the same code with varint tables, so the
 // tables' cost alone), and the pctab and functab parts. Every build uses
 // -trimpath, so that file names do not depend on where each GOROOT is.
-func runSizes(ctx context.Context, tc *toolchain.Toolchain, ldflags string, pkgs []string, w io.Writer) error {
+func runSizes(ctx context.Context, tc *toolchain.Toolchain, ldflags string, fmts []toolchain.Format, pkgs []string, w io.Writer) error {
 	if len(pkgs) == 0 {
 		pkgs = []string{"cmd/gofmt", "cmd/go"}
 	}
@@ -78,7 +87,7 @@ func runSizes(ctx context.Context, tc *toolchain.Toolchain, ldflags string, pkgs
 		if err := build(toolchain.BuildOptions{Out: stock, Stock: true}, tc.StockRoot); err != nil {
 			return err
 		}
-		for _, f := range toolchain.Formats() {
+		for _, f := range fmts {
 			lin, twin := filepath.Join(dir, name+"."+f.Name), filepath.Join(dir, name+"."+f.Name+".twin")
 			if err := build(toolchain.BuildOptions{Out: lin, Tags: f.Tags}, tc.GOROOT); err != nil {
 				return err
