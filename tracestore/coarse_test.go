@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/trace"
 	"slices"
 	"strings"
@@ -64,9 +65,7 @@ func TestQueryColumnsCoarse(t *testing.T) {
 
 func testQueryColumnsCoarse(t *testing.T, data []byte) {
 	s, _ := build(t, data)
-	if s.coarse == nil || len(s.coarse.lanes) == 0 {
-		t.Fatalf("no lane has coarse levels (%d lanes, %d spans)", s.NumLanes(), s.Manifest().Spans)
-	}
+	needCoarse(t, s)
 	d := s.Manifest().Duration
 	rng := rand.New(rand.NewPCG(3, 4))
 	checked := 0
@@ -287,6 +286,7 @@ func FuzzCoarse(f *testing.F) {
 func TestCoarseCorrupt(t *testing.T) {
 	data := recordPingPong(t)
 	s0, dir := build(t, data)
+	needCoarse(t, s0)
 	d := s0.Manifest().Duration
 	c := &s0.coarse.lanes[0]
 	l := int(c.lane)
@@ -322,4 +322,23 @@ func TestCoarseCorrupt(t *testing.T) {
 		s.Close()
 		t.Errorf("a coarse.bin cut short opens")
 	}
+}
+
+// needCoarse fails the test if no lane of s has coarse levels. Whether a
+// recording's lanes get levels depends on how fast it was recorded (its
+// spans per bucket, and what the rest of the store leaves of the size
+// budget): under qemu (arm64, s390x) the ping-pong recording can get
+// none, so there it skips; on amd64, where CI runs every test natively,
+// it fails.
+func needCoarse(t *testing.T, s *Store) {
+	t.Helper()
+	if s.coarse != nil && len(s.coarse.lanes) > 0 {
+		return
+	}
+	m := s.Manifest()
+	msg := fmt.Sprintf("no lane has coarse levels (%d lanes, %d spans, trace %d bytes, %s)", s.NumLanes(), m.Spans, m.TraceBytes, runtime.GOARCH)
+	if runtime.GOARCH != "amd64" {
+		t.Skip(msg)
+	}
+	t.Fatal(msg)
 }
