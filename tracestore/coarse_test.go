@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/trace"
 	"slices"
 	"strings"
 	"testing"
@@ -22,13 +21,11 @@ import (
 // enough for coarse levels.
 func recordPingPong(t testing.TB) []byte {
 	t.Helper()
-	if trace.IsEnabled() {
-		t.Skip("tracing is already enabled")
-	}
-	var buf bytes.Buffer
-	if err := trace.Start(&buf); err != nil {
-		t.Fatal(err)
-	}
+	return record(t, pingPong)
+}
+
+// pingPong hands a token around four goroutines 12,000 times.
+func pingPong() {
 	const players = 4
 	chans := make([]chan int, players)
 	for i := range chans {
@@ -51,8 +48,6 @@ func recordPingPong(t testing.TB) []byte {
 	}
 	chans[0] <- 12000
 	<-done
-	trace.Stop()
-	return buf.Bytes()
 }
 
 // TestQueryColumnsCoarse checks the coarse levels against the sweep over

@@ -88,18 +88,7 @@ func TestLazyCorruption(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := copyStore(t, base)
-			b, err := os.ReadFile(filepath.Join(dir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.edit(b)
-			replaceFile(t, dir, c.file, b)
-			s, err := Open(dir)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer s.Close()
+			s := openEdited(t, base, c.file, c.edit)
 			if err := s.LaneError(big); err != nil {
 				t.Fatalf("LaneError before any query: %v", err)
 			}
@@ -217,18 +206,7 @@ func TestLazyLaneCorruption(t *testing.T) {
 		{"group's first span", fileLaneIdx, "do not fit", func(b []byte) { b[g*laneIdxBytes+8]++ }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := copyStore(t, base)
-			b, err := os.ReadFile(filepath.Join(dir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.edit(b)
-			replaceFile(t, dir, c.file, b)
-			s, err := Open(dir)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer s.Close()
+			s := openEdited(t, base, c.file, c.edit)
 			got := make([]Cell, 64)
 			for l := range nl {
 				s.QueryRow(l, 0, d+1, got)
@@ -324,4 +302,23 @@ func FuzzLaneIndex(f *testing.F) {
 		}
 		s.eachLane(func(int, *Lane, int64) error { return nil })
 	})
+}
+
+// openEdited opens a copy of the store in base whose file name edit has
+// changed in place, failing the test if Open refuses it.
+func openEdited(t *testing.T, base, name string, edit func([]byte)) *Store {
+	t.Helper()
+	dir := copyStore(t, base)
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(b)
+	replaceFile(t, dir, name, b)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

@@ -59,6 +59,15 @@ func workload() {
 }
 
 func recordTrace(t testing.TB) []byte {
+	return record(t, func() {
+		for range 20 {
+			workload()
+		}
+	})
+}
+
+// record returns the execution trace of run.
+func record(t testing.TB, run func()) []byte {
 	t.Helper()
 	if trace.IsEnabled() {
 		t.Skip("tracing is already enabled")
@@ -67,9 +76,7 @@ func recordTrace(t testing.TB) []byte {
 	if err := trace.Start(&buf); err != nil {
 		t.Fatal(err)
 	}
-	for range 20 {
-		workload()
-	}
+	run()
 	trace.Stop()
 	return buf.Bytes()
 }
