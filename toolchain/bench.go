@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/pctab/pctab/internal/benchrun"
 )
 
 // A Flavour is one build that Bench compares.
@@ -61,14 +63,19 @@ type BenchOptions struct {
 	// Flavours names the flavours to run besides stock (default: all of
 	// Flavours).
 	Flavours []string
+	// Interleave runs the benchmarks one at a time: in each round, each
+	// benchmark in every flavour in turn (package benchrun), so that the
+	// runs a round pairs are adjacent in time.
+	Interleave bool
 }
 
 // Bench builds the tests of a package in every Flavour (go test -c) and
 // runs their benchmarks round-robin, o.Count rounds, the flavours' order
 // rotated by one each round, so that the machine's drift over time falls
-// on every flavour alike. It writes the results to w
-// in the Go benchmark format, each run's block after a "toolchain: NAME"
-// configuration line: `benchstat -col toolchain FILE` compares them.
+// on every flavour alike (with o.Interleave, benchmark by benchmark). It
+// writes the results to w in the Go benchmark format, each run's block
+// after a "toolchain: NAME" configuration line: `benchstat -col toolchain
+// FILE` compares them.
 // Progress goes to log.
 func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log io.Writer) error {
 	if o.Count < 1 {
@@ -82,39 +89,61 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	if err != nil {
 		return err
 	}
+	patterns := []string{o.Bench}
+	if o.Interleave {
+		names, err := benchrun.Names(ctx, bins[0], o.Dir, o.Bench, nil)
+		if err != nil {
+			return err
+		}
+		patterns = patterns[:0]
+		for _, n := range names {
+			patterns = append(patterns, benchrun.Pattern(n))
+		}
+	}
 	bw := bufio.NewWriter(w)
 	header := true
 	for round := range o.Count {
-		for i := range flavours {
-			// Rotate the order by one each round, so that no flavour
-			// always runs first, or always after the same one.
-			j := (i + round) % len(flavours)
-			fl := flavours[j]
-			fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, fl.Name)
-			cmd := exec.CommandContext(ctx, bins[j], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime="+o.BenchTime, "-test.count=1")
-			cmd.Dir = o.Dir
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				return fmt.Errorf("toolchain: running the %s benchmarks: %w\n%s%s", fl.Name, err, out, stderr.Bytes())
-			}
-			fmt.Fprintf(bw, "toolchain: %s\n", fl.Name)
-			for _, line := range strings.Split(string(out), "\n") {
-				switch {
-				case strings.HasPrefix(line, "Benchmark"):
-					fmt.Fprintln(bw, line)
-				case header && (strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "pkg:") || strings.HasPrefix(line, "cpu:")):
-					fmt.Fprintln(bw, line)
+		for _, pat := range patterns {
+			for i := range flavours {
+				// Rotate the order by one each round, so that no flavour
+				// always runs first, or always after the same one.
+				j := (i + round) % len(flavours)
+				fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, flavours[j].Name)
+				if err := runBench(ctx, bins[j], o.Dir, pat, o.BenchTime, flavours[j].Name, bw, header); err != nil {
+					return err
 				}
+				header = false
 			}
-			header = false
 		}
 		if err := bw.Flush(); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
+}
+
+// runBench runs the benchmarks of bin that pattern selects once and
+// writes their result lines to w after a "toolchain: NAME" line, with
+// the goos, goarch, pkg and cpu lines if header is set.
+func runBench(ctx context.Context, bin, dir, pattern, benchtime, name string, w io.Writer, header bool) error {
+	cmd := exec.CommandContext(ctx, bin, "-test.run=NONE", "-test.bench="+pattern, "-test.benchtime="+benchtime, "-test.count=1")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("toolchain: running the %s benchmarks: %w\n%s%s", name, err, out, stderr.Bytes())
+	}
+	fmt.Fprintf(w, "toolchain: %s\n", name)
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Benchmark"):
+			fmt.Fprintln(w, line)
+		case header && (strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "pkg:") || strings.HasPrefix(line, "cpu:")):
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
 }
 
 // buildTests builds the tests of pkg (in the module at dir, "" for the

@@ -483,6 +483,39 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// TestBenchInterleave runs Bench with Interleave on two of stackbench's
+// benchmarks, stock and default, two rounds: each benchmark runs alone,
+// in every flavour in turn, the flavours' order rotated each round.
+func TestBenchInterleave(t *testing.T) {
+	tc := testToolchain(t)
+	dir, err := filepath.Abs("testdata/stackbench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	o := BenchOptions{Dir: dir, Package: ".", Bench: "^Benchmark(PanicDeep|StackAll)$", BenchTime: "1x", Count: 2, Work: t.TempDir(), Flavours: []string{"default"}, Interleave: true}
+	if err := tc.Bench(context.Background(), o, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	r := benchfmt.NewReader(&out, "bench")
+	var got []string
+	for r.Scan() {
+		if res, ok := r.Result().(*benchfmt.Result); ok {
+			got = append(got, res.GetConfig("toolchain")+" "+strings.TrimSuffix(string(res.Name), "-2"))
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"stock PanicDeep", "default PanicDeep", "stock StackAll", "default StackAll",
+		"default PanicDeep", "stock PanicDeep", "default StackAll", "stock StackAll",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("results %q, want %q\n%s", got, want, out.String())
+	}
+}
+
 // TestDerivedCorrupt checks that objscan rejects a derived-length binary
 // whose layout the runtime would misread: a wrong end offset after the last
 // _func record, and a record whose arrays no longer end where the next

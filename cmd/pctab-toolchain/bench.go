@@ -61,18 +61,21 @@ func (pb *pkgBench) done() { os.RemoveAll(pb.work) }
 // benchCommand is "pctab-toolchain bench".
 var benchCommand = &cli.Command{
 	Name:  "bench",
-	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-flavours LIST] [-o FILE] [PKG]",
+	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-interleave] [-flavours LIST] [-o FILE] [PKG]",
 	Short: "benchmark a package built stock and in every runtime flavour",
 	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
 		"stock toolchain and in every runtime flavour of the patched one\n" +
 		"(toolchain.Flavours), round-robin, the flavours' order rotated each round, and\n" +
 		"writes the results in the Go benchmark format with a toolchain key, for\n" +
-		"benchstat -col toolchain and pctab-toolchain summary.",
+		"benchstat -col toolchain and pctab-toolchain summary. -interleave runs the\n" +
+		"benchmarks one at a time, each in every flavour in turn, so that the runs a\n" +
+		"round pairs are adjacent in time.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		pf := addPkgBenchFlags(fs)
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
 		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		interleave := fs.Bool("interleave", false, "run the benchmarks one at a time, each in every flavour in turn")
 		return func(env *cli.Env, args []string) error {
 			if *count < 1 {
 				return cli.Usagef("-count=%d: must be at least 1", *count)
@@ -91,7 +94,7 @@ var benchCommand = &cli.Command{
 				defer f.Close()
 				w = f
 			}
-			o := toolchain.BenchOptions{Dir: pb.dir, Package: pb.pkg, Bench: pb.bench, BenchTime: *benchtime, Count: *count, Work: pb.work, Flavours: pb.flavours}
+			o := toolchain.BenchOptions{Dir: pb.dir, Package: pb.pkg, Bench: pb.bench, BenchTime: *benchtime, Count: *count, Work: pb.work, Flavours: pb.flavours, Interleave: *interleave}
 			if err := pb.tc.Bench(env.Ctx, o, w, env.Stderr); err != nil {
 				return err
 			}

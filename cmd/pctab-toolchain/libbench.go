@@ -18,12 +18,13 @@ import (
 // benchmark suite (package internal/libbench).
 var libbenchCommand = &cli.Command{
 	Name:  "libbench",
-	Args:  "[-o DIR] [-count N] [-benchtime T] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
+	Args:  "[-o DIR] [-count N] [-benchtime T] [-interleave] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
 	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
 	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
 		"module proxy into a work module under the cache directory, builds their\n" +
 		"benchmarks with the stock toolchain and in each runtime flavour, runs them\n" +
-		"round-robin and prints the summary: ratios to stock with 95% intervals, each\n" +
+		"round-robin (with -interleave one benchmark at a time, each in every flavour in\n" +
+		"turn) and prints the summary: ratios to stock with 95% intervals, each\n" +
 		"library's geomean, and the price of caller information. -instructions counts\n" +
 		"instructions per operation under cachegrind instead of timing; -tests runs the\n" +
 		"libraries' own tests stock and in each flavour and compares their normalized\n" +
@@ -33,6 +34,7 @@ var libbenchCommand = &cli.Command{
 		fs.StringVar(&o.outDir, "outputdir", "", "write the results (libbench.txt or instructions.txt, its -summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
 		fs.IntVar(&o.count, "count", 8, "`n` rounds, each running every benchmark in every flavour once")
 		fs.StringVar(&o.benchtime, "benchtime", "100ms", "-test.benchtime of each benchmark")
+		fs.BoolVar(&o.interleave, "interleave", false, "run the benchmarks one at a time, each in every flavour in turn")
 		fs.StringVar(&o.flavours, "flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
 		fs.StringVar(&o.libs, "libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
 		fs.BoolVar(&o.tests, "tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
@@ -58,6 +60,7 @@ type libbenchFlags struct {
 	outDir, benchtime, flavours, libs string
 	count                             int
 	tests, instructions, summary      bool
+	interleave                        bool
 }
 
 // runLibbench runs libbench with its flags parsed; args are -summary's
@@ -102,7 +105,7 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 			return err
 		}
 	}
-	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime}
+	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave}
 	if *tests {
 		w := stdout
 		if *outDir != "" {

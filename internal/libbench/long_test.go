@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,9 +40,17 @@ func setup(t *testing.T, libs ...string) Options {
 }
 
 // TestRunOneLibrary runs the suite on one small library, go-kit/log, one round in
-// every flavour, and checks the shape of its results and summary.
+// every flavour, whole and interleaved, and checks the shape of its results
+// and summary.
 func TestRunOneLibrary(t *testing.T) {
 	o := setup(t, "go-kit/log")
+	for _, interleave := range []bool{false, true} {
+		o.Interleave = interleave
+		t.Run(fmt.Sprintf("interleave=%v", interleave), func(t *testing.T) { testRun1(t, o) })
+	}
+}
+
+func testRun1(t *testing.T, o Options) {
 	var out, log bytes.Buffer
 	if err := Run(context.Background(), o, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.Bytes())

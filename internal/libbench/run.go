@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pctab/pctab/internal/benchrun"
 	"github.com/pctab/pctab/toolchain"
 )
 
@@ -22,6 +23,10 @@ type Options struct {
 	BinDir    string // directory for the test binaries
 	Count     int    // rounds; each runs every target in every flavour once
 	BenchTime string // -test.benchtime, e.g. "100ms"
+	// Interleave runs each target's benchmarks one at a time, each in
+	// every flavour in turn (package benchrun), so that the runs a round
+	// pairs are adjacent in time.
+	Interleave bool
 }
 
 // Run builds the tests of every target's package in every flavour (go test
@@ -33,7 +38,8 @@ type Options struct {
 // results go to w in the Go benchmark format, each run's block under the
 // configuration keys library, variant (the target's) and toolchain (the
 // flavour's name), so that `benchstat -col toolchain` compares them and
-// [Summarize] reads them. Progress goes to log.
+// [Summarize] reads them. With o.Interleave each round runs the benchmarks
+// one at a time. Progress goes to log.
 func Run(ctx context.Context, o Options, w, log io.Writer) error {
 	if o.Count < 1 {
 		o.Count = 1
@@ -42,40 +48,24 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	patterns, err := targetPatterns(ctx, o, bins)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	header := true
 	for round := range o.Count {
 		for _, l := range o.Libraries {
-			for _, t := range l.Targets {
-				for i := range o.Flavours {
-					fl := o.Flavours[(i+round)%len(o.Flavours)]
-					fmt.Fprintf(log, "libbench: round %d of %d, %s %s %s (%s)\n", round+1, o.Count, l.Name, t.Package, t.Variant, fl.Name)
-					args := append([]string{"-test.run=^$", "-test.bench=" + t.Bench, "-test.benchtime=" + o.BenchTime, "-test.count=1", "-test.cpu=1"}, t.Args...)
-					cmd := exec.CommandContext(ctx, bins[binKey(t.Package, fl)], args...)
-					cmd.Dir = o.WorkDir
-					var stderr bytes.Buffer
-					cmd.Stderr = &stderr
-					out, err := cmd.Output()
-					if err != nil {
-						return fmt.Errorf("libbench: running the %s benchmarks of %s (%s): %w\n%s%s", fl.Name, t.Package, l.Name, err, out, stderr.Bytes())
-					}
-					n := 0
-					for _, line := range strings.Split(string(out), "\n") {
-						switch {
-						case strings.HasPrefix(line, "Benchmark"):
-							if n == 0 {
-								fmt.Fprintf(bw, "library: %s\nvariant: %s\ntoolchain: %s\npkg: %s\n", l.Name, t.Variant, fl.Name, t.Package)
-							}
-							fmt.Fprintln(bw, line)
-							n++
-						case header && (strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "cpu:")):
-							fmt.Fprintln(bw, line)
+			for ti, t := range l.Targets {
+				for _, pat := range patterns[l.Name][ti] {
+					for i := range o.Flavours {
+						fl := o.Flavours[(i+round)%len(o.Flavours)]
+						fmt.Fprintf(log, "libbench: round %d of %d, %s %s %s (%s)\n", round+1, o.Count, l.Name, t.Package, t.Variant, fl.Name)
+						if err := runTarget(ctx, o, l, t, pat, fl, bins[binKey(t.Package, fl)], bw, header); err != nil {
+							return err
 						}
+						header = false
 					}
-					if n == 0 {
-						return fmt.Errorf("libbench: %s -test.bench=%q ran no benchmark (%s):\n%s", t.Package, t.Bench, fl.Name, out)
-					}
-					header = false
 				}
 			}
 			if err := bw.Flush(); err != nil {
@@ -84,6 +74,64 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// targetPatterns returns, by library name and target index, the
+// -test.bench patterns each round runs: the target's own, or with
+// o.Interleave one per benchmark it selects, listed by running the first
+// flavour's binary once.
+func targetPatterns(ctx context.Context, o Options, bins map[string]string) (map[string][][]string, error) {
+	pats := map[string][][]string{}
+	for _, l := range o.Libraries {
+		for _, t := range l.Targets {
+			p := []string{t.Bench}
+			if o.Interleave {
+				names, err := benchrun.Names(ctx, bins[binKey(t.Package, o.Flavours[0])], o.WorkDir, t.Bench, t.Args)
+				if err != nil {
+					return nil, fmt.Errorf("libbench: %s %s: %w", l.Name, t.Package, err)
+				}
+				p = p[:0]
+				for _, n := range names {
+					p = append(p, benchrun.Pattern(n))
+				}
+			}
+			pats[l.Name] = append(pats[l.Name], p)
+		}
+	}
+	return pats, nil
+}
+
+// runTarget runs the benchmarks of target t that pattern selects once, in
+// flavour fl (test binary bin), and writes their result lines to w under
+// the library, variant, toolchain and pkg keys, with the goos, goarch and
+// cpu lines if header is set.
+func runTarget(ctx context.Context, o Options, l Library, t Target, pattern string, fl toolchain.Flavour, bin string, w io.Writer, header bool) error {
+	args := append([]string{"-test.run=^$", "-test.bench=" + pattern, "-test.benchtime=" + o.BenchTime, "-test.count=1", "-test.cpu=1"}, t.Args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = o.WorkDir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("libbench: running the %s benchmarks of %s (%s): %w\n%s%s", fl.Name, t.Package, l.Name, err, out, stderr.Bytes())
+	}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "Benchmark"):
+			if n == 0 {
+				fmt.Fprintf(w, "library: %s\nvariant: %s\ntoolchain: %s\npkg: %s\n", l.Name, t.Variant, fl.Name, t.Package)
+			}
+			fmt.Fprintln(w, line)
+			n++
+		case header && (strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") || strings.HasPrefix(line, "cpu:")):
+			fmt.Fprintln(w, line)
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("libbench: %s -test.bench=%q ran no benchmark (%s):\n%s", t.Package, pattern, fl.Name, out)
+	}
+	return nil
 }
 
 func binKey(pkg string, fl toolchain.Flavour) string { return pkg + " " + fl.Name }
