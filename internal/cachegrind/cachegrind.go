@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // ErrFormat is returned, wrapped with the line, for a profile that is not
@@ -51,6 +52,11 @@ type Cmd struct {
 
 // Run runs c under valgrind's cachegrind (instruction counts only) and
 // returns the program's standard output and its profile.
+//
+// Run sets GODEBUG=cpu.rdtscp=off (after any GODEBUG settings of c.Env):
+// on processors with RDTSCP, such as AMD EPYC, the Go runtime's cputicks
+// executes it, and valgrind 3.19 stops the program at that instruction
+// ("unrecognised instruction"); without it cputicks uses RDTSC.
 func Run(ctx context.Context, c Cmd) (stdout []byte, p *Profile, err error) {
 	tmp, err := os.MkdirTemp("", "pctab-cachegrind-")
 	if err != nil {
@@ -60,7 +66,7 @@ func Run(ctx context.Context, c Cmd) (stdout []byte, p *Profile, err error) {
 	out := filepath.Join(tmp, "cachegrind.out")
 	args := append([]string{"--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=" + out, c.Path}, c.Args...)
 	cmd := exec.CommandContext(ctx, "valgrind", args...)
-	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Dir, cmd.Env = c.Dir, withGODEBUG(c.Env, "cpu.rdtscp=off")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err = cmd.Output()
@@ -77,6 +83,28 @@ func Run(ctx context.Context, c Cmd) (stdout []byte, p *Profile, err error) {
 		return stdout, nil, fmt.Errorf("%s: %w", out, err)
 	}
 	return stdout, p, nil
+}
+
+// withGODEBUG returns env (the current environment if nil) with setting
+// added to its GODEBUG variable, after the settings it has.
+func withGODEBUG(env []string, setting string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	val := setting
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			// The last GODEBUG= entry is the one exec uses; keep its value.
+			val = setting
+			if v != "" {
+				val = v + "," + setting
+			}
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GODEBUG="+val)
 }
 
 // Parse reads a profile in cachegrind's output format whose first event

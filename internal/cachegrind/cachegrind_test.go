@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,6 +105,67 @@ func TestRun(t *testing.T) {
 	rt := p.Sum(func(f string) bool { return strings.Contains(f, "/runtime/") })
 	if p.Total < 10000 || rt <= 0 || rt > p.Total {
 		t.Errorf("hello: %d instructions, %d in the runtime", p.Total, rt)
+	}
+}
+
+// TestRunCputicks runs under cachegrind a program whose runtime reads the
+// processor's tick counter (block profiling times every blocking event
+// with cputicks), which valgrind 3.19 cannot run where Go uses RDTSCP.
+func TestRunCputicks(t *testing.T) {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		t.Skip("no valgrind")
+	}
+	exe := filepath.Join(t.TempDir(), "prog")
+	src := filepath.Join(t.TempDir(), "prog.go")
+	prog := `package main
+
+import "runtime"
+
+func main() {
+	runtime.SetBlockProfileRate(1)
+	ch := make(chan int)
+	for i := range 100 {
+		go func() { ch <- i }()
+		<-ch
+	}
+	println("done")
+}
+`
+	if err := os.WriteFile(src, []byte(prog), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("go", "build", "-o", exe, src).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "GODEBUG=gctrace=0")
+	if _, _, err := Run(context.Background(), Cmd{Path: exe, Env: env}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWithGODEBUG(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"A=1"}, "GODEBUG=x=1"},
+		{[]string{"GODEBUG=", "A=1"}, "GODEBUG=x=1"},
+		{[]string{"GODEBUG=a=1,b=2", "A=1"}, "GODEBUG=a=1,b=2,x=1"},
+		{[]string{"GODEBUG=a=1", "GODEBUG=b=2"}, "GODEBUG=b=2,x=1"},
+	} {
+		got := withGODEBUG(tc.env, "x=1")
+		n := 0
+		for _, kv := range got {
+			if strings.HasPrefix(kv, "GODEBUG=") {
+				n++
+				if kv != tc.want {
+					t.Errorf("withGODEBUG(%q): %q, want %q", tc.env, kv, tc.want)
+				}
+			}
+		}
+		if n != 1 || !slices.Contains(got, "A=1") && slices.Contains(tc.env, "A=1") {
+			t.Errorf("withGODEBUG(%q) = %q: want one GODEBUG and the other variables", tc.env, got)
+		}
 	}
 }
 
