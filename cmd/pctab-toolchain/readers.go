@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/readers"
-	"github.com/pctab/pctab/toolchain"
 )
 
 // readersCommand is "pctab-toolchain readers".
@@ -37,19 +35,15 @@ var readersCommand = &cli.Command{
 		"docs/toolchain-readers.md.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		out := fs.String("o", "", "keep the binaries and the vulnerability database in `dir` (default: a temporary directory)")
-		formats := fs.String("formats", "compact-fast,spec-field", "comma-separated table `formats` (toolchain.Formats)")
+		formats := fs.String("formats", strings.Join(readers.CheckFormats, ","), "comma-separated table `formats` (toolchain.Formats; each built with its variant's tag)")
 		archive := fs.String("archive", filepath.Join("testdata", "features.txtar"), "the program, a txtar `file` of a Go module")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 0 {
 				return cli.Usagef("no arguments wanted")
 			}
-			var fmts []toolchain.Format
-			for _, name := range strings.Split(*formats, ",") {
-				i := slices.IndexFunc(toolchain.Formats(), func(f toolchain.Format) bool { return f.Name == name })
-				if i < 0 {
-					return cli.Usagef("unknown format %q", name)
-				}
-				fmts = append(fmts, toolchain.Formats()[i])
+			fmts, err := readers.Formats(strings.Split(*formats, ",")...)
+			if err != nil {
+				return cli.Usagef("%v", err)
 			}
 			if _, err := os.Stat(*archive); err != nil {
 				return fmt.Errorf("%w (run from the module's root, or give -archive)", err)

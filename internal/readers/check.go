@@ -35,6 +35,47 @@ func (b *Binaries) Stripped() *Binaries {
 	return &s
 }
 
+// CheckFormats are the names of the formats (toolchain.Formats) the tests
+// and pctab-toolchain readers build by default: the compact-fast and
+// cf-palette-short variants with derived lengths, and the spec with a
+// length field (the other _func layout).
+var CheckFormats = []string{"compact-fast", "cf-palette-short", "spec-field"}
+
+// variantTags are the build tags that select each linear variant.
+var variantTags = map[string]string{
+	"spec":             toolchain.SpecTag,
+	"compact-fast":     toolchain.CompactFastTag,
+	"cf-palette-short": toolchain.PaletteTag,
+}
+
+// formatVariant returns the variant of the format called name ("spec" for
+// "spec-field") and whether its lengths are derived from the functab.
+func formatVariant(name string) (variant string, derived bool) {
+	variant, field := strings.CutSuffix(name, "-field")
+	return variant, !field
+}
+
+// Formats returns the formats of toolchain.Formats called names, in that
+// order, each with the build tag of its variant added if its tags do not
+// have it, so that a format builds what its name says whichever variant
+// is the toolchain's default.
+func Formats(names ...string) ([]toolchain.Format, error) {
+	var fs []toolchain.Format
+	for _, name := range names {
+		i := slices.IndexFunc(toolchain.Formats(), func(f toolchain.Format) bool { return f.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("readers: unknown format %q (toolchain.Formats)", name)
+		}
+		f := toolchain.Formats()[i]
+		v, _ := formatVariant(f.Name)
+		if tag, ok := variantTags[v]; ok && !slices.Contains(f.Tags, tag) {
+			f.Tags = append(slices.Clip(f.Tags), tag)
+		}
+		fs = append(fs, f)
+	}
+	return fs, nil
+}
+
 // BuildProgram unpacks the txtar archive (a Go module) into dir and builds
 // it there in format f, for target if it is not empty (binaries only the
 // probes read: they do not run here): GOARCH for linux/GOARCH, or
@@ -87,7 +128,32 @@ func BuildProgram(ctx context.Context, tc *toolchain.Toolchain, archive, dir str
 			return nil, err
 		}
 	}
+	if err := checkFormat(b.Patched, f.Name); err != nil {
+		return nil, err
+	}
 	return b, nil
+}
+
+// checkFormat returns an error if the pclntab of the binary at path is not
+// in the format called name: its variant name and its magic (derived
+// lengths or a length field).
+func checkFormat(path, name string) error {
+	variant, derived := formatVariant(name)
+	if _, ok := variantTags[variant]; !ok {
+		return nil // a format this package does not know: not checked
+	}
+	f, err := objscan.Open(path)
+	if err != nil {
+		return err
+	}
+	if f.Linear == nil || f.Linear.Variant != variant || f.Linear.Derived != derived {
+		got := "no linear tables"
+		if f.Linear != nil {
+			got = fmt.Sprintf("variant %q, derived lengths %v", f.Linear.Variant, f.Linear.Derived)
+		}
+		return fmt.Errorf("readers: %s, built in format %s, has %s; want variant %q, derived lengths %v", path, name, got, variant, derived)
+	}
+	return nil
 }
 
 // A Result is one check of a reader on the binaries of one format: what

@@ -45,6 +45,33 @@ func TestReaders(t *testing.T) {
 	}
 }
 
+func TestFormats(t *testing.T) {
+	fs, err := Formats(CheckFormats...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both derived-length variants the toolchain may make its default are
+	// checked, each built with its own tag.
+	want := map[string]string{"compact-fast": toolchain.CompactFastTag, "cf-palette-short": toolchain.PaletteTag, "spec-field": toolchain.SpecTag}
+	for _, f := range fs {
+		tag, ok := want[f.Name]
+		if !ok {
+			t.Errorf("format %s: not expected", f.Name)
+			continue
+		}
+		delete(want, f.Name)
+		if !slices.Contains(f.Tags, tag) {
+			t.Errorf("format %s: tags %v, want %s among them", f.Name, f.Tags, tag)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("formats %v not checked", want)
+	}
+	if _, err := Formats("compact-fast", "varint"); err == nil {
+		t.Error(`Formats("varint"): no error`)
+	}
+}
+
 func TestParseVersions(t *testing.T) {
 	for _, tc := range []struct{ text, err string }{
 		{"dlv github.com/go-delve/delve v1.27.2\n", ""},
@@ -172,9 +199,11 @@ func TestWriteVulnDB(t *testing.T) {
 	}
 }
 
-// longSetup builds the patched toolchain and the features program in the
-// default format and in spec tables with a length field (the other _func
-// layout), and the reader called name, released and patched.
+// longSetup builds the patched toolchain and the features program in each
+// of CheckFormats (compact-fast and cf-palette-short tables, each built
+// with its variant's tag whichever is the default, and spec tables with a
+// length field, the other _func layout), and the reader called name,
+// released and patched.
 //
 // cross are the same for each of targets (see BuildProgram), for the
 // probe only.
@@ -192,20 +221,19 @@ func longSetup(t *testing.T, name string, targets ...string) (bins, cross []*Bin
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range toolchain.Formats() {
-		if f.Name == "compact-fast" || f.Name == "spec-field" {
-			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			bins = append(bins, b)
+	formats, err := Formats(CheckFormats...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range formats {
+		b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, "")
+		if err != nil {
+			t.Fatal(err)
 		}
+		bins = append(bins, b)
 	}
 	for _, target := range targets {
-		for _, f := range toolchain.Formats() {
-			if f.Name != "compact-fast" && f.Name != "spec-field" {
-				continue
-			}
+		for _, f := range formats {
 			b, err := BuildProgram(ctx, tc, filepath.Join("..", "..", "testdata", "features.txtar"), t.TempDir(), f, target)
 			if err != nil {
 				t.Fatal(err)
