@@ -23,23 +23,25 @@ type Flavour struct {
 }
 
 // Flavours returns the builds Bench compares: the stock toolchain; the
-// patched toolchain's default flavour (no tags: compact-fast tables and the
-// direct-mapped pcvalue cache); and the earlier flavours, spec tables
+// patched toolchain's default flavour (no tags: cf-palette-short tables,
+// the direct-mapped pcvalue cache and the per-PC unwind caches);
+// default-cf, the same with compact-fast tables (CompactFastTag; the
+// default flavour until patch 0009); the earlier flavours, spec tables
 // (linear) and compact-fast tables (linear-cf), each with the stock
 // pcvalue cache and without a cache (-nocache); and cf-palette-short
-// tables with the default flavour's caches (palette) and without a
-// pcvalue cache (palette-nocache). All derive function lengths from the
-// functab. The stock flavour is first and the default second.
+// tables without a pcvalue cache (palette-nocache). All derive function
+// lengths from the functab. The stock flavour is first and the default
+// second.
 func Flavours() []Flavour {
 	return []Flavour{
 		{Name: "stock", Stock: true},
 		{Name: "default"},
+		{Name: "default-cf", Tags: []string{CompactFastTag}},
 		{Name: "linear", Tags: []string{SpecTag, StockCacheTag}},
 		{Name: "linear-nocache", Tags: []string{SpecTag, NoCacheTag}},
 		{Name: "linear-cf", Tags: []string{CompactFastTag, StockCacheTag}},
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
-		{Name: "palette", Tags: []string{PaletteTag}},
-		{Name: "palette-nocache", Tags: []string{PaletteTag, NoCacheTag}},
+		{Name: "palette-nocache", Tags: []string{NoCacheTag}},
 	}
 }
 

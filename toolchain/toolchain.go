@@ -1,6 +1,7 @@
 // Package toolchain builds and runs a Go toolchain whose linker writes, and
 // whose runtime reads, PC-value tables in the linear index format of
-// golang/go#61984 (package linearpc's spec or compact-fast variant).
+// golang/go#61984 (package linearpc's spec, compact-fast or
+// cf-palette-short variant).
 //
 // The change to Go is a series of patches, one concern each, in git
 // format-patch form: patches/RELEASE/NNNN-*.patch, applied in order
@@ -11,15 +12,16 @@
 //     rebuilt from the patched sources. Programs built with it carry linear
 //     tables and a runtime that reads them. The runtime's build tags choose
 //     the format and the linker follows (it reads runtime.linearFormat).
-//     With no tags it builds the default flavour: compact-fast tables whose
-//     function lengths are derived from the functab (pcHeader magic
+//     With no tags it builds the default flavour: cf-palette-short tables
+//     whose function lengths are derived from the functab (pcHeader magic
 //     0xffffffe2, objscan.LinearDerivedMagic), read through a per-M
-//     direct-mapped pcvalue cache that needs no acquirem. [SpecTag]
-//     selects the spec variant, [PaletteTag] the cf-palette-short
-//     variant, [FuncFieldTag] a length field in every
-//     _func (magic 0xffffffe1, objscan.LinearMagic), [StockCacheTag] the
-//     stock per-M pcvalue cache and [NoCacheTag] no cache. [Formats] lists
-//     the table formats and [Flavours] the runtime flavours Bench compares.
+//     direct-mapped pcvalue cache that needs no acquirem and per-PC
+//     caches of the unwinder's facts. [CompactFastTag] selects the
+//     compact-fast variant, [SpecTag] the spec variant (it wins over
+//     CompactFastTag), [FuncFieldTag] a length field in every _func (magic
+//     0xffffffe1, objscan.LinearMagic), [StockCacheTag] the stock per-M
+//     pcvalue cache and [NoCacheTag] no cache. [Formats] lists the table
+//     formats and [Flavours] the runtime flavours Bench compares.
 //   - twin: the same patched sources with the stock linker. It builds the
 //     stock twin of a program: the same code at the same addresses with
 //     varint tables, the independent truth [Check] compares against.
@@ -51,14 +53,15 @@ import (
 
 // The build tags that select a runtime flavour (go build -tags); the linker
 // writes what the runtime it links reads. With none, the toolchain builds
-// the default flavour: compact-fast tables, lengths derived from the
-// functab, and the direct-mapped pcvalue cache.
+// the default flavour: cf-palette-short tables, lengths derived from the
+// functab, the direct-mapped pcvalue cache and the per-PC unwind caches.
 const (
-	// SpecTag selects linearpc's spec variant instead of compact-fast.
+	// SpecTag selects linearpc's spec variant instead of cf-palette-short
+	// (or compact-fast: SpecTag wins if both are given).
 	SpecTag = "pctab_spec"
-	// CompactFastTag selects linearpc's compact-fast variant. It is the
-	// default variant, so the tag changes nothing; it is kept so that
-	// the tag lists of earlier comparisons still build what they built.
+	// CompactFastTag selects linearpc's compact-fast variant instead of
+	// cf-palette-short, the default variant (the default until patch
+	// 0009 of the series).
 	CompactFastTag = "pctab_compactfast"
 	// StockCacheTag replaces the default flavour's pcvalue cache with the
 	// stock one (2 sets of 8 entries per M, under acquirem), as the
@@ -70,8 +73,10 @@ const (
 	// (magic 0xffffffe1) instead of deriving it from the functab (magic
 	// 0xffffffe2, the default).
 	FuncFieldTag = "pctab_funcfield"
-	// PaletteTag selects linearpc's cf-palette-short variant instead of
-	// compact-fast (SpecTag wins if both are given).
+	// PaletteTag selected linearpc's cf-palette-short variant when
+	// compact-fast was the default (patch 0008). cf-palette-short is now
+	// the default variant, so the tag changes nothing; it is kept so that
+	// the tag lists of earlier comparisons still build what they built.
 	PaletteTag = "pctab_palette"
 )
 
@@ -364,15 +369,15 @@ type Format struct {
 // Formats returns the formats the patched toolchain writes: the spec and
 // compact-fast variants, each with function lengths derived from the
 // functab (no bytes) or stored in a _func field, and the cf-palette-short
-// variant with derived lengths. The last, compact-fast with derived
-// lengths, is the default.
+// variant with derived lengths. The last, cf-palette-short (no tags), is
+// the default.
 func Formats() []Format {
 	return []Format{
 		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
 		{Name: "spec", Tags: []string{SpecTag}},
-		{Name: "compact-fast-field", Tags: []string{FuncFieldTag}},
-		{Name: "cf-palette-short", Tags: []string{PaletteTag}},
-		{Name: "compact-fast"},
+		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
+		{Name: "compact-fast", Tags: []string{CompactFastTag}},
+		{Name: "cf-palette-short"},
 	}
 }
 

@@ -120,22 +120,24 @@ func testToolchain(t *testing.T) *Toolchain {
 }
 
 // TestRuntime builds a program with the patched toolchain in every runtime
-// flavour (the default; spec and compact-fast tables, lengths derived or in
-// a _func field, with the stock pcvalue cache and without one), checks its tables against its
+// flavour (the default, cf-palette-short tables, and the same with
+// compact-fast tables; spec and compact-fast tables, lengths derived or in
+// a _func field, with the stock pcvalue cache and without one;
+// cf-palette-short without a pcvalue cache), checks its tables against its
 // twin, and asks its runtime about every PC of every function (FuncForPC,
 // FileLine, and the runtime's own funcspdelta and pcdatavalue), comparing
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {StockCacheTag}, {NoCacheTag}, {FuncFieldTag}, {SpecTag, FuncFieldTag}, {PaletteTag}} {
+	for _, tags := range [][]string{nil, {CompactFastTag}, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {CompactFastTag, StockCacheTag}, {CompactFastTag, NoCacheTag}, {NoCacheTag}, {CompactFastTag, FuncFieldTag}, {SpecTag, FuncFieldTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
-			wantVariant, wantDerived := "compact-fast", !slices.Contains(tags, FuncFieldTag)
+			wantVariant, wantDerived := "cf-palette-short", !slices.Contains(tags, FuncFieldTag)
 			if slices.Contains(tags, SpecTag) {
 				wantVariant = "spec"
-			} else if slices.Contains(tags, PaletteTag) {
-				wantVariant = "cf-palette-short"
+			} else if slices.Contains(tags, CompactFastTag) {
+				wantVariant = "compact-fast"
 			}
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
 				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
@@ -167,8 +169,8 @@ func TestRuntimeRelease(t *testing.T) {
 	}
 	lin := build(t, tc, false)
 	fl := checkTwin(t, lin, build(t, tc, true))
-	if fl.Linear.Variant != "compact-fast" || !fl.Linear.Derived {
-		t.Fatalf("the binary has variant %s, derived lengths %v; want compact-fast, true", fl.Linear.Variant, fl.Linear.Derived)
+	if fl.Linear.Variant != "cf-palette-short" || !fl.Linear.Derived {
+		t.Fatalf("the binary has variant %s, derived lengths %v; want cf-palette-short, true", fl.Linear.Variant, fl.Linear.Derived)
 	}
 	if v := fl.GoVersion; !strings.HasPrefix(v, "go1.27.3") {
 		t.Errorf("the binary says it was built by %q", v)
@@ -177,7 +179,8 @@ func TestRuntimeRelease(t *testing.T) {
 }
 
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
-// linux/s390x under qemu-user, in the default flavour and with spec tables:
+// linux/s390x under qemu-user, in the default flavour (cf-palette-short
+// tables) and with spec and compact-fast tables:
 // the runtime's decoders answer every PC of their own binary as linearpc
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
@@ -188,7 +191,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {SpecTag}, {PaletteTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))

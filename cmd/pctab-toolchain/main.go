@@ -24,11 +24,12 @@
 // TWIN PATCHED. Run "pctab-toolchain help COMMAND" for a command's flags.
 //
 // The patched go command builds the default flavour with no tags:
-// compact-fast tables with lengths derived from the functab, read through a
-// direct-mapped per-M pcvalue cache. -tags pctab_spec selects the spec
-// variant, pctab_funcfield a length field in _func, pctab_stockcache the
-// stock pcvalue cache and pctab_nocache none (pctab_compactfast is
-// accepted and changes nothing).
+// cf-palette-short tables with lengths derived from the functab, read
+// through a direct-mapped per-M pcvalue cache and per-PC unwind caches.
+// -tags pctab_compactfast selects compact-fast tables, pctab_spec the spec
+// variant (it wins over pctab_compactfast), pctab_funcfield a length field
+// in _func, pctab_stockcache the stock pcvalue cache and pctab_nocache
+// none (pctab_palette is accepted and changes nothing).
 package main
 
 import (
@@ -52,10 +53,11 @@ func program() *cli.Program {
 		Name: "pctab-toolchain",
 		Doc: "Pctab-toolchain builds and uses the Go toolchain whose linker writes, and whose\n" +
 			"runtime reads, linear-index PC-value tables (package toolchain). With no tags the\n" +
-			"patched go command builds the default flavour: compact-fast tables, lengths\n" +
-			"derived from the functab, a direct-mapped per-M pcvalue cache. -tags pctab_spec\n" +
-			"selects spec tables, pctab_funcfield a length field in _func, pctab_stockcache\n" +
-			"the stock pcvalue cache and pctab_nocache none.\n\n" +
+			"patched go command builds the default flavour: cf-palette-short tables, lengths\n" +
+			"derived from the functab, a direct-mapped per-M pcvalue cache and per-PC unwind\n" +
+			"caches. -tags pctab_compactfast selects compact-fast tables, pctab_spec spec\n" +
+			"tables, pctab_funcfield a length field in _func, pctab_stockcache the stock\n" +
+			"pcvalue cache and pctab_nocache none.\n\n" +
 			"pctab-toolchain -go RELEASE COMMAND ... (for example -go go1.27.3) builds and\n" +
 			"uses that Go release, which GOTOOLCHAIN downloads, with its own patch.",
 		Commands: []*cli.Command{

@@ -39,7 +39,7 @@ var populationCommand = &cli.Command{
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		out := fs.String("o", "", "write population.jsonl and population.svg to `DIR`")
 		md := fs.String("md", "", "write the results as Markdown into the generated section of `FILE`")
-		formats := fs.String("formats", "compact-fast", "comma-separated table `formats` to build (toolchain.Formats: "+formatNames()+")")
+		formats := fs.String("formats", "cf-palette-short", "comma-separated table `formats` to build (toolchain.Formats: "+formatNames()+")")
 		programs := fs.String("programs", "", "programs `file` (default: the pinned internal/population/programs.txt)")
 		cache := fs.String("cache", "", "cache `directory` for builds and results (default $HOME/.cache/pctab-population)")
 		cached := fs.Bool("cached", false, "build nothing: measure only programs whose builds are all cached")
