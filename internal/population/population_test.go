@@ -222,8 +222,16 @@ func TestPopulationOne(t *testing.T) {
 	if r.FileDeltaBytes <= 0 || r.Bytes != l.Stock.Bytes+r.FileDeltaBytes || r.PCTabBytes <= r.TwinPCTabBytes {
 		t.Errorf("sizes: stock %d, patched %d (%+d), pctab %d, twin's %d", l.Stock.Bytes, r.Bytes, r.FileDeltaBytes, r.PCTabBytes, r.TwinPCTabBytes)
 	}
-	if r.EstimateFileDeltaPercent == nil || math.Abs(*r.EstimateFileDeltaPercent-r.FileDeltaPercent) > 0.5 {
-		t.Errorf("estimate %v, real %+.2f%%", r.EstimateFileDeltaPercent, r.FileDeltaPercent)
+	// pctab-stats estimates the tables' cost alone: the patched build
+	// against its twin (the same runtime with varint tables), not against
+	// stock, whose difference also holds the patched runtime's own code
+	// (about 22 KB, most of a small program's change).
+	if r.EstimateFileDeltaPercent == nil {
+		t.Errorf("no estimate for %s", r.Format)
+	} else if est := *r.EstimateFileDeltaPercent; math.Abs(est-r.TwinDeltaPercent) > 0.25 {
+		t.Errorf("estimate %+.3f%%, real against the twin %+.3f%% (against stock %+.3f%%)", est, r.TwinDeltaPercent, r.FileDeltaPercent)
+	} else {
+		t.Logf("%s %s: estimate %+.3f%%, real against the twin %+.3f%%, against stock %+.3f%%", l.Program, r.Format, est, r.TwinDeltaPercent, r.FileDeltaPercent)
 	}
 	if err := jsonschema.CheckValue(bytes.TrimSpace(out.Bytes()), jsonschema.Of(reflect.TypeOf(Line{}), SchemaVersion)); err != nil {
 		t.Error(err)
