@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -22,7 +23,8 @@ var ErrCannotRun = errors.New("cannot run binaries of this target here")
 
 // Runner returns the command prefix that runs binaries built by cfg on this
 // machine: nothing for the machine's own target (and for linux/386 on
-// linux/amd64), or the qemu user-mode emulator for another Linux
+// linux/amd64: Exec returns an error wrapping ErrCannotRun where the
+// kernel refuses it), or the qemu user-mode emulator for another Linux
 // architecture when it is installed, such as qemu-aarch64 for linux/arm64.
 // It returns an error wrapping ErrCannotRun otherwise.
 func Runner(cfg Config) ([]string, error) {
@@ -60,7 +62,19 @@ func Exec(ctx context.Context, cfg Config, bin string, args ...string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	argv := append(append(prefix, bin), args...)
+	out, err := execArgv(ctx, append(append(prefix, bin), args...))
+	if len(prefix) == 0 && errors.Is(err, syscall.ENOEXEC) {
+		// linux/386 on a linux/amd64 kernel built or booted without
+		// 32-bit support (ia32_emulation=false). qemu-i386 is no way
+		// out: Go's 386 programs crash under qemu-user 7.2.
+		return nil, fmt.Errorf("testbuild: %w: this kernel does not run linux/386 binaries (no 32-bit support): %v", ErrCannotRun, err)
+	}
+	return out, err
+}
+
+// execArgv runs argv within runTimeout and returns its standard output;
+// the error of a failed run includes the standard error.
+func execArgv(ctx context.Context, argv []string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
