@@ -274,13 +274,13 @@ func TestRun(t *testing.T) {
 			if len(tm.Runs) != 2 || tm.NsPerOp <= 0 || tm.Runs[0].Iters != 300 {
 				t.Errorf("%s: %+v", g.Name(tm.Encoding), tm)
 			}
-			// The timing thread cannot use more CPU time than the wall
-			// time that passed (both medians of the same runs; allow
-			// 50 µs a run for the clocks' granularity, which matters
-			// at 300 iterations). internal/cputime tests the clock
-			// itself.
-			if slack := 50e3 / float64(tm.Runs[0].Iters); res.Clock == ClockThreadCPU && tm.CPUNsPerOp > tm.NsPerOp+slack {
-				t.Errorf("%s: thread CPU %.2f ns/op exceeds wall %.2f ns/op", g.Name(tm.Encoding), tm.CPUNsPerOp, tm.NsPerOp)
+			// Thread CPU time is present and positive. It is not checked
+			// against the wall time: a test must not depend on wall time,
+			// and on a virtual machine whose CPUs' clocks drift apart a
+			// thread moved between them measured up to 3.4x its wall time
+			// (2026-12-06). internal/cputime tests the clock itself.
+			if res.Clock == ClockThreadCPU && !(tm.CPUNsPerOp > 0) {
+				t.Errorf("%s: thread CPU %.2f ns/op, want > 0", g.Name(tm.Encoding), tm.CPUNsPerOp)
 			}
 			cached := tm.Encoding == EncVarintCacheCold || tm.Encoding == EncVarintCacheHit
 			if cached != (tm.HitRate != nil) {
