@@ -57,6 +57,10 @@ func runBinary(t *testing.T, cfg testbuild.Config, bin string, args ...string) (
 		return nil, err, false
 	}
 	out, err = testbuild.Exec(context.Background(), cfg, bin, args...)
+	if errors.Is(err, testbuild.ErrCannotRun) {
+		// Runner could not tell: the kernel refused the binary.
+		return nil, err, false
+	}
 	return out, err, true
 }
 
