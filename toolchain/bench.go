@@ -110,7 +110,7 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 				// Rotate the order by one each round, so that no flavour
 				// always runs first, or always after the same one.
 				j := (i + round) % len(flavours)
-				fmt.Fprintf(log, "toolchain: round %d of %d, %s\n", round+1, o.Count, flavours[j].Name)
+				fmt.Fprintf(log, "toolchain: round %d of %d, %s %s\n", round+1, o.Count, flavours[j].Name, pat)
 				if err := runBench(ctx, bins[j], o.Dir, pat, o.BenchTime, flavours[j].Name, bw, header); err != nil {
 					return err
 				}

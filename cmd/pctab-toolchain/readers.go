@@ -35,7 +35,7 @@ var readersCommand = &cli.Command{
 		"docs/toolchain-readers.md.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		out := fs.String("o", "", "keep the binaries and the vulnerability database in `dir` (default: a temporary directory)")
-		formats := fs.String("formats", strings.Join(readers.CheckFormats, ","), "comma-separated table `formats` (toolchain.Formats; each built with its variant's tag)")
+		formats := fs.String("formats", strings.Join(readers.CheckFormats(), ","), "comma-separated table `formats` (toolchain.Formats; each built with its variant's tag)")
 		archive := fs.String("archive", filepath.Join("testdata", "features.txtar"), "the program, a txtar `file` of a Go module")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 0 {

@@ -60,7 +60,7 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 				for _, pat := range patterns[l.Name][ti] {
 					for i := range o.Flavours {
 						fl := o.Flavours[(i+round)%len(o.Flavours)]
-						fmt.Fprintf(log, "libbench: round %d of %d, %s %s %s (%s)\n", round+1, o.Count, l.Name, t.Package, t.Variant, fl.Name)
+						fmt.Fprintf(log, "libbench: round %d of %d, %s %s %s %s (%s)\n", round+1, o.Count, l.Name, t.Package, t.Variant, pat, fl.Name)
 						if err := runTarget(ctx, o, l, t, pat, fl, bins[binKey(t.Package, fl)], bw, header); err != nil {
 							return err
 						}

@@ -35,11 +35,11 @@ func (b *Binaries) Stripped() *Binaries {
 	return &s
 }
 
-// CheckFormats are the names of the formats (toolchain.Formats) the tests
-// and pctab-toolchain readers build by default: the compact-fast and
+// CheckFormats returns the names of the formats (toolchain.Formats) the
+// tests and pctab-toolchain readers build by default: the compact-fast and
 // cf-palette-short variants with derived lengths, and the spec with a
 // length field (the other _func layout).
-var CheckFormats = []string{"compact-fast", "cf-palette-short", "spec-field"}
+func CheckFormats() []string { return []string{"compact-fast", "cf-palette-short", "spec-field"} }
 
 // variantTags are the build tags that select each linear variant.
 var variantTags = map[string]string{

@@ -46,7 +46,7 @@ func TestReaders(t *testing.T) {
 }
 
 func TestFormats(t *testing.T) {
-	fs, err := Formats(CheckFormats...)
+	fs, err := Formats(CheckFormats()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func longSetup(t *testing.T, name string, targets ...string) (bins, cross []*Bin
 	if err != nil {
 		t.Fatal(err)
 	}
-	formats, err := Formats(CheckFormats...)
+	formats, err := Formats(CheckFormats()...)
 	if err != nil {
 		t.Fatal(err)
 	}
