@@ -3,6 +3,8 @@ package testbuild
 import (
 	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -38,12 +40,21 @@ func Runner(cfg Config) ([]string, error) {
 	if goarch == "386" && runtime.GOARCH == "amd64" {
 		return nil, nil
 	}
-	qarch := map[string]string{
-		"386": "i386", "amd64": "x86_64", "arm": "arm", "arm64": "aarch64",
-		"loong64": "loongarch64", "mips": "mips", "mipsle": "mipsel",
-		"mips64": "mips64", "mips64le": "mips64el", "ppc64": "ppc64",
-		"ppc64le": "ppc64le", "riscv64": "riscv64", "s390x": "s390x",
-	}[goarch]
+	return qemu(goarch)
+}
+
+// qemuArch maps a GOARCH to the name of its qemu user-mode emulator.
+var qemuArch = map[string]string{
+	"386": "i386", "amd64": "x86_64", "arm": "arm", "arm64": "aarch64",
+	"loong64": "loongarch64", "mips": "mips", "mipsle": "mipsel",
+	"mips64": "mips64", "mips64le": "mips64el", "ppc64": "ppc64",
+	"ppc64le": "ppc64le", "riscv64": "riscv64", "s390x": "s390x",
+}
+
+// qemu returns the command prefix that runs linux/goarch binaries under
+// qemu's user-mode emulator, or an error wrapping ErrCannotRun.
+func qemu(goarch string) ([]string, error) {
+	qarch := qemuArch[goarch]
 	if qarch == "" {
 		return nil, fmt.Errorf("testbuild: %w: no emulator known for linux/%s", ErrCannotRun, goarch)
 	}
@@ -56,20 +67,75 @@ func Runner(cfg Config) ([]string, error) {
 
 // Exec runs the binary bin, built by cfg, with args, through Runner, and
 // returns its standard output. The error of a failed run includes the
-// standard error.
+// standard error. When the kernel refuses a binary that Runner would run
+// directly, as it does when the caller itself runs under qemu-user without
+// binfmt_misc, Exec runs it through the emulator for the architecture its
+// ELF header names.
 func Exec(ctx context.Context, cfg Config, bin string, args ...string) ([]byte, error) {
 	prefix, err := Runner(cfg)
 	if err != nil {
 		return nil, err
 	}
-	out, err := execArgv(ctx, append(append(prefix, bin), args...))
+	argv := append(append(prefix, bin), args...)
+	out, err := execArgv(ctx, argv)
 	if len(prefix) == 0 && errors.Is(err, syscall.ENOEXEC) {
-		// linux/386 on a linux/amd64 kernel built or booted without
-		// 32-bit support (ia32_emulation=false). qemu-i386 is no way
-		// out: Go's 386 programs crash under qemu-user 7.2.
-		return nil, fmt.Errorf("testbuild: %w: this kernel does not run linux/386 binaries (no 32-bit support): %v", ErrCannotRun, err)
+		return execRefused(ctx, argv, err)
 	}
 	return out, err
+}
+
+// execRefused runs argv, which the kernel refused to execute, through the
+// emulator for the architecture named in the binary's ELF header. That is
+// what running a test binary under qemu-user without binfmt_misc needs:
+// qemu passes a child's execve to the host kernel, which cannot run the
+// target's binaries itself. linux/386 on a linux/amd64 kernel without
+// 32-bit support (ia32_emulation=false) is not retried: Go's 386 programs
+// crash under qemu-user 7.2.
+func execRefused(ctx context.Context, argv []string, refused error) ([]byte, error) {
+	goarch, err := elfArch(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("testbuild: %w: the kernel refused %s (%v), and its architecture is unknown: %v", ErrCannotRun, argv[0], refused, err)
+	}
+	if goarch == "386" {
+		return nil, fmt.Errorf("testbuild: %w: this kernel does not run linux/386 binaries (no 32-bit support): %v", ErrCannotRun, refused)
+	}
+	prefix, err := qemu(goarch)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the kernel refused %s: %v)", err, argv[0], refused)
+	}
+	return execArgv(ctx, append(prefix, argv...))
+}
+
+// elfArch returns the GOARCH of the ELF binary at path.
+func elfArch(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	big := f.ByteOrder == binary.BigEndian
+	switch f.Machine {
+	case elf.EM_386:
+		return "386", nil
+	case elf.EM_X86_64:
+		return "amd64", nil
+	case elf.EM_ARM:
+		return "arm", nil
+	case elf.EM_AARCH64:
+		return "arm64", nil
+	case elf.EM_LOONGARCH:
+		return "loong64", nil
+	case elf.EM_RISCV:
+		return "riscv64", nil
+	case elf.EM_S390:
+		return "s390x", nil
+	case elf.EM_PPC64:
+		return map[bool]string{true: "ppc64", false: "ppc64le"}[big], nil
+	case elf.EM_MIPS:
+		bits64 := f.Class == elf.ELFCLASS64
+		return map[[2]bool]string{{false, true}: "mips", {false, false}: "mipsle", {true, true}: "mips64", {true, false}: "mips64le"}[[2]bool{bits64, big}], nil
+	}
+	return "", fmt.Errorf("ELF machine %v", f.Machine)
 }
 
 // execArgv runs argv within runTimeout and returns its standard output;

@@ -464,3 +464,45 @@ func TestBuildError(t *testing.T) {
 		}
 	}
 }
+
+// TestExecRefused checks the path a test takes under qemu-user without
+// binfmt_misc: a binary that the target config says is native, but that
+// the kernel refuses, runs through the emulator its ELF header names. It
+// hands Exec a linux/arm64 (or, on arm64, linux/amd64) callers program
+// under a config for the machine's own target.
+func TestExecRefused(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs linux")
+	}
+	foreign := map[string]string{"arm64": "amd64"}[runtime.GOARCH]
+	if foreign == "" {
+		foreign = "arm64"
+	}
+	cfg := Config{Archive: "callers", GOOS: "linux", GOARCH: foreign}
+	if _, err := Runner(cfg); errors.Is(err, ErrCannotRun) {
+		t.Skip(err)
+	}
+	if testing.Short() && !isCached(t, cfg) {
+		t.Skip("skipping uncached cross build under -short")
+	}
+	bin := Build(t, cfg)
+	native := Config{Archive: "callers"}
+	out, err := Exec(t.Context(), native, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseCallers(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCallers(t, c, "linux", foreign)
+
+	// A file that is no ELF binary at all still reports why.
+	junk := filepath.Join(t.TempDir(), "junk")
+	if err := os.WriteFile(junk, []byte("\x00\x01not a program"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Exec(t.Context(), native, junk); !errors.Is(err, ErrCannotRun) || !strings.Contains(err.Error(), "architecture is unknown") {
+		t.Errorf("Exec(junk) = %v, want ErrCannotRun naming the unknown architecture", err)
+	}
+}
