@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/format"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,8 +267,30 @@ func TestSeriesPrefixes(t *testing.T) {
 					t.Errorf("the series up to %s links varint tables, an earlier prefix linear ones", series[k-1].Name)
 				}
 				wasLinear = f.Linear != nil
+				checkGofmt(t, tc.GOROOT, series[k-1])
 				t.Logf("%s: %s; linear tables: %v", tc.Key, series[k-1].Subject(), wasLinear)
 			})
+		}
+	}
+}
+
+// checkGofmt reports each Go file that patch p changes or adds, in the
+// patched GOROOT root, that gofmt would change: a reviewer's first check.
+func checkGofmt(t *testing.T, root string, p Patch) {
+	t.Helper()
+	for _, name := range p.Files() {
+		if !strings.HasSuffix(name, ".go") {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed by a later part of the same patch
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := format.Source(src); err != nil || !bytes.Equal(out, src) {
+			t.Errorf("%s: %s is not gofmt-formatted (%v)", p.Name, name, err)
 		}
 	}
 }

@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -20,7 +24,7 @@ import (
 // stock and in runtime flavours (package internal/testsuite).
 var testsuiteCommand = &cli.Command{
 	Name:  "testsuite",
-	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-report] -o DIR [PACKAGES]",
+	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-archive FILE] [-report] -o DIR [PACKAGES]",
 	Short: "run go test -short std cmd stock and in runtime flavours, and list the packages whose outcome differs",
 	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
 		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
@@ -32,13 +36,20 @@ var testsuiteCommand = &cli.Command{
 		"resumes where it was: packages already finished in DIR are not run again.\n" +
 		"A flavour's build tags go in GOFLAGS, so that the programs the tests build\n" +
 		"with the go command get them too. -report prints the table of what DIR holds\n" +
-		"without running anything.",
+		"without running anything.\n\n" +
+		"-archive FILE keeps the runs' outcomes in FILE (gzip-compressed JSON lines,\n" +
+		"small enough for a repository), so that a suite that takes longer than one\n" +
+		"machine's session resumes on another: before running, the packages FILE holds\n" +
+		"for a run of the same toolchain (the same Go release, patch key and tags) are\n" +
+		"taken into DIR and not run again; afterwards, and when the command is\n" +
+		"interrupted, DIR's outcomes are written back to FILE (with -report too).",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		flavours := fs.String("flavours", "default,linear-cf-nocache", "comma-separated `names` of the flavours (toolchain.Flavours) to run besides stock")
 		dir := fs.String("o", "", "`directory` of the runs' JSON files and the table (required)")
 		batch := fs.Int("batch", 20, "`n` packages per go test command")
 		timeout := fs.String("timeout", "20m", "go test -timeout of each package's tests")
 		report := fs.Bool("report", false, "print the table of the runs in DIR without running anything")
+		archive := fs.String("archive", "", "`file` of the runs' outcomes to resume from and to write back")
 		return func(env *cli.Env, args []string) error {
 			if *dir == "" {
 				return cli.Usagef("-o DIR is required")
@@ -69,6 +80,11 @@ var testsuiteCommand = &cli.Command{
 			for _, fl := range fls {
 				runs = append(runs, flavourRun(tc, fl))
 			}
+			if *archive != "" {
+				if err := importArchive(env, *archive, *dir, tc, runs); err != nil {
+					return err
+				}
+			}
 			if !*report {
 				fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %d packages, runs %s, in %s\n", len(pkgs), runNames(runs), *dir)
 				// An interrupt stops the batch in progress, which then
@@ -77,7 +93,15 @@ var testsuiteCommand = &cli.Command{
 				defer stop()
 				o := testsuite.Options{Dir: *dir, Packages: pkgs, Runs: runs, Batch: *batch,
 					TestArgs: []string{"-short", "-count=1", "-timeout=" + *timeout}, Log: env.Stderr}
-				if err := testsuite.Execute(ctx, o); err != nil {
+				err := testsuite.Execute(ctx, o)
+				if *archive != "" {
+					err = cmp.Or(err, exportArchive(env, *archive, *dir, tc, runs))
+				}
+				if err != nil {
+					return err
+				}
+			} else if *archive != "" {
+				if err := exportArchive(env, *archive, *dir, tc, runs); err != nil {
 					return err
 				}
 			}
@@ -98,6 +122,72 @@ var testsuiteCommand = &cli.Command{
 			return err
 		}
 	},
+}
+
+// runID says what run r of tc runs, for the archive: the Go release, the
+// target, and for a flavour the patch key and GOFLAGS.
+func runID(tc *toolchain.Toolchain, r testsuite.Run) string {
+	id := fmt.Sprintf("%s %s/%s", tc.Version, runtime.GOOS, runtime.GOARCH)
+	if r.Name == "stock" {
+		return id + " stock"
+	}
+	flags := ""
+	for _, kv := range r.Env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			flags = v
+		}
+	}
+	return fmt.Sprintf("%s key %s GOFLAGS=%s", id, tc.Key, flags)
+}
+
+func archiveRuns(tc *toolchain.Toolchain, runs []testsuite.Run) []testsuite.ArchiveRun {
+	var ar []testsuite.ArchiveRun
+	for _, r := range runs {
+		ar = append(ar, testsuite.ArchiveRun{Name: r.Name, ID: runID(tc, r)})
+	}
+	return ar
+}
+
+// importArchive takes the outcomes of the archive at path, if it exists,
+// into dir.
+func importArchive(env *cli.Env, path, dir string, tc *toolchain.Toolchain, runs []testsuite.Run) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	res, err := testsuite.ReadArchive(data, dir, archiveRuns(tc, runs))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, r := range res {
+		if r.Skipped != "" {
+			fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %s: run %s not taken: %s\n", path, r.Run, r.Skipped)
+		} else {
+			fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %s: run %s: %d packages taken\n", path, r.Run, r.Packages)
+		}
+	}
+	return nil
+}
+
+// exportArchive writes dir's outcomes of runs to the archive at path,
+// replacing it: the archive holds the runs of the last command that wrote
+// it (a run of another toolchain could not resume this command's).
+func exportArchive(env *cli.Env, path, dir string, tc *toolchain.Toolchain, runs []testsuite.Run) error {
+	var buf bytes.Buffer
+	if err := testsuite.WriteArchive(&buf, dir, archiveRuns(tc, runs)); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: wrote %s (%d bytes)\n", path, buf.Len())
+	return nil
 }
 
 // flavourByName returns the flavour of toolchain.Flavours called name.
