@@ -137,8 +137,30 @@ func TestSizeByKind(t *testing.T) {
 				t.Errorf("%s %s: compact-fast %d, cf-palette %d, cf-palette-short %d bytes: a palette variant is larger", path, sizeKinds[k], c, p, ps)
 			}
 		}
+		// A mix by table kind: pcln in varint (as the stock linker
+		// writes it), every other kind in cf-palette-short.
+		mix := varint[2]
+		for k := range sets {
+			if k != 2 {
+				mix += sets[k]["cf-palette-short"].Size()
+			}
+		}
+		tv := 0
+		for _, v := range varint {
+			tv += v
+		}
+		fmt.Fprintf(&b, "\nmix, pcln varint and the rest cf-palette-short: %d bytes, %+d against varint's %d (%+.2f%% of the file's %d bytes)\n",
+			mix, mix-tv, tv, 100*float64(mix-tv)/float64(fileSize(t, path)), fileSize(t, path))
 		t.Log(b.String())
 	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }
 
 // cfParts adds the bytes of t's compact-fast encoding to parts: index,

@@ -34,6 +34,11 @@ const (
 	LinearSectionPE    = ".golinpc"
 )
 
+// LinearVarintPCLnName is the variant name after the pcHeader of a
+// pclntab whose pcln tables stay varint and whose other tables are
+// cf-palette-short (the pctab toolchain's build tag pctab_varln).
+const LinearVarintPCLnName = "cfps-varint-pcln"
+
 // LinearSectionMagic starts a LinearSection.
 const LinearSectionMagic = "GOLINPC\x00"
 
@@ -128,7 +133,12 @@ type Linear struct {
 	// function lengths derived from the functab, not stored.
 	Derived bool
 	Variant string // linearpc variant name, e.g. "spec"
-	Source  string // where the tables are: "pclntab pctab" or "section .gopclntab.linear"
+	// PCLnVarint reports a pclntab whose pcln tables are in Go's varint
+	// format (the pcHeader's variant name [LinearVarintPCLnName];
+	// Variant is then "cf-palette-short"): LinearFunc.PCLn is the offset
+	// in Data of a varint table, which covers its own length.
+	PCLnVarint bool
+	Source     string // where the tables are: "pclntab pctab" or "section .gopclntab.linear"
 
 	// Data holds the encodings; table offsets index into it. Data[0] is a
 	// pad byte, and at least the last LinearPad bytes are zero (replace
@@ -225,6 +235,9 @@ func (f *File) collectLinear() error {
 		return formatErr("pcHeader", int64(hdrEnd), "empty linear variant name")
 	}
 	l.Variant = string(name)
+	if l.Variant == LinearVarintPCLnName {
+		l.Variant, l.PCLnVarint = "cf-palette-short", true
+	}
 	l.Data = f.pctab
 	if len(l.Data) < 1+LinearPad {
 		return formatErr("pctab", 0, "linear pctab of %d bytes is too short for its padding", len(l.Data))

@@ -44,6 +44,9 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 	if l == nil {
 		return nil, errors.New("check: not a rewritten binary (no linear tables)")
 	}
+	if l.PCLnVarint {
+		return nil, errors.New("check: the pcln tables are varint (the pctab toolchain's pctab_varln), which rewrite-binary never writes: check the binary against its twin (pctab-stats verify -twin)")
+	}
 	v, err := VariantByName(l.Variant)
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)

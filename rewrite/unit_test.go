@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
 )
 
@@ -114,5 +115,15 @@ func TestVariantByName(t *testing.T) {
 		if err != nil || v.Name != tt.want {
 			t.Errorf("VariantByName(%q) = %q, %v; want %q", tt.name, v.Name, err, tt.want)
 		}
+	}
+}
+
+// TestCheckVarintPCLn: a binary whose pcln tables are varint (the pctab
+// toolchain's pctab_varln) is not rewrite-binary's to check, and Check
+// says where to check it.
+func TestCheckVarintPCLn(t *testing.T) {
+	f := &objscan.File{Linear: &objscan.Linear{Mode: "replace", Variant: "cf-palette-short", PCLnVarint: true}}
+	if _, err := Check(f, f, 1); err == nil || !strings.Contains(err.Error(), "verify -twin") {
+		t.Errorf("Check = %v, want an error pointing to verify -twin", err)
 	}
 }

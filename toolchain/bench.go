@@ -29,7 +29,8 @@ type Flavour struct {
 // default flavour until patch 0009); the earlier flavours, spec tables
 // (linear) and compact-fast tables (linear-cf), each with the stock
 // pcvalue cache and without a cache (-nocache); and cf-palette-short
-// tables without a pcvalue cache (palette-nocache). All derive function
+// tables without a pcvalue cache (palette-nocache); and the default with
+// its pcln tables left in varint (varln, VarlnTag). All derive function
 // lengths from the functab. The stock flavour is first and the default
 // second.
 func Flavours() []Flavour {
@@ -42,6 +43,7 @@ func Flavours() []Flavour {
 		{Name: "linear-cf", Tags: []string{CompactFastTag, StockCacheTag}},
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
 		{Name: "palette-nocache", Tags: []string{NoCacheTag}},
+		{Name: "varln", Tags: []string{VarlnTag}},
 	}
 }
 

@@ -24,6 +24,9 @@ const maxExamples = 20
 // next function's entry. A lookup at every PC the tables cover must give
 // the twin's value, or that carried value past the twin's tables.
 //
+// With l.PCLnVarint (build tag pctab_varln), the pcln tables must be the
+// twin's varint tables, byte for byte.
+//
 // Unlike rewrite.Check it does not require the whole pctab to be laid out
 // as rewrite-binary would: the linker stores each distinct encoding once,
 // in its own order.
@@ -89,6 +92,10 @@ func Check(lin, twin *objscan.File) (*verify.Result, error) {
 			}
 			seen[k] = true
 			res.Tables++
+			if j == 2 && l.PCLnVarint {
+				checkVarintPCLn(res, fail, twin, l, fl.Name, vo, off, int64(lf.Len))
+				continue
+			}
 			t, ok := decoded[vo]
 			if !ok {
 				tab := twin.Table(vo)
@@ -123,6 +130,42 @@ func Check(lin, twin *objscan.File) (*verify.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// checkVarintPCLn checks that the varint pcln table at off in l is the
+// twin's table at vo, byte for byte, and counts the n PC units of the
+// function, whose lookups the same bytes answer as the twin's do.
+func checkVarintPCLn(res *verify.Result, fail func(string, ...any), twin *objscan.File, l *objscan.Linear, name string, vo, off uint32, n int64) {
+	tab := twin.Table(vo)
+	if tab == nil {
+		fail("function %s: pcln at twin pctab offset %#x is not in objscan's table set", name, vo)
+		return
+	}
+	if uint64(off)+uint64(len(tab.Data)) > uint64(len(l.Data)) || !bytes.Equal(l.Data[off:int(off)+len(tab.Data)], tab.Data) {
+		fail("function %s: pcln at offset %#x is not the twin's %d-byte varint table at %#x", name, off, len(tab.Data), vo)
+		return
+	}
+	res.PCs += n
+	res.Lookups += n
+}
+
+// tableLookup returns the value at unit u of the table of kind j (pcsp,
+// pcfile, pcln, then PCDATA by id) at off in l, of a function of n units
+// whose PC quantum is q, as the runtime built for l reads it: v's lookup,
+// or for a varint pcln table (l.PCLnVarint) a varint walk, -1 past its
+// end. A table at offset 0 reads as -1.
+func tableLookup(l *objscan.Linear, v linearpc.Variant, j int, off, n, u uint32, q uint64) int32 {
+	if off == 0 {
+		return -1
+	}
+	if j == 2 && l.PCLnVarint {
+		val, _, err := varintpc.Lookup(l.Data[off:], uintptr(uint64(u)*q), uint32(q), false)
+		if err != nil {
+			return -1
+		}
+		return val
+	}
+	return v.Lookup(l.Data[off:], n, u)
 }
 
 // Extend returns t covering n units, the units past t.Len holding -1 (what

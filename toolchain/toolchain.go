@@ -73,6 +73,10 @@ const (
 	// (magic 0xffffffe1) instead of deriving it from the functab (magic
 	// 0xffffffe2, the default).
 	FuncFieldTag = "pctab_funcfield"
+	// VarlnTag keeps the pcln tables in Go's varint format, the other
+	// kinds in cf-palette-short (patch 0010; with SpecTag or
+	// CompactFastTag it changes nothing).
+	VarlnTag = "pctab_varln"
 	// PaletteTag selected linearpc's cf-palette-short variant when
 	// compact-fast was the default (patch 0008). cf-palette-short is now
 	// the default variant, so the tag changes nothing; it is kept so that
@@ -368,15 +372,17 @@ type Format struct {
 
 // Formats returns the formats the patched toolchain writes: the spec and
 // compact-fast variants, each with function lengths derived from the
-// functab (no bytes) or stored in a _func field, and the cf-palette-short
-// variant with derived lengths. The last, cf-palette-short (no tags), is
-// the default.
+// functab (no bytes) or stored in a _func field, the cf-palette-short
+// variant with derived lengths, and the same with pcln tables left in
+// varint (cfps-varint-pcln). The last, cf-palette-short (no tags), is the
+// default.
 func Formats() []Format {
 	return []Format{
 		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
 		{Name: "spec", Tags: []string{SpecTag}},
 		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
 		{Name: "compact-fast", Tags: []string{CompactFastTag}},
+		{Name: "cfps-varint-pcln", Tags: []string{VarlnTag}},
 		{Name: "cf-palette-short"},
 	}
 }

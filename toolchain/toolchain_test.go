@@ -123,13 +123,14 @@ func testToolchain(t *testing.T) *Toolchain {
 // flavour (the default, cf-palette-short tables, and the same with
 // compact-fast tables; spec and compact-fast tables, lengths derived or in
 // a _func field, with the stock pcvalue cache and without one;
-// cf-palette-short without a pcvalue cache), checks its tables against its
+// cf-palette-short without a pcvalue cache, and with varint pcln tables),
+// checks its tables against its
 // twin, and asks its runtime about every PC of every function (FuncForPC,
 // FileLine, and the runtime's own funcspdelta and pcdatavalue), comparing
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {CompactFastTag}, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {CompactFastTag, StockCacheTag}, {CompactFastTag, NoCacheTag}, {NoCacheTag}, {CompactFastTag, FuncFieldTag}, {SpecTag, FuncFieldTag}} {
+	for _, tags := range [][]string{nil, {CompactFastTag}, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {CompactFastTag, StockCacheTag}, {CompactFastTag, NoCacheTag}, {NoCacheTag}, {CompactFastTag, FuncFieldTag}, {SpecTag, FuncFieldTag}, {VarlnTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
@@ -139,8 +140,8 @@ func TestRuntime(t *testing.T) {
 			} else if slices.Contains(tags, CompactFastTag) {
 				wantVariant = "compact-fast"
 			}
-			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived {
-				t.Fatalf("the binary has variant %s, derived lengths %v; want %s, %v", fl.Linear.Variant, fl.Linear.Derived, wantVariant, wantDerived)
+			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived || fl.Linear.PCLnVarint != slices.Contains(tags, VarlnTag) {
+				t.Fatalf("the binary has variant %s, derived lengths %v, varint pcln %v; want %s, %v, %v", fl.Linear.Variant, fl.Linear.Derived, fl.Linear.PCLnVarint, wantVariant, wantDerived, slices.Contains(tags, VarlnTag))
 			}
 			selfWalk(t, nil, lin, fl)
 		})
@@ -180,7 +181,7 @@ func TestRuntimeRelease(t *testing.T) {
 
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
 // linux/s390x under qemu-user, in the default flavour (cf-palette-short
-// tables) and with spec and compact-fast tables:
+// tables), with spec and compact-fast tables, and with varint pcln tables:
 // the runtime's decoders answer every PC of their own binary as linearpc
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
@@ -191,7 +192,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}, {VarlnTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))
@@ -238,12 +239,8 @@ func selfWalk(t *testing.T, runner []string, bin string, f *objscan.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lookup := func(off, n, u uint32) int32 {
-		if off == 0 {
-			return -1
-		}
-		return v.Lookup(l.Data[off:], n, u)
-	}
+	lookupKind := func(j int, off, n, u uint32) int32 { return tableLookup(l, v, j, off, n, u, q) }
+	lookup := func(off, n, u uint32) int32 { return lookupKind(0, off, n, u) }
 	for i := range f.Funcs {
 		lf := &l.Funcs[i]
 		if lf.Len == 0 || lf.PCLn == 0 || lf.PCFile == 0 {
@@ -292,11 +289,17 @@ func selfWalk(t *testing.T, runner []string, bin string, f *objscan.File) {
 		inl := lf.TableOffset(objscan.KindInlTreeIndex)
 		for u := range lf.Len {
 			got := next()
-			line := lookup(lf.PCLn, lf.Len, u)
+			line := lookupKind(2, lf.PCLn, lf.Len, u)
 			fileno := lookup(lf.PCFile, lf.Len, u)
 			file, err := f.FileName(fn, fileno)
 			if err != nil {
 				file = "?"
+			}
+			if line == -1 {
+				// Past a varint pcln table's end (the padding after a
+				// function, with pctab_varln): funcline1 says "?", 0,
+				// as stock Go does there.
+				line, file = 0, "?"
 			}
 			want := []string{strconv.Itoa(int(line)), file}
 			have := []string{"-", "-"}

@@ -106,6 +106,9 @@ func runVerify(stdout io.Writer, args []string, origPath, twinPath string, worke
 		tables := ""
 		if f.Linear != nil {
 			tables = fmt.Sprintf(" (linear tables: %s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
+			if f.Linear.PCLnVarint {
+				tables = fmt.Sprintf(" (linear tables: %s mode, variant %s, pcln varint)", f.Linear.Mode, f.Linear.Variant)
+			}
 		}
 		fmt.Fprintf(stdout, "%s: %s %s/%s %s%s: %d tables, %d PCs, %d lookups, %d mismatches\n",
 			p, status, f.GOOS, f.GOARCH, f.GoVersion, tables, res.Tables, res.PCs, res.Lookups, res.Mismatches)

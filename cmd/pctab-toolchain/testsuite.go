@@ -24,7 +24,7 @@ import (
 // stock and in runtime flavours (package internal/testsuite).
 var testsuiteCommand = &cli.Command{
 	Name:  "testsuite",
-	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-archive FILE] [-report] -o DIR [PACKAGES]",
+	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-archive FILE [-archive-keys KEYS]] [-report] -o DIR [PACKAGES]",
 	Short: "run go test -short std cmd stock and in runtime flavours, and list the packages whose outcome differs",
 	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
 		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
@@ -42,7 +42,10 @@ var testsuiteCommand = &cli.Command{
 		"machine's session resumes on another: before running, the packages FILE holds\n" +
 		"for a run of the same toolchain (the same Go release, patch key and tags) are\n" +
 		"taken into DIR and not run again; afterwards, and when the command is\n" +
-		"interrupted, DIR's outcomes are written back to FILE (with -report too).",
+		"interrupted, DIR's outcomes are written back to FILE (with -report too).\n" +
+		"-archive-keys also takes the runs FILE holds for the toolchains of these patch\n" +
+		"keys: use it only for a series whose later patches are shown to build those\n" +
+		"runs' flavours as they were (docs/toolchain-testsuite.md says how).",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		flavours := fs.String("flavours", "default,linear-cf-nocache", "comma-separated `names` of the flavours (toolchain.Flavours) to run besides stock")
 		dir := fs.String("o", "", "`directory` of the runs' JSON files and the table (required)")
@@ -50,6 +53,7 @@ var testsuiteCommand = &cli.Command{
 		timeout := fs.String("timeout", "20m", "go test -timeout of each package's tests")
 		report := fs.Bool("report", false, "print the table of the runs in DIR without running anything")
 		archive := fs.String("archive", "", "`file` of the runs' outcomes to resume from and to write back")
+		archiveKeys := fs.String("archive-keys", "", "comma-separated patch `keys` of earlier toolchains whose archived runs count as this one's")
 		return func(env *cli.Env, args []string) error {
 			if *dir == "" {
 				return cli.Usagef("-o DIR is required")
@@ -81,7 +85,7 @@ var testsuiteCommand = &cli.Command{
 				runs = append(runs, flavourRun(tc, fl))
 			}
 			if *archive != "" {
-				if err := importArchive(env, *archive, *dir, tc, runs); err != nil {
+				if err := importArchive(env, *archive, *dir, archiveRuns(tc, runs, *archiveKeys)); err != nil {
 					return err
 				}
 			}
@@ -95,13 +99,13 @@ var testsuiteCommand = &cli.Command{
 					TestArgs: []string{"-short", "-count=1", "-timeout=" + *timeout}, Log: env.Stderr}
 				err := testsuite.Execute(ctx, o)
 				if *archive != "" {
-					err = cmp.Or(err, exportArchive(env, *archive, *dir, tc, runs))
+					err = cmp.Or(err, exportArchive(env, *archive, *dir, archiveRuns(tc, runs, "")))
 				}
 				if err != nil {
 					return err
 				}
 			} else if *archive != "" {
-				if err := exportArchive(env, *archive, *dir, tc, runs); err != nil {
+				if err := exportArchive(env, *archive, *dir, archiveRuns(tc, runs, "")); err != nil {
 					return err
 				}
 			}
@@ -126,7 +130,7 @@ var testsuiteCommand = &cli.Command{
 
 // runID says what run r of tc runs, for the archive: the Go release, the
 // target, and for a flavour the patch key and GOFLAGS.
-func runID(tc *toolchain.Toolchain, r testsuite.Run) string {
+func runID(tc *toolchain.Toolchain, key string, r testsuite.Run) string {
 	id := fmt.Sprintf("%s %s/%s", tc.Version, runtime.GOOS, runtime.GOARCH)
 	if r.Name == "stock" {
 		return id + " stock"
@@ -137,27 +141,35 @@ func runID(tc *toolchain.Toolchain, r testsuite.Run) string {
 			flags = v
 		}
 	}
-	return fmt.Sprintf("%s key %s GOFLAGS=%s", id, tc.Key, flags)
+	return fmt.Sprintf("%s key %s GOFLAGS=%s", id, key, flags)
 }
 
-func archiveRuns(tc *toolchain.Toolchain, runs []testsuite.Run) []testsuite.ArchiveRun {
+// archiveRuns names runs for the archive, with the IDs they would have
+// with the toolchains of the comma-separated patch keys as accepted ones.
+func archiveRuns(tc *toolchain.Toolchain, runs []testsuite.Run, keys string) []testsuite.ArchiveRun {
 	var ar []testsuite.ArchiveRun
 	for _, r := range runs {
-		ar = append(ar, testsuite.ArchiveRun{Name: r.Name, ID: runID(tc, r)})
+		a := testsuite.ArchiveRun{Name: r.Name, ID: runID(tc, tc.Key, r)}
+		for _, k := range strings.Split(keys, ",") {
+			if k != "" && r.Name != "stock" {
+				a.Accept = append(a.Accept, runID(tc, k, r))
+			}
+		}
+		ar = append(ar, a)
 	}
 	return ar
 }
 
 // importArchive takes the outcomes of the archive at path, if it exists,
 // into dir.
-func importArchive(env *cli.Env, path, dir string, tc *toolchain.Toolchain, runs []testsuite.Run) error {
+func importArchive(env *cli.Env, path, dir string, runs []testsuite.ArchiveRun) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	res, err := testsuite.ReadArchive(data, dir, archiveRuns(tc, runs))
+	res, err := testsuite.ReadArchive(data, dir, runs)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -174,9 +186,9 @@ func importArchive(env *cli.Env, path, dir string, tc *toolchain.Toolchain, runs
 // exportArchive writes dir's outcomes of runs to the archive at path,
 // replacing it: the archive holds the runs of the last command that wrote
 // it (a run of another toolchain could not resume this command's).
-func exportArchive(env *cli.Env, path, dir string, tc *toolchain.Toolchain, runs []testsuite.Run) error {
+func exportArchive(env *cli.Env, path, dir string, runs []testsuite.ArchiveRun) error {
 	var buf bytes.Buffer
-	if err := testsuite.WriteArchive(&buf, dir, archiveRuns(tc, runs)); err != nil {
+	if err := testsuite.WriteArchive(&buf, dir, runs); err != nil {
 		return err
 	}
 	tmp := path + ".tmp"

@@ -51,6 +51,11 @@ var variantTags = map[string]string{
 // formatVariant returns the variant of the format called name ("spec" for
 // "spec-field") and whether its lengths are derived from the functab.
 func formatVariant(name string) (variant string, derived bool) {
+	if name == objscan.LinearVarintPCLnName {
+		// The readers' patches do not know varint pcln tables; the
+		// variant is what objscan reports for the other kinds.
+		return "cf-palette-short", true
+	}
 	variant, field := strings.CutSuffix(name, "-field")
 	return variant, !field
 }

@@ -33,10 +33,13 @@ var ErrArchive = errors.New("testsuite: malformed archive")
 
 // An ArchiveRun names a run in an archive. ID says what the run ran (the
 // toolchain, its patch key and build tags); ReadArchive takes a run's
-// events only into a run of the same name and ID.
+// events only into a run of the same name and ID, or one of Accept: the
+// IDs of earlier toolchains that the caller knows build the same (for
+// example a series whose later patches leave this run's code as it was).
 type ArchiveRun struct {
-	Name string
-	ID   string
+	Name   string
+	ID     string
+	Accept []string
 }
 
 // archiveLine is one line of an archive: a run header or an event.
@@ -143,19 +146,19 @@ func ReadArchive(data []byte, dir string, runs []ArchiveRun) ([]ImportResult, er
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]string{}
+	want := map[string]ArchiveRun{}
 	for _, r := range runs {
-		want[r.Name] = r.ID
+		want[r.Name] = r
 	}
 	var res []ImportResult
 	for _, name := range order {
 		a := archived[name]
 		ir := ImportResult{Run: name, ID: a.id}
-		switch id, ok := want[name]; {
+		switch r, ok := want[name]; {
 		case !ok:
 			ir.Skipped = "not a run of this command"
-		case id != a.id:
-			ir.Skipped = fmt.Sprintf("ran %q, this command's run is %q", a.id, id)
+		case r.ID != a.id && !slices.Contains(r.Accept, a.id):
+			ir.Skipped = fmt.Sprintf("ran %q, this command's run is %q", a.id, r.ID)
 		default:
 			ir.Packages, err = mergeRun(dir, name, a.events)
 			if err != nil {

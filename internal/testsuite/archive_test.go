@@ -37,7 +37,7 @@ func TestArchiveRoundTrip(t *testing.T) {
 	src := t.TempDir()
 	writeRun(t, src, "stock", runJSON)
 	writeRun(t, src, "default", runJSON)
-	runs := []ArchiveRun{{"stock", "go1.26.8 linux/amd64"}, {"default", "go1.26.8 linux/amd64 key k1"}}
+	runs := []ArchiveRun{{"stock", "go1.26.8 linux/amd64", nil}, {"default", "go1.26.8 linux/amd64 key k1", nil}}
 	var buf bytes.Buffer
 	if err := WriteArchive(&buf, src, runs); err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestArchiveMerge(t *testing.T) {
 	src := t.TempDir()
 	writeRun(t, src, "stock", runJSON)
 	var buf bytes.Buffer
-	runs := []ArchiveRun{{"stock", "id1"}, {"default", "key1"}}
+	runs := []ArchiveRun{{"stock", "id1", nil}, {"default", "key1", nil}}
 	if err := WriteArchive(&buf, src, runs); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestArchiveMerge(t *testing.T) {
 	// outcome stays, and only a, b and c come from the archive.
 	dst := t.TempDir()
 	writeRun(t, dst, "stock", `{"Action":"fail","Package":"d"}`+"\n")
-	res, err := ReadArchive(buf.Bytes(), dst, []ArchiveRun{{"stock", "id1"}, {"default", "key2"}})
+	res, err := ReadArchive(buf.Bytes(), dst, []ArchiveRun{{"stock", "id1", nil}, {"default", "key2", nil}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +105,12 @@ func TestArchiveMerge(t *testing.T) {
 	}
 	if _, err := os.Stat(JSONFile(dst, "default")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a skipped run's file was written: %v", err)
+	}
+
+	// An ID the caller accepts takes the run.
+	res, err = ReadArchive(buf.Bytes(), dst, []ArchiveRun{{"stock", "id1", nil}, {"default", "key2", []string{"key0", "key1"}}})
+	if err != nil || len(res) != 2 || res[1].Skipped != "" || res[1].Packages != 0 {
+		t.Errorf("ReadArchive accepting key1 = %+v, %v; want default taken (with no packages)", res, err)
 	}
 }
 
@@ -137,7 +143,7 @@ func TestArchiveMalformed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			_, err := ReadArchive(tc.data, dir, []ArchiveRun{{"stock", "x"}})
+			_, err := ReadArchive(tc.data, dir, []ArchiveRun{{"stock", "x", nil}})
 			if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("ReadArchive = %v, want ErrArchive saying %q", err, tc.want)
 			}
@@ -156,7 +162,7 @@ func FuzzReadArchive(f *testing.F) {
 	if err := os.WriteFile(filepath.Join(src, "stock.json"), []byte(runJSON), 0o644); err != nil {
 		f.Fatal(err)
 	}
-	if err := WriteArchive(&buf, src, []ArchiveRun{{"stock", "x"}}); err != nil {
+	if err := WriteArchive(&buf, src, []ArchiveRun{{"stock", "x", nil}}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
@@ -165,7 +171,7 @@ func FuzzReadArchive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parent := t.TempDir()
 		dir := filepath.Join(parent, "d")
-		res, err := ReadArchive(data, dir, []ArchiveRun{{"stock", "x"}, {"default", "y"}})
+		res, err := ReadArchive(data, dir, []ArchiveRun{{"stock", "x", nil}, {"default", "y", nil}})
 		if err != nil {
 			if !errors.Is(err, ErrArchive) {
 				t.Fatalf("error not wrapping ErrArchive: %v", err)
