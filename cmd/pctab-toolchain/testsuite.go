@@ -161,7 +161,8 @@ func archiveRuns(tc *toolchain.Toolchain, runs []testsuite.Run, keys string) []t
 }
 
 // importArchive takes the outcomes of the archive at path, if it exists,
-// into dir.
+// into dir. It fails if the archive holds a run it does not take: another
+// toolchain's, or a flavour this command does not run.
 func importArchive(env *cli.Env, path, dir string, runs []testsuite.ArchiveRun) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -173,12 +174,17 @@ func importArchive(env *cli.Env, path, dir string, runs []testsuite.ArchiveRun) 
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	var skipped []string
 	for _, r := range res {
 		if r.Skipped != "" {
-			fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %s: run %s not taken: %s\n", path, r.Run, r.Skipped)
+			skipped = append(skipped, fmt.Sprintf("run %s: %s", r.Run, r.Skipped))
 		} else {
 			fmt.Fprintf(env.Stderr, "pctab-toolchain: testsuite: %s: run %s: %d packages taken\n", path, r.Run, r.Packages)
 		}
+	}
+	if len(skipped) > 0 {
+		// Writing the archive back would lose those runs.
+		return fmt.Errorf("%s holds runs this command does not take, which writing it back would lose (give -archive-keys if the toolchains build the same, or another -archive file):\n\t%s", path, strings.Join(skipped, "\n\t"))
 	}
 	return nil
 }
