@@ -416,6 +416,52 @@ func testTools(t *testing.T, tc *Toolchain, tags []string) {
 		}
 	}
 	t.Logf("%d PCs: %d lines differ", n, bad)
+	// LineToPC searches every function's tables: a sample of the PCs.
+	var sample bytes.Buffer
+	for i, line := range strings.Split(strings.TrimSpace(in.String()), "\n") {
+		if i%31 == 0 {
+			fmt.Fprintln(&sample, line)
+		}
+	}
+	checkLineToPC(t, tc, lin, twin, sample.Bytes())
+}
+
+// checkLineToPC runs testdata/linetopc, built with the patched toolchain,
+// on lin, and built with stock Go on twin, for the PCs in pcs (hexadecimal,
+// one per line, inside the functions' code): debug/gosym's PCToLine and
+// LineToPC must give the same answers on both.
+func checkLineToPC(t *testing.T, tc *Toolchain, lin, twin string, pcs []byte) {
+	dir, err := filepath.Abs("testdata/linetopc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(stock bool, bin, root string) string {
+		prog := filepath.Join(t.TempDir(), "linetopc")
+		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: prog, Stock: stock}); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(prog, bin)
+		cmd.Stdin = bytes.NewReader(pcs)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("linetopc %s: %v", bin, err)
+		}
+		return strings.ReplaceAll(string(out), root, "$GOROOT")
+	}
+	got, want := run(false, lin, tc.GOROOT), run(true, twin, tc.TwinGOROOT)
+	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
+	if len(gl) != len(wl) || len(gl) < 100 {
+		t.Fatalf("linetopc printed %d lines on the patched binary, %d on the twin", len(gl), len(wl))
+	}
+	bad := 0
+	for i := range gl {
+		if gl[i] != wl[i] {
+			if bad++; bad <= 5 {
+				t.Errorf("LineToPC: patched %q, twin %q", gl[i], wl[i])
+			}
+		}
+	}
+	t.Logf("LineToPC: %d queries, %d differ", len(gl)-1, bad)
 }
 
 // TestStackBench builds testdata/stackbench's benchmarks (panics through

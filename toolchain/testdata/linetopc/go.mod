@@ -1,0 +1,3 @@
+module linetopc
+
+go 1.26
