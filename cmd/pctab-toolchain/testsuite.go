@@ -24,7 +24,7 @@ import (
 // stock and in runtime flavours (package internal/testsuite).
 var testsuiteCommand = &cli.Command{
 	Name:  "testsuite",
-	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-archive FILE [-archive-keys KEYS]] [-report] -o DIR [PACKAGES]",
+	Args:  "[-flavours LIST] [-batch N] [-timeout D] [-archive FILE [-acceptkeys KEYS]] [-report] -o DIR [PACKAGES]",
 	Short: "run go test -short std cmd stock and in runtime flavours, and list the packages whose outcome differs",
 	Long: "Testsuite runs go test -short -count=1 -json on PACKAGES (default: std cmd) with the\n" +
 		"stock toolchain and with the patched one in each flavour of -flavours, and\n" +
@@ -43,7 +43,7 @@ var testsuiteCommand = &cli.Command{
 		"for a run of the same toolchain (the same Go release, patch key and tags) are\n" +
 		"taken into DIR and not run again; afterwards, and when the command is\n" +
 		"interrupted, DIR's outcomes are written back to FILE (with -report too).\n" +
-		"-archive-keys also takes the runs FILE holds for the toolchains of these patch\n" +
+		"-acceptkeys also takes the runs FILE holds for the toolchains of these patch\n" +
 		"keys: use it only for a series whose later patches are shown to build those\n" +
 		"runs' flavours as they were (docs/toolchain-testsuite.md says how).",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
@@ -53,7 +53,7 @@ var testsuiteCommand = &cli.Command{
 		timeout := fs.String("timeout", "20m", "go test -timeout of each package's tests")
 		report := fs.Bool("report", false, "print the table of the runs in DIR without running anything")
 		archive := fs.String("archive", "", "`file` of the runs' outcomes to resume from and to write back")
-		archiveKeys := fs.String("archive-keys", "", "comma-separated patch `keys` of earlier toolchains whose archived runs count as this one's")
+		acceptKeys := fs.String("acceptkeys", "", "comma-separated patch `keys` of earlier toolchains whose archived runs count as this one's")
 		return func(env *cli.Env, args []string) error {
 			if *dir == "" {
 				return cli.Usagef("-o DIR is required")
@@ -85,7 +85,7 @@ var testsuiteCommand = &cli.Command{
 				runs = append(runs, flavourRun(tc, fl))
 			}
 			if *archive != "" {
-				if err := importArchive(env, *archive, *dir, archiveRuns(tc, runs, *archiveKeys)); err != nil {
+				if err := importArchive(env, *archive, *dir, archiveRuns(tc, runs, *acceptKeys)); err != nil {
 					return err
 				}
 			}
@@ -184,7 +184,7 @@ func importArchive(env *cli.Env, path, dir string, runs []testsuite.ArchiveRun) 
 	}
 	if len(skipped) > 0 {
 		// Writing the archive back would lose those runs.
-		return fmt.Errorf("%s holds runs this command does not take, which writing it back would lose (give -archive-keys if the toolchains build the same, or another -archive file):\n\t%s", path, strings.Join(skipped, "\n\t"))
+		return fmt.Errorf("%s holds runs this command does not take, which writing it back would lose (give -acceptkeys if the toolchains build the same, or another -archive file):\n\t%s", path, strings.Join(skipped, "\n\t"))
 	}
 	return nil
 }
