@@ -19,6 +19,7 @@ import (
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/pcvalue"
+	"github.com/pctab/pctab/varintpc"
 	"golang.org/x/perf/benchfmt"
 )
 
@@ -614,4 +615,23 @@ func TestDerivedCorrupt(t *testing.T) {
 			t.Errorf("%s changed: objscan says %v, want an error about %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// tableLookup returns the value at unit u of the table of kind j (pcsp,
+// pcfile, pcln, then PCDATA by id) at off in l, of a function of n units
+// whose PC quantum is q, as the runtime built for l reads it: v's lookup,
+// or for a varint pcln table (l.PCLnVarint) a varint walk, -1 past its
+// end. A table at offset 0 reads as -1.
+func tableLookup(l *objscan.Linear, v linearpc.Variant, j int, off, n, u uint32, q uint64) int32 {
+	if off == 0 {
+		return -1
+	}
+	if j == 2 && l.PCLnVarint {
+		val, _, err := varintpc.Lookup(l.Data[off:], uintptr(uint64(u)*q), uint32(q), false)
+		if err != nil {
+			return -1
+		}
+		return val
+	}
+	return v.Lookup(l.Data[off:], n, u)
 }

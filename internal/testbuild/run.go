@@ -106,36 +106,29 @@ func execRefused(ctx context.Context, argv []string, refused error) ([]byte, err
 	return execArgv(ctx, append(prefix, argv...))
 }
 
-// elfArch returns the GOARCH of the ELF binary at path.
+// elfArch returns the GOARCH of the ELF binary at path, for the
+// architectures qemuArch knows.
 func elfArch(path string) (string, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	big := f.ByteOrder == binary.BigEndian
-	switch f.Machine {
-	case elf.EM_386:
-		return "386", nil
-	case elf.EM_X86_64:
-		return "amd64", nil
-	case elf.EM_ARM:
-		return "arm", nil
-	case elf.EM_AARCH64:
-		return "arm64", nil
-	case elf.EM_LOONGARCH:
-		return "loong64", nil
-	case elf.EM_RISCV:
-		return "riscv64", nil
-	case elf.EM_S390:
-		return "s390x", nil
-	case elf.EM_PPC64:
-		return map[bool]string{true: "ppc64", false: "ppc64le"}[big], nil
-	case elf.EM_MIPS:
-		bits64 := f.Class == elf.ELFCLASS64
-		return map[[2]bool]string{{false, true}: "mips", {false, false}: "mipsle", {true, true}: "mips64", {true, false}: "mips64le"}[[2]bool{bits64, big}], nil
+	goarch := map[elf.Machine]string{
+		elf.EM_386: "386", elf.EM_X86_64: "amd64", elf.EM_ARM: "arm", elf.EM_AARCH64: "arm64",
+		elf.EM_LOONGARCH: "loong64", elf.EM_RISCV: "riscv64", elf.EM_S390: "s390x",
+		elf.EM_PPC64: "ppc64", elf.EM_MIPS: "mips",
+	}[f.Machine]
+	if f.Machine == elf.EM_MIPS && f.Class == elf.ELFCLASS64 {
+		goarch = "mips64"
 	}
-	return "", fmt.Errorf("ELF machine %v", f.Machine)
+	if (f.Machine == elf.EM_PPC64 || f.Machine == elf.EM_MIPS) && f.ByteOrder == binary.LittleEndian {
+		goarch += "le"
+	}
+	if goarch == "" {
+		return "", fmt.Errorf("ELF machine %v", f.Machine)
+	}
+	return goarch, nil
 }
 
 // execArgv runs argv within runTimeout and returns its standard output;

@@ -16,14 +16,15 @@ import (
 
 // An archive holds the outcomes of runs in a form small enough to keep in a
 // repository, so that a suite run that takes longer than one machine's
-// session resumes on another machine. It is gzip-compressed JSON lines: a
-// header line per run, {"schema_version":1,"run":NAME,"id":ID}, followed by
-// that run's final events, {"action":A,"package":P,"test":T} ("test"
+// session resumes on another machine. It is gzip-compressed JSON lines,
+// each with the integer "schema_version": a header line per run,
+// {"schema_version":1,"run":NAME,"id":ID}, followed by that run's final
+// events, {"schema_version":1,"action":A,"package":P,"test":T} ("test"
 // omitted for a package's own event), in the order the run printed them.
 // The events are the pass, fail and skip actions that Outcomes and
 // CaseOutcomes read; output and timing are left out.
 
-// ArchiveSchemaVersion is the schema_version of an archive's run headers.
+// ArchiveSchemaVersion is the schema_version of every line of an archive.
 const ArchiveSchemaVersion = 1
 
 // ErrArchive is returned (wrapped) for an archive that cannot be read: not
@@ -44,7 +45,7 @@ type ArchiveRun struct {
 
 // archiveLine is one line of an archive: a run header or an event.
 type archiveLine struct {
-	SchemaVersion int    `json:"schema_version,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
 	Run           string `json:"run,omitempty"`
 	ID            string `json:"id,omitempty"`
 	Action        string `json:"action,omitempty"`
@@ -104,7 +105,7 @@ func archiveRun(enc *json.Encoder, f io.ReadSeeker) error {
 	var werr error
 	err = scanEvents(f, func(e *event) {
 		if e.Package != "" && isFinal(e.Action) && werr == nil {
-			werr = enc.Encode(archiveLine{Action: e.Action, Package: e.Package, Test: e.Test})
+			werr = enc.Encode(archiveLine{SchemaVersion: ArchiveSchemaVersion, Action: e.Action, Package: e.Package, Test: e.Test})
 			if e.Test == "" {
 				written[e.Package] = true
 			}
@@ -115,7 +116,7 @@ func archiveRun(enc *json.Encoder, f io.ReadSeeker) error {
 	}
 	for _, p := range slices.Sorted(maps.Keys(outcomes)) {
 		if !written[p] {
-			if err := enc.Encode(archiveLine{Action: outcomes[p], Package: p}); err != nil {
+			if err := enc.Encode(archiveLine{SchemaVersion: ArchiveSchemaVersion, Action: outcomes[p], Package: p}); err != nil {
 				return err
 			}
 		}
@@ -195,17 +196,20 @@ func parseArchive(data []byte) (map[string]*archivedRun, []string, error) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, nil, fmt.Errorf("%w: line %d: %v", ErrArchive, n, err)
 		}
+		if l.SchemaVersion != ArchiveSchemaVersion {
+			return nil, nil, fmt.Errorf("%w: line %d: schema_version %d, want %d", ErrArchive, n, l.SchemaVersion, ArchiveSchemaVersion)
+		}
 		switch {
 		case l.Run != "":
-			if l.SchemaVersion != ArchiveSchemaVersion || !validName.MatchString(l.Run) || runs[l.Run] != nil || l.Action != "" {
-				return nil, nil, fmt.Errorf("%w: line %d: bad run header (schema_version %d, run %q, repeated %v)", ErrArchive, n, l.SchemaVersion, l.Run, runs[l.Run] != nil)
+			if !validName.MatchString(l.Run) || runs[l.Run] != nil || l.Action != "" {
+				return nil, nil, fmt.Errorf("%w: line %d: bad run header (run %q, repeated %v)", ErrArchive, n, l.Run, runs[l.Run] != nil)
 			}
 			cur = &archivedRun{id: l.ID}
 			runs[l.Run] = cur
 			order = append(order, l.Run)
 		case cur == nil:
 			return nil, nil, fmt.Errorf("%w: line %d: an event before any run header", ErrArchive, n)
-		case !isFinal(l.Action) || l.Package == "" || l.SchemaVersion != 0 || l.ID != "":
+		case !isFinal(l.Action) || l.Package == "" || l.ID != "":
 			return nil, nil, fmt.Errorf("%w: line %d: bad event (action %q, package %q)", ErrArchive, n, l.Action, l.Package)
 		default:
 			cur.events = append(cur.events, l)

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pctab/pctab/internal/jsonschema"
 )
 
 // runJSON is go test -json output of one run: output lines, a failing
@@ -131,15 +133,16 @@ func TestArchiveMalformed(t *testing.T) {
 	}{
 		{"not gzip", []byte("{}\n"), "gzip"},
 		{"truncated", gz(header)[:20], "unexpected EOF"},
-		{"event before a header", gz(`{"action":"pass","package":"a"}` + "\n"), "line 1: an event before any run header"},
-		{"unknown action", gz(header + `{"action":"output","package":"a"}` + "\n"), "line 2: bad event"},
-		{"no package", gz(header + `{"action":"pass"}` + "\n"), "line 2: bad event"},
-		{"schema version", gz(`{"schema_version":2,"run":"stock","id":"x"}` + "\n"), "line 1: bad run header"},
+		{"event before a header", gz(`{"schema_version":1,"action":"pass","package":"a"}` + "\n"), "line 1: an event before any run header"},
+		{"unknown action", gz(header + `{"schema_version":1,"action":"output","package":"a"}` + "\n"), "line 2: bad event"},
+		{"no package", gz(header + `{"schema_version":1,"action":"pass"}` + "\n"), "line 2: bad event"},
+		{"schema version", gz(`{"schema_version":2,"run":"stock","id":"x"}` + "\n"), "line 1: schema_version 2, want 1"},
+		{"event without schema version", gz(header + `{"action":"pass","package":"a"}` + "\n"), "line 2: schema_version 0, want 1"},
 		{"run name", gz(`{"schema_version":1,"run":"../x","id":"x"}` + "\n"), "line 1: bad run header"},
 		{"repeated run", gz(header + header), "line 2: bad run header"},
 		{"not JSON", gz(header + "pass a\n"), "line 2"},
-		{"long line", gz(header + `{"action":"pass","package":"` + strings.Repeat("a", maxArchiveLine) + `"}` + "\n"), "too long"},
-		{"bomb", gz(header + strings.Repeat(`{"action":"pass","package":"a"}`+"\n", 200000)), "expands to more than"},
+		{"long line", gz(header + `{"schema_version":1,"action":"pass","package":"` + strings.Repeat("a", maxArchiveLine) + `"}` + "\n"), "too long"},
+		{"bomb", gz(header + strings.Repeat(`{"schema_version":1,"action":"pass","package":"a"}`+"\n", 200000)), "expands to more than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -166,7 +169,7 @@ func FuzzReadArchive(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())
-	f.Add(gz(`{"schema_version":1,"run":"stock","id":"x"}` + "\n" + `{"action":"pass","package":"a","test":"T"}` + "\n"))
+	f.Add(gz(`{"schema_version":1,"run":"stock","id":"x"}` + "\n" + `{"schema_version":1,"action":"pass","package":"a","test":"T"}` + "\n"))
 	f.Add([]byte{0x1f, 0x8b})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		parent := t.TempDir()
@@ -190,4 +193,27 @@ func FuzzReadArchive(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestArchiveSchema keeps the archive's lines to the JSON convention: its
+// field list against the golden one, and every line of a real archive
+// against it.
+func TestArchiveSchema(t *testing.T) {
+	schema := jsonschema.Of(reflect.TypeOf(archiveLine{}), ArchiveSchemaVersion)
+	jsonschema.Golden(t, filepath.Join("testdata", "archive.fields"), schema)
+	src := t.TempDir()
+	writeRun(t, src, "stock", runJSON)
+	var buf bytes.Buffer
+	if err := WriteArchive(&buf, src, []ArchiveRun{{"stock", "x", nil}}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := gunzip(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSpace(text), []byte("\n")) {
+		if err := jsonschema.CheckValue(line, schema); err != nil {
+			t.Errorf("%s: %v", line, err)
+		}
+	}
 }
