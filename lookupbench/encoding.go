@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/varintpc"
 )
 
@@ -22,7 +23,14 @@ const (
 	// EncLinearBranchy is the spec encoding read by the branchy lookup.
 	EncLinearBranchy = "linear-branchy"
 	EncFlat          = "flat"
+	// EncMixVarintPCLn is the pctab toolchain's cfps-varint-pcln format: pcln
+	// tables left in varint, read as EncVarint reads them, and every other
+	// kind in cf-palette-short, read as "linear-cf-palette-short" reads them.
+	EncMixVarintPCLn = "cfps-varint-pcln"
 )
+
+// mixVariant is the linear variant of EncMixVarintPCLn's other kinds.
+const mixVariant = "cf-palette-short"
 
 // The varint-cache-7in8 access pattern: groups of hitKeys samples, looked up
 // alternately hitRepeat times each.
@@ -85,6 +93,12 @@ func (b *Bench) encodings() []encoding {
 		if b.variants[v].IsSpec() {
 			out = append(out, encoding{EncodingInfo{EncLinearBranchy, "linearpc Set.TryLookupBranchy (Set.LookupBranchy for what it leaves) on the spec set: predicted branches instead of dependent loads (PC scan loop, early return), fastest when the same lookups repeat in order"},
 				func(b *Bench, in kernelInput) kernel { return b.kernelLinearBranchy(v, in) }})
+		}
+	}
+	for v := range b.variants {
+		if b.variants[v].Name == mixVariant && b.sets[v].HasTryLookupPalette() {
+			out = append(out, encoding{EncodingInfo{EncMixVarintPCLn, "pcln tables in varint, looked up as \"varint\" does; every other kind in " + mixVariant + ", looked up as \"linear-" + mixVariant + "\" does (the pctab toolchain's pctab_varln tables); one loop per part, so the kind costs no branch"},
+				func(b *Bench, in kernelInput) kernel { return b.kernelMix(v, in) }})
 		}
 	}
 	return append(out, encoding{EncodingInfo{EncFlat, "one int32 per PC quantum (speed-of-light reference)"}, (*Bench).kernelFlat})
@@ -471,4 +485,69 @@ func (b *Bench) kernelLinearBranchy(v int, in kernelInput) kernel {
 		return sum
 	}
 	return kernel{run: run, one: one, idx: orderIdx(order), period: len(order)}
+}
+
+// kernelMix is EncMixVarintPCLn's kernel, with linear variant v for the
+// kinds other than pcln. The runtime reads pcln from its own call site
+// (funcline1), so whether a table is pcln is never a branch on data there:
+// each pass looks up its pcln samples and its other samples in two loops,
+// each in the pattern's order, and a pass cut short by n takes the samples
+// of the first n positions.
+func (b *Bench) kernelMix(v int, in kernelInput) kernel {
+	set, offs, pctab, q := b.sets[v], b.offs[v], b.pctab, b.q
+	type ls struct{ off, n, pc uint32 }
+	vxs := b.varintSamples(in.samples)
+	isLn := func(i int) bool { return in.samples[i].Kind == objscan.KindPCLn }
+	// The pass's two sequences, and for each prefix of the pass how many
+	// of its positions are pcln.
+	var lin []ls
+	var ln []varintSample
+	nln := make([]int32, len(in.order)+1)
+	for p, j := range in.order {
+		nln[p+1] = nln[p]
+		if isLn(int(j)) {
+			ln = append(ln, vxs[j])
+			nln[p+1]++
+			continue
+		}
+		s := in.samples[j]
+		lin = append(lin, ls{offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC / q})
+	}
+	one := func(i int) int32 {
+		if isLn(i) {
+			x := &vxs[i]
+			v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
+			return v
+		}
+		s := in.samples[i]
+		off, n, pc := offs[s.Tab], b.f.Tabs[s.Tab].Len, s.PC/q
+		v, ok := set.TryLookupPalette(off, n, pc)
+		if !ok {
+			v = set.Lookup(off, n, pc)
+		}
+		return v
+	}
+	period := len(in.order)
+	run := func(n int) int64 {
+		var sum int64
+		for ; n > 0; n -= period {
+			m := min(n, period)
+			k := int(nln[m])
+			for i := range lin[:m-k] {
+				x := &lin[i]
+				v, ok := set.TryLookupPalette(x.off, x.n, x.pc)
+				if !ok {
+					v = set.Lookup(x.off, x.n, x.pc)
+				}
+				sum += int64(v)
+			}
+			for i := range ln[:k] {
+				x := &ln[i]
+				v, _, _ := varintpc.PCValue(pctab, x.off, x.entry, x.target, q)
+				sum += int64(v)
+			}
+		}
+		return sum
+	}
+	return kernel{run: run, one: one, idx: orderIdx(in.order), period: period}
 }

@@ -67,6 +67,11 @@
 //     Set.LookupBranchy for what it leaves: a branchy decoder that turns
 //     data into branches (fastest when a predictor learns them: the hot set
 //     in order).
+//   - "cfps-varint-pcln": the pctab toolchain's pctab_varln tables: pcln
+//     tables in varint, looked up as "varint" does, and every other kind in
+//     cf-palette-short, looked up as "linear-cf-palette-short" does. The
+//     runtime reads pcln from its own call site, so a pass looks up its
+//     pcln samples and the rest in two loops, and the kind costs no branch.
 //   - "flat": one int32 per PC quantum for every table the sample set
 //     touches, the speed-of-light reference: one load per lookup, at the
 //     price of memory (four bytes per PC quantum of every table touched).

@@ -578,3 +578,52 @@ func TestInOrderAndCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelMix checks the cfps-varint-pcln kernel on a real binary's
+// samples, pcln and not: every lookup against the decoded tables, and the
+// timing loop's sum over every prefix of a shuffled pass, which it splits
+// into a pcln loop and a loop for the rest.
+func TestKernelMix(t *testing.T) {
+	_, b := open(t, testbuild.Config{Archive: "features"}, Options{})
+	samples, err := b.Sample(PCRandom, 256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _, err := b.reference(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make([]uint32, len(samples))
+	for i := range order {
+		order[i] = uint32((i*37 + 11) % len(samples))
+	}
+	var k *kernel
+	for _, e := range b.encodings() {
+		if e.info.Name == EncMixVarintPCLn {
+			kk := e.prepare(b, kernelInput{samples: samples, order: order, seed: 1})
+			k = &kk
+		}
+	}
+	if k == nil {
+		t.Fatalf("no %s encoding", EncMixVarintPCLn)
+	}
+	nln := 0
+	for _, s := range samples {
+		if s.Kind == objscan.KindPCLn {
+			nln++
+		}
+	}
+	if nln == 0 || nln == len(samples) {
+		t.Fatalf("%d of %d samples are pcln: the test needs both", nln, len(samples))
+	}
+	if err := k.check(EncMixVarintPCLn, samples, ref); err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for n := 1; n <= 2*len(order)+3; n++ {
+		want += int64(ref[order[(n-1)%len(order)]])
+		if got := k.run(n); got != want {
+			t.Fatalf("run(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
