@@ -73,7 +73,10 @@ type Report struct {
 	Shape    Shape        `json:"shape"`
 	Variants []VariantRow `json:"variants,omitempty"`
 	Hybrid   *VariantRow  `json:"hybrid,omitempty"`
-	Best     string       `json:"best_variant,omitempty"`
+	// Mix is the pctab toolchain's pctab_varln tables: pcln in varint,
+	// every other kind in cf-palette-short (MixDoc).
+	Mix  *VariantRow `json:"mix,omitempty"`
+	Best string      `json:"best_variant,omitempty"`
 }
 
 // Totals are the table sizes of a binary.
@@ -728,6 +731,56 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 	h.DeltaPercent = pct(h.Bytes-varint, varint)
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
+	return r.mix(f, rt, rep, d, &vfs[0])
+}
+
+// MixName and MixDoc name and describe the Mix row.
+const (
+	MixName = "cfps-varint-pcln"
+	MixDoc  = "pcln tables in varint, as the stock linker writes them, and every other kind in " + mixVariant + " (the pctab toolchain's pctab_varln tables; a table used both ways is stored both ways)"
+)
+
+// mixVariant is the linear variant of the Mix row's kinds other than pcln.
+const mixVariant = "cf-palette-short"
+
+// mix sizes the Mix row: the varint bytes of every table a pcln reference
+// uses, and a set of mixVariant holding the distinct encodings of the
+// tables every other kind uses.
+func (r *Report) mix(f *objscan.File, rt *refTables, rep []int32, d *digests, vf *verifier) error {
+	k := slices.IndexFunc(d.vs, func(v linearpc.Variant) bool { return v.Name == mixVariant })
+	if k < 0 {
+		return fmt.Errorf("report: variant %s is not digested", mixVariant)
+	}
+	ln := make([]bool, len(f.Tabs))
+	linear := make([]int32, len(f.Tabs)) // like rep, -1 for tables no other kind uses
+	for i := range linear {
+		linear[i] = -1
+	}
+	nlinear := 0
+	for fi := range f.Funcs {
+		fn := &f.Funcs[fi]
+		for kind := objscan.KindPCSP; kind < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); kind++ {
+			i, ok := rt.index(fi, kind)
+			switch {
+			case !ok:
+			case kind == objscan.KindPCLn:
+				ln[i] = true
+			case linear[rep[i]] < 0:
+				linear[rep[i]] = rep[i]
+				nlinear++
+			}
+		}
+	}
+	m := VariantRow{Name: MixName, Doc: MixDoc, Bytes: d.distinctBytes(k, linear, nlinear, vf)}
+	for i := range ln {
+		if ln[i] {
+			m.Bytes += int64(len(f.Tabs[i].Data))
+		}
+	}
+	varint := r.Tables.VarintBytes
+	m.DeltaPercent = pct(m.Bytes-varint, varint)
+	m.FileDeltaPercent = pct(m.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
+	r.Mix = &m
 	return nil
 }
 

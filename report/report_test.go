@@ -182,6 +182,42 @@ func TestVariantSizesExact(t *testing.T) {
 			if r.Hybrid == nil || r.Hybrid.Bytes != hybrid {
 				t.Errorf("hybrid %+v, want %d bytes", r.Hybrid, hybrid)
 			}
+			// The mix: pcln tables' varint bytes, each table once, and a
+			// cf-palette-short set of every table another kind uses.
+			cfps := linearpc.NewSet(variant(t, mixVariant))
+			ln := map[int]bool{}
+			var mix int64
+			for fi := range f.Funcs {
+				fn := &f.Funcs[fi]
+				for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
+					i, ok := f.TableIndex(fn.TableOffset(k))
+					switch {
+					case !ok:
+					case k != objscan.KindPCLn:
+						cfps.Add(tabs[i])
+					case !ln[i]:
+						ln[i] = true
+						mix += int64(len(f.Tabs[i].Data))
+					}
+				}
+			}
+			mix += int64(cfps.Size())
+			if r.Mix == nil || r.Mix.Bytes != mix || r.Mix.Name != MixName {
+				t.Errorf("mix %+v, want %d bytes", r.Mix, mix)
+			}
+			if r.Mix != nil && len(ln) == 0 {
+				t.Error("no pcln table")
+			}
 		})
 	}
+}
+
+func variant(t *testing.T, name string) linearpc.Variant {
+	for _, v := range linearpc.Variants() {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("no variant %s", name)
+	return linearpc.Variant{}
 }

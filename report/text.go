@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/pctab/pctab/internal/textfmt"
@@ -52,7 +53,12 @@ func WriteText(w io.Writer, r *Report) error {
 		p("\n")
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "variant\tbytes\tvs varint\tfile\tidea\n")
-		rows := append(r.Variants, *r.Hybrid)
+		rows := slices.Clone(r.Variants)
+		for _, v := range []*VariantRow{r.Hybrid, r.Mix} {
+			if v != nil {
+				rows = append(rows, *v)
+			}
+		}
 		for _, v := range rows {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", v.Name, textfmt.Commas(v.Bytes), signedPct(v.DeltaPercent), signedPct(v.FileDeltaPercent), v.Doc)
 		}

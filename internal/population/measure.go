@@ -217,37 +217,58 @@ func writeCached(path string, v any) error {
 func (b *Builder) MeasureStock(ctx context.Context, p Program) (*Stock, error) {
 	path := b.stockResultPath(p)
 	var s Stock
-	if readCached(path, &s) {
+	cached := readCached(path, &s)
+	if cached && hasEstimate(&s, report.MixName) {
 		return &s, nil
 	}
+	// A result cached before report sized the mix gets its estimates
+	// again; the build and its run stay.
 	bin := b.StockPath(p)
 	f, err := objscan.Open(bin)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	s.Bytes, err = fileSize(bin)
-	if err != nil {
+	if s.Bytes, err = fileSize(bin); err != nil {
 		return nil, err
 	}
 	s.Functions, s.PCTabBytes, s.PclntabBytes = len(f.Funcs), f.Sizes.PCTab, f.Sizes.Total
 	b.logf("population: estimating %s (pctab-stats report)\n", p.Name)
-	r, err := report.Compute(f, report.Options{Variants: true})
-	if err != nil {
+	if err := estimate(f, &s); err != nil {
 		return nil, fmt.Errorf("report of %s: %w", bin, err)
 	}
-	for _, v := range r.Variants {
+	if !cached {
+		s.Run = RunBinary(ctx, bin, p.Name, p.Args, RunTimeout)
+	}
+	if err := writeCached(path, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// estimate sets s.Estimates from report's sizes of f, the stock build of
+// s.Bytes bytes: one per linearpc variant, and the mix (report.MixName).
+func estimate(f *objscan.File, s *Stock) error {
+	r, err := report.Compute(f, report.Options{Variants: true})
+	if err != nil {
+		return err
+	}
+	if r.Mix == nil {
+		return fmt.Errorf("no %s row", report.MixName)
+	}
+	s.Estimates = s.Estimates[:0]
+	for _, v := range append(r.Variants, *r.Mix) {
 		s.Estimates = append(s.Estimates, Estimate{
 			Variant:                v.Name,
 			TablesFileDeltaPercent: pct(s.Bytes+v.Bytes-r.Tables.VarintBytes, s.Bytes),
 			FileDeltaPercent:       v.FileDeltaPercent,
 		})
 	}
-	s.Run = RunBinary(ctx, bin, p.Name, p.Args, RunTimeout)
-	if err := writeCached(path, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return nil
+}
+
+func hasEstimate(s *Stock, variant string) bool {
+	return slices.ContainsFunc(s.Estimates, func(e Estimate) bool { return e.Variant == variant })
 }
 
 // FormatVariant returns the linearpc variant a format's tables use and
@@ -264,6 +285,8 @@ func (b *Builder) Measure(ctx context.Context, p Program, f toolchain.Format, s 
 	path := b.resultPath(p, f)
 	var r Result
 	if readCached(path, &r) {
+		// Estimates may be newer than the result (MeasureStock).
+		setEstimate(&r, f, s)
 		return &r, nil
 	}
 	r = Result{Format: f.Name, Tags: slices.Clone(f.Tags)}
@@ -281,16 +304,7 @@ func (b *Builder) Measure(ctx context.Context, p Program, f toolchain.Format, s 
 	r.FileDeltaBytes = r.Bytes - s.Bytes
 	r.FileDeltaPercent = pct(r.Bytes, s.Bytes)
 	r.TwinDeltaPercent = pct(r.Bytes, r.TwinBytes)
-	variant, field := FormatVariant(f)
-	for _, e := range s.Estimates {
-		if e.Variant == variant {
-			v := e.TablesFileDeltaPercent
-			if field {
-				v = e.FileDeltaPercent
-			}
-			r.EstimateVariant, r.EstimateFileDeltaPercent = variant, &v
-		}
-	}
+	setEstimate(&r, f, s)
 	b.logf("population: checking %s %s against its twin\n", p.Name, f.Name)
 	r.Check = check(bin, twin, &r)
 	r.Run = RunBinary(ctx, bin, p.Name, p.Args, RunTimeout)
@@ -324,4 +338,20 @@ func check(bin, twin string, r *Result) Check {
 	}
 	c.OK, c.Tables, c.PCs, c.Mismatches, c.Examples = res.OK(), res.Tables, res.PCs, res.Mismatches, res.Examples
 	return c
+}
+
+// setEstimate sets r's estimate from s's for format f, if report sizes
+// f's variant.
+func setEstimate(r *Result, f toolchain.Format, s *Stock) {
+	variant, field := FormatVariant(f)
+	r.EstimateVariant, r.EstimateFileDeltaPercent = "", nil
+	for _, e := range s.Estimates {
+		if e.Variant == variant {
+			v := e.TablesFileDeltaPercent
+			if field {
+				v = e.FileDeltaPercent
+			}
+			r.EstimateVariant, r.EstimateFileDeltaPercent = variant, &v
+		}
+	}
 }

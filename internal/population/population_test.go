@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/jsonschema"
+	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/toolchain"
 )
@@ -354,5 +355,61 @@ func TestFailedBuildKept(t *testing.T) {
 	b.Program(ctx, p, false) // measuring "x" fails; the build did not
 	if _, err := os.Stat(b.buildErrorPath(p)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the failure is still kept after a good build: %v", err)
+	}
+}
+
+// TestStockEstimatesRefreshed checks that a stock result cached before
+// report sized the mix (cfps-varint-pcln) gets its estimates again from
+// the cached binary, keeps its run, and that a cached format result takes
+// its estimate from them.
+func TestStockEstimatesRefreshed(t *testing.T) {
+	bin := testbuild.Build(t, testbuild.Config{Archive: "features"})
+	b := &Builder{Toolchain: &toolchain.Toolchain{Version: "go1.26.8"}, CacheDir: t.TempDir(), Key: "k"}
+	p := Program{Name: "features", Module: "example.com/features", Package: ".", Version: "v1.0.0"}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(b.StockPath(p)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b.StockPath(p), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := Stock{Bytes: int64(len(data)), Estimates: []Estimate{{Variant: "cf-palette-short"}}, Run: Run{ExitCode: 42}}
+	if err := writeCached(b.stockResultPath(p), &old); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.MeasureStock(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Run.ExitCode != 42 {
+		t.Errorf("run %+v: the cached run was replaced", s.Run)
+	}
+	var names []string
+	for _, e := range s.Estimates {
+		names = append(names, e.Variant)
+	}
+	if !slices.Contains(names, "cfps-varint-pcln") || !slices.Contains(names, "cf-palette-short") || s.Functions == 0 {
+		t.Fatalf("estimates %v, %d functions", names, s.Functions)
+	}
+	again, err := b.MeasureStock(context.Background(), p)
+	if err != nil || !reflect.DeepEqual(again, s) {
+		t.Errorf("second read: %v, %+v, want %+v", err, again, s)
+	}
+	f := toolchain.Format{Name: "cfps-varint-pcln", Tags: []string{toolchain.VarlnTag}}
+	if err := os.MkdirAll(b.ProgramDir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCached(b.resultPath(p, f), &Result{Format: f.Name}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Measure(context.Background(), p, f, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EstimateVariant != "cfps-varint-pcln" || r.EstimateFileDeltaPercent == nil {
+		t.Errorf("cached result's estimate: %q %v", r.EstimateVariant, r.EstimateFileDeltaPercent)
 	}
 }
