@@ -44,12 +44,12 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 	if l == nil {
 		return nil, errors.New("check: not a rewritten binary (no linear tables)")
 	}
-	if l.PCLnVarint {
-		return nil, errors.New("check: the pcln tables are varint (the pctab toolchain's pctab_varln), which rewrite-binary never writes: check the binary against its twin (pctab-stats verify -twin)")
-	}
 	v, err := VariantByName(l.Variant)
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
+	}
+	if l.PCLnVarint && (l.Mode != "replace" || !l.Derived || v.Name != mixVariant) {
+		return nil, fmt.Errorf("check: varint pcln tables in a %s-mode %s binary (derived lengths %v): rewrite-binary writes them only in replace mode with derived lengths", l.Mode, v.Name, l.Derived)
 	}
 	src := orig
 	if l.Mode == "append" && src == nil {
@@ -78,7 +78,7 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 		return nil, fmt.Errorf("check: PC quantum %d, the original's is %d", rewritten.PCQuantum, src.PCQuantum)
 	}
 	// The encodings must be exactly what the encoder makes of the original.
-	want, err := buildTables(src, v, l.Derived)
+	want, err := buildTables(src, v, l.Derived, l.PCLnVarint)
 	if err != nil {
 		return nil, fmt.Errorf("check: encoding the original tables: %w", err)
 	}
@@ -163,6 +163,10 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 			wfail("%s: linear offset outside the tables", name)
 			return nil
 		}
+		if l.PCLnVarint && t.slot == 2 {
+			checkVarintPCLn(r, wfail, name, l.Data[t.lin:dataEnd], tab, t.n, fn.Size, q)
+			return nil
+		}
 		if !trusted && !v.IsSpec() {
 			wfail("%s: stored bytes differ from the encoder's and variant %s has no checked decoder", name, v.Name)
 			return nil
@@ -213,6 +217,29 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// checkVarintPCLn checks a pcln table that a cfps-varint-pcln binary
+// stores in varint at the start of stored: its bytes must be the original
+// table's, and a checked varint lookup of them must give the original's
+// value at each of the n PC units the function covers (past the table,
+// with derived lengths, the value at the function's last unit).
+func checkVarintPCLn(r *verify.Result, fail func(string, ...any), name string, stored []byte, tab *objscan.Table, n uint32, size uint64, q uint32) {
+	if len(stored) < len(tab.Data) || !bytes.Equal(stored[:len(tab.Data)], tab.Data) {
+		fail("%s: the stored varint bytes differ from the original's %d bytes", name, len(tab.Data))
+		return
+	}
+	for pc := uint32(0); pc < n; pc++ {
+		vpc := min(pc, max(uint32(size)/q, 1)-1)
+		want, _, err1 := varintpc.Lookup(tab.Data, uintptr(vpc*q), q, vpc < tab.Len)
+		got, _, err2 := varintpc.Lookup(stored, uintptr(vpc*q), q, vpc < tab.Len)
+		r.PCs++
+		r.Lookups++
+		if err1 != nil || err2 != nil || got != want {
+			fail("%s pc %#x: stored varint %d (%v), original %d (%v)", name, pc*q, got, err2, want, err1)
+			return
+		}
+	}
 }
 
 // slotName names table slot j of a function: pcsp, pcfile, pcln, PCDATA.

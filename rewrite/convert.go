@@ -338,7 +338,7 @@ func convertParts(f *objscan.File, lt *linearTables, np *newPclntab) []Part {
 	return []Part{
 		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: header},
 		names,
-		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
+		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: lt.pctabNote(ps), kind: kindTables},
 		{Name: "ftab", Old: np.oldFtab, New: np.newFtab, Note: fmt.Sprintf("(entry, funcoff) pairs of %d-byte words -> uint32 (entryoff, funcoff) pairs", ps)},
 		{Name: "_func records in Go 1.20's layout", Old: np.oldFuncTab - np.oldFtab, New: np.newRecords,
 			Note: fmt.Sprintf("%s records: entry -> uint32 entryOff, funcdata pointers -> uint32 offsets from the text start, startLine (0) added; %d-byte aligned", rec, ps)},

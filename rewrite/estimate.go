@@ -23,7 +23,7 @@ type Estimate struct {
 // derived set the function lengths cost nothing out of band (replace mode's
 // derived lengths).
 func EstimateFor(f *objscan.File, variant string, derived bool) (*Estimate, error) {
-	v, err := VariantByName(variant)
+	v, pclnVarint, err := ResolveVariant(variant)
 	if err != nil {
 		return nil, err
 	}
@@ -34,14 +34,20 @@ func EstimateFor(f *objscan.File, variant string, derived bool) (*Estimate, erro
 	est := &Estimate{Variant: v.Name, VarintBytes: r.Tables.VarintBytes, LinearBytes: r.Tables.LinearBytes,
 		OutOfBandBytes: r.OutOfBandBytes, Percent: r.FileDeltaPercent}
 	if !v.IsSpec() {
+		rows := r.Variants
+		name := v.Name
+		if pclnVarint && r.Mix != nil {
+			rows, name = []report.VariantRow{*r.Mix}, r.Mix.Name
+		}
+		est.Variant = name
 		found := false
-		for _, row := range r.Variants {
-			if row.Name == v.Name {
+		for _, row := range rows {
+			if row.Name == name {
 				est.LinearBytes, est.Percent, found = row.Bytes, row.FileDeltaPercent, true
 			}
 		}
 		if !found {
-			return nil, fmt.Errorf("estimate: report has no row for variant %s", v.Name)
+			return nil, fmt.Errorf("estimate: report has no row for variant %s", name)
 		}
 	}
 	if derived {

@@ -297,6 +297,6 @@ func (lt *linearTables) markHeader(out []byte, o binary.ByteOrder) []byte {
 	}
 	o.PutUint32(out, magic)
 	var name [objscan.LinearVariantLen]byte
-	copy(name[:], lt.variant.Name)
+	copy(name[:], lt.name())
 	return append(out, name[:]...)
 }

@@ -482,7 +482,7 @@ func pclnParts(f *objscan.File, lt *linearTables, np *newPclntab, tailAlign uint
 	ps := uint64(f.PtrSize)
 	return []Part{
 		{Name: "pcHeader", Old: np.oldHeader, New: np.newHeader, Note: fmt.Sprintf("new magic %#x; %d-byte variant name", map[bool]uint32{false: objscan.LinearMagic, true: objscan.LinearDerivedMagic}[lt.derived], objscan.LinearVariantLen)},
-		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), objscan.LinearPad, ps), kind: kindTables},
+		{Name: "pctab", Old: np.oldPCTab, New: np.newPCTab, Note: lt.pctabNote(ps), kind: kindTables},
 		{Name: "functab (ftab and _func records)", Old: np.oldFuncTab, New: np.newFuncTab, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 		{Name: "padding before go:func.*", New: np.newTailPad, Note: fmt.Sprintf("keeps the funcdata's offset modulo %d", tailAlign)},
 	}

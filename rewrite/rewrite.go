@@ -73,7 +73,7 @@ type Result struct {
 
 	Funcs         int    `json:"funcs"`
 	VarintBytes   int64  `json:"varint_table_bytes"`    // distinct varint tables, terminators included
-	LinearBytes   int64  `json:"linear_table_bytes"`    // distinct linear encodings (the set, without padding)
+	LinearBytes   int64  `json:"linear_table_bytes"`    // distinct linear encodings (the set, without padding), and cfps-varint-pcln's varint pcln tables
 	LinearTables  int    `json:"linear_tables"`         // distinct linear encodings
 	IndexEntries  int    `json:"index_entries"`         // distinct (varint table, function length) pairs
 	PaddedTables  int    `json:"padded_tables"`         // encodings of tables extended to their function's length
@@ -105,9 +105,12 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode != Replace && opt.Mode != Append {
 		return nil, nil, fmt.Errorf("rewrite: unknown mode %q (want %q or %q)", opt.Mode, Replace, Append)
 	}
-	v, err := VariantByName(opt.Variant)
+	v, pclnVarint, err := ResolveVariant(opt.Variant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: %w", err)
+	}
+	if pclnVarint && (opt.Mode != Replace || !opt.Derived) {
+		return nil, nil, fmt.Errorf("rewrite: %s needs replace mode with derived lengths, the layout the pctab toolchain writes", opt.Variant)
 	}
 	f, err := objscan.NewFile(bytes.NewReader(data))
 	if err != nil {
@@ -130,14 +133,14 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Derived && opt.Mode != Replace {
 		return nil, nil, errors.New("rewrite: derived function lengths need replace mode (append mode keeps the varint pclntab and stores the lengths in its section)")
 	}
-	lt, err := buildTables(f, v, opt.Derived)
+	lt, err := buildTables(f, v, opt.Derived, pclnVarint)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: %w", err)
 	}
 	res := &Result{
-		Mode: opt.Mode, Variant: v.Name, Derived: opt.Derived, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
+		Mode: opt.Mode, Variant: lt.name(), Derived: opt.Derived, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		InBytes: int64(len(data)), Funcs: len(f.Funcs), VarintBytes: lt.varintBytes,
-		LinearBytes: int64(lt.set.Size()), LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
+		LinearBytes: int64(lt.set.Size()) + lt.varintLn, LinearTables: lt.set.Len(), IndexEntries: len(lt.index),
 		PaddedTables: lt.padded, EmptyFuncRefs: lt.emptyRefs, OldPclntab: int64(pclntabLen(f)),
 	}
 	var out []byte

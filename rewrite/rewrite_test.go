@@ -1484,3 +1484,83 @@ func fileOffset(t *testing.T, ef *elf.File) func(addr uint64) int {
 		return 0
 	}
 }
+
+// TestPCLnVarint rewrites real builds of every target to cfps-varint-pcln
+// (cf-palette-short, pcln left varint, as the pctab toolchain's
+// pctab_varln writes): Check passes at every PC, objscan reads the
+// variant, every pcln table is the original's bytes, a flipped byte in
+// them fails Check, and the layouts it does not support are refused.
+func TestPCLnVarint(t *testing.T) {
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			data, err := os.ReadFile(testbuild.Build(t, tg.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			orig, err := objscan.NewFile(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := objscan.LinearVarintPCLnName
+			out, res, err := Rewrite(data, Options{Mode: Replace, Variant: name, Derived: true, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Variant != name || res.Verify == nil || !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("result %s, verify %+v", res.Variant, res.Verify)
+			}
+			f, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := f.Linear
+			if !l.PCLnVarint || l.Variant != mixVariant || !l.Derived {
+				t.Fatalf("linear %+v", l)
+			}
+			var lnBytes int
+			seen := map[uint32]bool{}
+			for i := range orig.Funcs {
+				vo, lo := orig.Funcs[i].PCLn, l.Funcs[i].Offsets()[2]
+				if vo == 0 || l.Funcs[i].Len == 0 {
+					continue
+				}
+				tab := orig.Table(vo)
+				if int(lo)+len(tab.Data) > len(l.Data) || !bytes.Equal(l.Data[lo:int(lo)+len(tab.Data)], tab.Data) {
+					t.Fatalf("%s: pcln at %#x is not the original's %d varint bytes", orig.Funcs[i].Name, lo, len(tab.Data))
+				}
+				if !seen[vo] {
+					seen[vo] = true
+					lnBytes += len(tab.Data)
+				}
+			}
+			_, cfps, err := Rewrite(data, Options{Mode: Replace, Variant: mixVariant, Derived: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lnBytes == 0 || res.LinearBytes <= int64(lnBytes) || res.NewPclntab >= cfps.NewPclntab+int64(lnBytes) {
+				t.Errorf("%d bytes of varint pcln; tables %d bytes, pclntab %d (cf-palette-short's %d)", lnBytes, res.LinearBytes, res.NewPclntab, cfps.NewPclntab)
+			}
+			// Flip a byte of the last pcln table stored.
+			var last uint32
+			for i := range l.Funcs {
+				last = max(last, l.Funcs[i].Offsets()[2])
+			}
+			at := bytes.Index(out, l.Data[last:last+8])
+			if at < 0 {
+				t.Fatal("varint pcln bytes not found in the output")
+			}
+			bad := bytes.Clone(out)
+			bad[at+1] ^= 0x21
+			if bf, err := objscan.NewFile(bytes.NewReader(bad)); err == nil {
+				if vr, err := Check(bf, orig, 0); err != nil || vr.OK() {
+					t.Errorf("a corrupted varint pcln table: Check %v, %+v", err, vr)
+				}
+			}
+			for _, opt := range []Options{{Mode: Replace, Variant: name}, {Mode: Append, Variant: name}} {
+				if _, _, err := Rewrite(data, opt); err == nil {
+					t.Errorf("%+v: accepted", opt)
+				}
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ func buildSection(f *objscan.File, lt *linearTables) ([]byte, error) {
 	o.PutUint32(b[8:], objscan.LinearSectionVersion)
 	b[12] = byte(f.PCQuantum)
 	b[13] = byte(f.PtrSize)
-	copy(b[16:16+objscan.LinearVariantLen], lt.variant.Name)
+	copy(b[16:16+objscan.LinearVariantLen], lt.name())
 	o.PutUint32(b[32:], uint32(nfunc))
 	o.PutUint32(b[36:], uint32(len(lt.index)))
 	o.PutUint32(b[40:], uint32(lenOff))

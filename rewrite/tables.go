@@ -20,6 +20,23 @@ func VariantByName(name string) (linearpc.Variant, error) {
 	return v, err
 }
 
+// ResolveVariant resolves a -variant name: a linearpc variant, or
+// objscan.LinearVarintPCLnName, the pctab toolchain's pctab_varln tables:
+// cf-palette-short, with the pcln tables left in Go's varint format
+// (pclnVarint).
+func ResolveVariant(name string) (v linearpc.Variant, pclnVarint bool, err error) {
+	if name == objscan.LinearVarintPCLnName {
+		v, err = VariantByName(mixVariant)
+		return v, true, err
+	}
+	v, err = VariantByName(name)
+	return v, false, err
+}
+
+// mixVariant is the variant of the kinds other than pcln in
+// objscan.LinearVarintPCLnName's tables.
+const mixVariant = "cf-palette-short"
+
 // tableKey identifies one linear encoding: a varint table, encoded for a
 // function of the given length. Functions whose tables all have the same
 // length (every function of the corpus's amd64 and arm64 binaries) encode
@@ -36,11 +53,15 @@ type tableKey struct {
 type linearTables struct {
 	variant linearpc.Variant
 	derived bool // function lengths derived from the functab (objscan.LinearDerivedMagic)
-	set     *linearpc.Set
-	funcLen []uint32   // per function: PC-quantum units its tables cover
-	offs    [][]uint32 // per function: pcsp, pcfile, pcln, pcdata... offsets in data; 0 = none
-	index   []indexEntry
-	data    []byte // a pad byte, the set's encodings, objscan.LinearPad zero bytes
+	// pclnVarint stores the pcln tables in Go's varint format, byte for
+	// byte, after the set's encodings (objscan.LinearVarintPCLnName).
+	pclnVarint bool
+	varintLn   int64 // bytes of the varint pcln tables stored
+	set        *linearpc.Set
+	funcLen    []uint32   // per function: PC-quantum units its tables cover
+	offs       [][]uint32 // per function: pcsp, pcfile, pcln, pcdata... offsets in data; 0 = none
+	index      []indexEntry
+	data       []byte // a pad byte, the set's encodings, objscan.LinearPad zero bytes
 
 	varintBytes int64 // bytes of the distinct varint tables, terminators included
 	padded      int   // encodings of tables extended to their function's length
@@ -69,12 +90,19 @@ func funcOffsets(fn *objscan.Func) []uint32 {
 // next function's entry (objscan.LinearDerivedMagic): extended with -1 to
 // the function's longest table, then its last value carried over the
 // padding, as the pctab toolchain's linker does.
-func buildTables(f *objscan.File, v linearpc.Variant, derived bool) (*linearTables, error) {
+//
+// With pclnVarint set, each distinct pcln table is stored as its varint
+// bytes after the set's encodings, in functab order (a table that is also
+// another kind's is stored both ways).
+func buildTables(f *objscan.File, v linearpc.Variant, derived, pclnVarint bool) (*linearTables, error) {
 	if f.Linear != nil && f.Linear.Mode == "replace" {
 		return nil, fmt.Errorf("the pclntab is already in the linear format (variant %s)", f.Linear.Variant)
 	}
 	decoded := make(map[uint32]pcvalue.Table, len(f.Tabs))
-	lt := &linearTables{variant: v, derived: derived, set: linearpc.NewSet(v)}
+	lt := &linearTables{variant: v, derived: derived, pclnVarint: pclnVarint, set: linearpc.NewSet(v)}
+	var ln []byte               // the varint pcln tables stored
+	lnAt := map[uint32]uint32{} // their varint offset -> offset in ln
+	var lnRefs [][2]int         // (function, slot) of references into ln
 	for i := range f.Tabs {
 		tab := &f.Tabs[i]
 		t, n, err := varintpc.Decode(tab.Data)
@@ -117,6 +145,21 @@ func buildTables(f *objscan.File, v linearpc.Variant, derived bool) (*linearTabl
 				lt.emptyRefs++
 				continue
 			}
+			if pclnVarint && j == 2 {
+				pos, ok := lnAt[off]
+				if !ok {
+					tab := f.Table(off)
+					if tab == nil {
+						return nil, fmt.Errorf("function %s: pcln table at pctab offset %#x is not in objscan's table set", fn.Name, off)
+					}
+					pos = uint32(len(ln))
+					lnAt[off] = pos
+					ln = append(ln, tab.Data...)
+				}
+				offs[j] = pos
+				lnRefs = append(lnRefs, [2]int{i, j})
+				continue
+			}
 			k := tableKey{off, n, ext}
 			lin, ok := at[k]
 			if !ok {
@@ -141,14 +184,43 @@ func buildTables(f *objscan.File, v linearpc.Variant, derived bool) (*linearTabl
 		x, y := lt.index[a].key, lt.index[b].key
 		return x.varintOff < y.varintOff || x.varintOff == y.varintOff && (x.len < y.len || x.len == y.len && x.ext < y.ext)
 	})
-	lt.data = make([]byte, 0, 1+lt.set.Size()+objscan.LinearPad)
+	// The varint pcln tables follow the set: their offsets become offsets
+	// in data.
+	base := uint64(1 + lt.set.Size())
+	if base+uint64(len(ln)) > 1<<32-1 {
+		return nil, fmt.Errorf("linear and varint tables take %d bytes, more than 32-bit offsets can address", base+uint64(len(ln)))
+	}
+	for _, r := range lnRefs {
+		lt.offs[r[0]][r[1]] += uint32(base)
+	}
+	lt.varintLn = int64(len(ln))
+	lt.data = make([]byte, 0, 1+lt.set.Size()+len(ln)+objscan.LinearPad)
 	lt.data = append(lt.data, 0)
 	lt.data = append(lt.data, lt.set.Bytes()...)
+	lt.data = append(lt.data, ln...)
 	lt.data = append(lt.data, make([]byte, objscan.LinearPad)...)
 	if uint64(len(lt.data)) > 1<<32-1 {
 		return nil, fmt.Errorf("linear tables take %d bytes, more than 32-bit offsets can address", len(lt.data))
 	}
 	return lt, nil
+}
+
+// pctabNote describes the new pctab of a replace-mode rewrite, rounded to
+// ps bytes.
+func (lt *linearTables) pctabNote(ps uint64) string {
+	ln := ""
+	if lt.pclnVarint {
+		ln = fmt.Sprintf(" and %d bytes of varint pcln tables", lt.varintLn)
+	}
+	return fmt.Sprintf("%d bytes of varint tables -> %d bytes of linear encodings%s, plus a pad byte first, %d after, and rounding to %d", lt.varintBytes, lt.set.Size(), ln, objscan.LinearPad, ps)
+}
+
+// name is the variant name the header records.
+func (lt *linearTables) name() string {
+	if lt.pclnVarint {
+		return objscan.LinearVarintPCLnName
+	}
+	return lt.variant.Name
 }
 
 // extend returns t lengthened to n units, the new PCs holding -1.

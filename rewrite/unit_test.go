@@ -118,12 +118,20 @@ func TestVariantByName(t *testing.T) {
 	}
 }
 
-// TestCheckVarintPCLn: a binary whose pcln tables are varint (the pctab
-// toolchain's pctab_varln) is not rewrite-binary's to check, and Check
-// says where to check it.
+// TestCheckVarintPCLn: varint pcln tables are rewrite-binary's only in
+// the layout it writes them in (replace mode, derived lengths,
+// cf-palette-short); Check refuses them in any other before it reads a
+// table.
 func TestCheckVarintPCLn(t *testing.T) {
-	f := &objscan.File{Linear: &objscan.Linear{Mode: "replace", Variant: "cf-palette-short", PCLnVarint: true}}
-	if _, err := Check(f, f, 1); err == nil || !strings.Contains(err.Error(), "verify -twin") {
-		t.Errorf("Check = %v, want an error pointing to verify -twin", err)
+	for _, l := range []objscan.Linear{
+		{Mode: "append", Variant: "cf-palette-short", Derived: true},
+		{Mode: "replace", Variant: "cf-palette-short"},
+		{Mode: "replace", Variant: "compact-fast", Derived: true},
+	} {
+		l.PCLnVarint = true
+		f := &objscan.File{Linear: &l}
+		if _, err := Check(f, f, 1); err == nil || !strings.Contains(err.Error(), "varint pcln") {
+			t.Errorf("%+v: Check = %v, want a refusal", l, err)
+		}
 	}
 }

@@ -94,7 +94,7 @@ var rewriteCommand = &cli.Command{
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		rf := &rewriteFlags{
 			mode:     fs.String("mode", "replace", "replace: rebuild the pclntab in the linear format; append: add the linear tables in a new section"),
-			variant:  fs.String("variant", "spec", "linearpc variant"),
+			variant:  fs.String("variant", "spec", "linearpc variant, or cfps-varint-pcln (cf-palette-short with the pcln tables left varint, as the pctab toolchain's pctab_varln writes; replace mode with -derived)"),
 			derived:  fs.Bool("derived", false, "replace mode: derive function lengths from the functab (magic 0xffffffe2, no bytes) instead of a uint32 in every _func"),
 			out:      fs.String("o", "", "output `file` (required)"),
 			check:    fs.Bool("verify", true, "verify the output before writing it"),
