@@ -26,11 +26,11 @@ const (
 	// EncMixVarintPCLn is the pctab toolchain's cfps-varint-pcln format: pcln
 	// tables left in varint, read as EncVarint reads them, and every other
 	// kind in cf-palette-short, read as "linear-cf-palette-short" reads them.
-	EncMixVarintPCLn = "cfps-varint-pcln"
+	EncMixVarintPCLn = objscan.LinearVarintPCLnName
 )
 
 // mixVariant is the linear variant of EncMixVarintPCLn's other kinds.
-const mixVariant = "cf-palette-short"
+const mixVariant = objscan.LinearVarintPCLnVariant
 
 // The varint-cache-7in8 access pattern: groups of hitKeys samples, looked up
 // alternately hitRepeat times each.

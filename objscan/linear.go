@@ -39,6 +39,10 @@ const (
 // cf-palette-short (the pctab toolchain's build tag pctab_varln).
 const LinearVarintPCLnName = "cfps-varint-pcln"
 
+// LinearVarintPCLnVariant is the linearpc variant of the tables other
+// than pcln in a [LinearVarintPCLnName] pclntab.
+const LinearVarintPCLnVariant = "cf-palette-short"
+
 // LinearSectionMagic starts a LinearSection.
 const LinearSectionMagic = "GOLINPC\x00"
 
@@ -236,7 +240,7 @@ func (f *File) collectLinear() error {
 	}
 	l.Variant = string(name)
 	if l.Variant == LinearVarintPCLnName {
-		l.Variant, l.PCLnVarint = "cf-palette-short", true
+		l.Variant, l.PCLnVarint = LinearVarintPCLnVariant, true
 	}
 	l.Data = f.pctab
 	if len(l.Data) < 1+LinearPad {

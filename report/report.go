@@ -101,6 +101,18 @@ type KindRow struct {
 	VarintBytes  int64   `json:"varint_bytes"`
 	LinearBytes  int64   `json:"linear_bytes"`
 	DeltaPercent float64 `json:"delta_percent"`
+	// Variants are the kind's bytes in each linearpc variant that does
+	// not pool chunks, other than the spec (with Options.Variants).
+	Variants []KindVariant `json:"variants,omitempty"`
+}
+
+// KindVariant is a table kind's bytes in one linear variant: each distinct
+// encoding is charged to the kind of its first reference, so a variant's
+// rows add up to its VariantRow.
+type KindVariant struct {
+	Name         string  `json:"name"`
+	Bytes        int64   `json:"bytes"`
+	DeltaPercent float64 `json:"delta_percent"` // of the kind's varint bytes
 }
 
 // VariantRow is the size of the whole table set in one linear variant.
@@ -731,25 +743,65 @@ func (r *Report) variants(f *objscan.File, rt *refTables, info []tabInfo, d *dig
 	h.DeltaPercent = pct(h.Bytes-varint, varint)
 	h.FileDeltaPercent = pct(h.Bytes-varint+r.OutOfBandBytes, r.FileBytes)
 	r.Hybrid = &h
+	r.kindVariants(f, rt, rep, nrep, d, &vfs[0])
 	return r.mix(f, rt, rep, d, &vfs[0])
+}
+
+// kindVariants fills each kind row's Variants: for every digested variant
+// but the spec, the lengths of its distinct encodings (found by key and
+// confirmed with vf, as distinctBytes finds them), each charged to the
+// kind of its first reference in functab order.
+func (r *Report) kindVariants(f *objscan.File, rt *refTables, rep []int32, nrep int, d *digests, vf *verifier) {
+	row := map[string]int{}
+	for i := range r.Kinds {
+		row[r.Kinds[i].Kind] = i
+	}
+	first := make([]int32, len(f.Tabs))
+	seen := make([]bool, len(f.Tabs))
+	for k := 1; k < len(d.vs); k++ {
+		vf.seen.reset(nrep)
+		for i := range f.Tabs {
+			if rep[i] == int32(i) {
+				first[i] = vf.seen.add(d.key(i, k), int32(i), func(j int32) bool {
+					return vf.equal(&d.tabs[j], &d.tabs[i], d.vs[k])
+				})
+			}
+		}
+		clear(seen)
+		bytes := make([]int64, len(r.Kinds))
+		for fi := range f.Funcs {
+			fn := &f.Funcs[fi]
+			for kind := objscan.KindPCSP; kind < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); kind++ {
+				i, ok := rt.index(fi, kind)
+				if !ok {
+					continue
+				}
+				if c := first[rep[i]]; !seen[c] {
+					seen[c] = true
+					bytes[row[f.KindName(kind)]] += int64(d.len(int(c), k))
+				}
+			}
+		}
+		for i := range r.Kinds {
+			kr := &r.Kinds[i]
+			kr.Variants = append(kr.Variants, KindVariant{Name: d.vs[k].Name, Bytes: bytes[i], DeltaPercent: pct(bytes[i]-kr.VarintBytes, kr.VarintBytes)})
+		}
+	}
 }
 
 // MixName and MixDoc name and describe the Mix row.
 const (
-	MixName = "cfps-varint-pcln"
-	MixDoc  = "pcln tables in varint, as the stock linker writes them, and every other kind in " + mixVariant + " (the pctab toolchain's pctab_varln tables; a table used both ways is stored both ways)"
+	MixName = objscan.LinearVarintPCLnName
+	MixDoc  = "pcln tables in varint, as the stock linker writes them, and every other kind in " + objscan.LinearVarintPCLnVariant + " (the pctab toolchain's pctab_varln tables; a table used both ways is stored both ways)"
 )
 
-// mixVariant is the linear variant of the Mix row's kinds other than pcln.
-const mixVariant = "cf-palette-short"
-
 // mix sizes the Mix row: the varint bytes of every table a pcln reference
-// uses, and a set of mixVariant holding the distinct encodings of the
+// uses, and a set of objscan.LinearVarintPCLnVariant holding the distinct encodings of the
 // tables every other kind uses.
 func (r *Report) mix(f *objscan.File, rt *refTables, rep []int32, d *digests, vf *verifier) error {
-	k := slices.IndexFunc(d.vs, func(v linearpc.Variant) bool { return v.Name == mixVariant })
+	k := slices.IndexFunc(d.vs, func(v linearpc.Variant) bool { return v.Name == objscan.LinearVarintPCLnVariant })
 	if k < 0 {
-		return fmt.Errorf("report: variant %s is not digested", mixVariant)
+		return fmt.Errorf("report: variant %s is not digested", objscan.LinearVarintPCLnVariant)
 	}
 	ln := make([]bool, len(f.Tabs))
 	linear := make([]int32, len(f.Tabs)) // like rep, -1 for tables no other kind uses

@@ -161,6 +161,23 @@ func TestVariantSizesExact(t *testing.T) {
 					t.Errorf("variant %s: %d bytes, want %d", row.Name, row.Bytes, want[row.Name])
 				}
 			}
+			// Every variant that does not pool chunks has per-kind
+			// bytes, and they add up to its set's size.
+			perKind := map[string]int64{}
+			for _, kr := range r.Kinds {
+				for _, kv := range kr.Variants {
+					perKind[kv.Name] += kv.Bytes
+				}
+			}
+			for _, v := range linearpc.Variants() {
+				if got, ok := perKind[v.Name]; v.IsSpec() || v.Pooled() {
+					if ok {
+						t.Errorf("%s has per-kind bytes", v.Name)
+					}
+				} else if got != want[v.Name] {
+					t.Errorf("variant %s: kinds add up to %d bytes, want %d", v.Name, got, want[v.Name])
+				}
+			}
 			hot := linearpc.NewSet(linearpc.Spec())
 			cold := map[int]bool{}
 			var hybrid int64
@@ -184,7 +201,7 @@ func TestVariantSizesExact(t *testing.T) {
 			}
 			// The mix: pcln tables' varint bytes, each table once, and a
 			// cf-palette-short set of every table another kind uses.
-			cfps := linearpc.NewSet(variant(t, mixVariant))
+			cfps := linearpc.NewSet(variant(t, objscan.LinearVarintPCLnVariant))
 			ln := map[int]bool{}
 			var mix int64
 			for fi := range f.Funcs {

@@ -48,7 +48,7 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}
-	if l.PCLnVarint && (l.Mode != "replace" || !l.Derived || v.Name != mixVariant) {
+	if l.PCLnVarint && (l.Mode != "replace" || !l.Derived || v.Name != objscan.LinearVarintPCLnVariant) {
 		return nil, fmt.Errorf("check: varint pcln tables in a %s-mode %s binary (derived lengths %v): rewrite-binary writes them only in replace mode with derived lengths", l.Mode, v.Name, l.Derived)
 	}
 	src := orig

@@ -1514,7 +1514,7 @@ func TestPCLnVarint(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := f.Linear
-			if !l.PCLnVarint || l.Variant != mixVariant || !l.Derived {
+			if !l.PCLnVarint || l.Variant != objscan.LinearVarintPCLnVariant || !l.Derived {
 				t.Fatalf("linear %+v", l)
 			}
 			var lnBytes int
@@ -1533,7 +1533,7 @@ func TestPCLnVarint(t *testing.T) {
 					lnBytes += len(tab.Data)
 				}
 			}
-			_, cfps, err := Rewrite(data, Options{Mode: Replace, Variant: mixVariant, Derived: true})
+			_, cfps, err := Rewrite(data, Options{Mode: Replace, Variant: objscan.LinearVarintPCLnVariant, Derived: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -26,16 +26,12 @@ func VariantByName(name string) (linearpc.Variant, error) {
 // (pclnVarint).
 func ResolveVariant(name string) (v linearpc.Variant, pclnVarint bool, err error) {
 	if name == objscan.LinearVarintPCLnName {
-		v, err = VariantByName(mixVariant)
+		v, err = VariantByName(objscan.LinearVarintPCLnVariant)
 		return v, true, err
 	}
 	v, err = VariantByName(name)
 	return v, false, err
 }
-
-// mixVariant is the variant of the kinds other than pcln in
-// objscan.LinearVarintPCLnName's tables.
-const mixVariant = "cf-palette-short"
 
 // tableKey identifies one linear encoding: a varint table, encoded for a
 // function of the given length. Functions whose tables all have the same

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pctab/pctab/internal/plots"
 	"github.com/pctab/pctab/lookupbench"
+	"github.com/pctab/pctab/objscan"
 )
 
 // writePlots writes -svg's plots of one binary to dir.
@@ -24,7 +25,15 @@ func writePlots(dir string, res binResult) error {
 	var files []file
 	if r := res.size; r != nil {
 		sub := fmt.Sprintf("pctab-stats -svg · %s (%s/%s, %s, %d functions) · %s", res.name, r.GOOS, r.GOARCH, orDash(r.GoVersion), r.Functions, date)
-		c := plots.Kinds(r, "Table bytes per kind: varint to linear (spec encoding)", sub)
+		// The pctab toolchain's tables, when the report sized the variants.
+		variant := "spec"
+		if r.Variants != nil {
+			variant = objscan.LinearVarintPCLnVariant
+		}
+		c, err := plots.Kinds(r, variant, fmt.Sprintf("Table bytes per kind: varint to linear (%s)", variant), sub)
+		if err != nil {
+			return err
+		}
 		files = append(files, file{res.name + ".table-kinds.svg", func(b *bytes.Buffer) error { return c.WriteSVG(b) }})
 	}
 	if o := res.offsets; o != nil {

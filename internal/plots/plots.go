@@ -6,9 +6,11 @@ package plots
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/pctab/pctab/internal/svgplot"
 	"github.com/pctab/pctab/lookupbench"
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
 )
 
@@ -51,25 +53,52 @@ func Offsets(r *lookupbench.Result, title, subtitle string) *svgplot.Plot {
 }
 
 // Kinds returns the bar chart of a size report's table kinds: the change
-// of each kind's bytes from varint to the linear spec encoding, in percent
-// of its varint bytes, with the bytes behind it.
-func Kinds(r *report.Report, title, subtitle string) *svgplot.BarChart {
+// of each kind's bytes from varint to linear variant (the spec encoding
+// for "" or "spec"; another variant needs the report's per-kind variant
+// bytes, report.Options.Variants), in percent of its varint bytes, with
+// the bytes behind it, then all tables. For the variant of the report's
+// mix (pcln left varint) a last bar gives the mix's total.
+func Kinds(r *report.Report, variant, title, subtitle string) (*svgplot.BarChart, error) {
+	spec := variant == "" || variant == "spec"
+	if spec {
+		variant = "spec"
+	}
 	c := &svgplot.BarChart{
 		Title: title, Subtitle: subtitle,
-		ValueLabel: "change of the kind's table bytes, varint to linear spec (%)",
+		ValueLabel: fmt.Sprintf("change of the kind's table bytes, varint to linear %s (%%)", variant),
 		Format:     func(v float64) string { return fmt.Sprintf("%+.1f%%", v+0) },
 	}
+	bar := func(label string, varint, linear int64) {
+		c.Bars = append(c.Bars, svgplot.Bar{Label: label, Value: 100 * float64(linear-varint) / float64(max(varint, 1)),
+			Note: fmt.Sprintf("(%s → %s)", mb(varint), mb(linear))})
+	}
 	for _, k := range r.Kinds {
-		if k.VarintBytes == 0 && k.LinearBytes == 0 {
-			continue
+		lin := k.LinearBytes
+		if !spec {
+			i := slices.IndexFunc(k.Variants, func(v report.KindVariant) bool { return v.Name == variant })
+			if i < 0 {
+				return nil, fmt.Errorf("plots: the report has no %s bytes for kind %s", variant, k.Kind)
+			}
+			lin = k.Variants[i].Bytes
 		}
-		c.Bars = append(c.Bars, svgplot.Bar{Label: k.Kind, Value: k.DeltaPercent,
-			Note: fmt.Sprintf("(%s → %s)", mb(k.VarintBytes), mb(k.LinearBytes))})
+		if k.VarintBytes != 0 || lin != 0 {
+			bar(k.Kind, k.VarintBytes, lin)
+		}
 	}
 	t := r.Tables
-	c.Bars = append(c.Bars, svgplot.Bar{Label: "all tables", Value: t.DeltaPercent,
-		Note: fmt.Sprintf("(%s → %s)", mb(t.VarintBytes), mb(t.LinearBytes))})
-	return c
+	total := t.LinearBytes
+	if !spec {
+		i := slices.IndexFunc(r.Variants, func(v report.VariantRow) bool { return v.Name == variant })
+		if i < 0 {
+			return nil, fmt.Errorf("plots: the report has no variant %s", variant)
+		}
+		total = r.Variants[i].Bytes
+	}
+	bar("all tables", t.VarintBytes, total)
+	if m := r.Mix; m != nil && variant == objscan.LinearVarintPCLnVariant {
+		bar("all, pcln in varint", t.VarintBytes, m.Bytes)
+	}
+	return c, nil
 }
 
 // mb formats a byte count in kB or MB.

@@ -2,10 +2,12 @@ package plots
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"github.com/pctab/pctab/internal/stat"
 	"github.com/pctab/pctab/lookupbench"
+	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
 )
 
@@ -40,19 +42,47 @@ func TestOffsets(t *testing.T) {
 }
 
 func TestKinds(t *testing.T) {
+	cfps := objscan.LinearVarintPCLnVariant
 	r := &report.Report{
-		Kinds:  []report.KindRow{{Kind: "pcsp", VarintBytes: 1000, LinearBytes: 1200, DeltaPercent: 20}, {Kind: "empty"}, {Kind: "pcln", VarintBytes: 2e6, LinearBytes: 1.5e6, DeltaPercent: -25}},
-		Tables: report.Totals{VarintBytes: 2001000, LinearBytes: 1501200, DeltaPercent: -24.9},
+		Kinds: []report.KindRow{
+			{Kind: "pcsp", VarintBytes: 1000, LinearBytes: 1200, DeltaPercent: 20, Variants: []report.KindVariant{{Name: cfps, Bytes: 900}}},
+			{Kind: "empty", Variants: []report.KindVariant{{Name: cfps}}},
+			{Kind: "pcln", VarintBytes: 2e6, LinearBytes: 1.5e6, DeltaPercent: -25, Variants: []report.KindVariant{{Name: cfps, Bytes: 2.2e6}}},
+		},
+		Tables:   report.Totals{VarintBytes: 2001000, LinearBytes: 1501200, DeltaPercent: -24.9},
+		Variants: []report.VariantRow{{Name: cfps, Bytes: 2200900}},
+		Mix:      &report.VariantRow{Name: report.MixName, Bytes: 2000900},
 	}
-	c := Kinds(r, "t", "s")
-	if len(c.Bars) != 3 || c.Bars[0].Label != "pcsp" || c.Bars[1].Label != "pcln" || c.Bars[2].Label != "all tables" {
-		t.Fatalf("bars %+v", c.Bars)
+	for _, tc := range []struct {
+		variant string
+		labels  []string
+		values  []float64
+		note    string
+	}{
+		{"", []string{"pcsp", "pcln", "all tables"}, []float64{20, -25, -24.9775}, "(2.00 MB → 1.50 MB)"},
+		{cfps, []string{"pcsp", "pcln", "all tables", "all, pcln in varint"}, []float64{-10, 10, 9.9900, -0.004998}, "(2.00 MB → 2.20 MB)"},
+	} {
+		c, err := Kinds(r, tc.variant, "t", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Bars) != len(tc.labels) {
+			t.Fatalf("%q: bars %+v", tc.variant, c.Bars)
+		}
+		for i, b := range c.Bars {
+			if b.Label != tc.labels[i] || math.Abs(b.Value-tc.values[i]) > 1e-3 {
+				t.Errorf("%q: bar %d %s %.4f, want %s %.4f", tc.variant, i, b.Label, b.Value, tc.labels[i], tc.values[i])
+			}
+		}
+		if c.Bars[1].Note != tc.note {
+			t.Errorf("%q: note %q, want %q", tc.variant, c.Bars[1].Note, tc.note)
+		}
+		var b bytes.Buffer
+		if err := c.WriteSVG(&b); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if c.Bars[1].Note != "(2.00 MB → 1.50 MB)" || c.Bars[0].Note != "(1.0 kB → 1.2 kB)" {
-		t.Errorf("notes %q, %q", c.Bars[0].Note, c.Bars[1].Note)
-	}
-	var b bytes.Buffer
-	if err := c.WriteSVG(&b); err != nil {
-		t.Fatal(err)
+	if _, err := Kinds(r, "compact", "t", "s"); err == nil {
+		t.Error("a variant the report has no bytes for gave a chart")
 	}
 }
