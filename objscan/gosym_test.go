@@ -3,9 +3,7 @@ package objscan
 import (
 	"debug/gosym"
 
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pctab/pctab/internal/testenv"
@@ -79,39 +77,10 @@ func objscanLine(t testing.TB, f *File, fn *Func, unit uint32) (string, int) {
 	return name, int(line)
 }
 
-// corpusDir is the optional corpus of real binaries ($PCTAB_CORPUS, or
-// ~/.cache/pctab-corpus): a directory with a MANIFEST.md table naming them
-// (docs/testing.md).
-func corpusDir() string {
-	if d := os.Getenv("PCTAB_CORPUS"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "pctab-corpus")
-}
-
-// corpusFiles lists the corpus binaries named in its MANIFEST.md.
-func corpusFiles(t *testing.T) []string {
-	dir := corpusDir()
-	data, err := os.ReadFile(filepath.Join(dir, "MANIFEST.md"))
-	if err != nil {
-		t.Skipf("no corpus at %s (set PCTAB_CORPUS; see docs/testing.md): %v", dir, err)
-	}
-	var files []string
-	for _, line := range strings.Split(string(data), "\n") {
-		cols := strings.Split(line, "|")
-		if len(cols) < 3 || !strings.Contains(cols[1], "/") || strings.Contains(cols[1], "---") {
-			continue
-		}
-		files = append(files, filepath.Join(dir, strings.TrimSpace(cols[1])))
-	}
-	return files
-}
-
 // TestCorpus opens every binary of the shared corpus and cross-checks it
 // against debug/gosym. It is skipped, saying why, where no corpus was built.
 func TestCorpus(t *testing.T) {
-	files := corpusFiles(t)
+	files := testenv.CorpusFiles(t)
 	testenv.SkipUnlessLong(t, "cross-checks every binary of the corpus with debug/gosym")
 	for _, path := range files {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {

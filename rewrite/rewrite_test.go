@@ -1564,3 +1564,31 @@ func TestPCLnVarint(t *testing.T) {
 		})
 	}
 }
+
+// TestCorpusPCLnVarint rewrites every binary of the shared corpus
+// (docs/testing.md, "The corpus") that replace mode with derived lengths
+// takes in cf-palette-short also in cfps-varint-pcln, and requires Check
+// to pass at every PC. It is skipped, saying why, without a corpus.
+func TestCorpusPCLnVarint(t *testing.T) {
+	files := testenv.CorpusFiles(t)
+	testenv.SkipUnlessLong(t, "rewrites every binary of the corpus twice")
+	for _, path := range files {
+		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := Rewrite(data, Options{Mode: Replace, Variant: objscan.LinearVarintPCLnVariant, Derived: true}); err != nil {
+				t.Skipf("replace mode refuses it: %v", err)
+			}
+			_, res, err := Rewrite(data, Options{Mode: Replace, Variant: objscan.LinearVarintPCLnName, Derived: true, Verify: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Verify.OK() || res.Verify.PCs == 0 {
+				t.Fatalf("verify %+v", res.Verify)
+			}
+			t.Logf("%s %s/%s: %+d bytes (%+.3f%%), %d tables, %d PCs", res.GoVersion, res.GOOS, res.GOARCH, res.DeltaBytes, res.DeltaPercent, res.Verify.Tables, res.Verify.PCs)
+		})
+	}
+}
