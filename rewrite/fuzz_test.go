@@ -13,8 +13,9 @@ import (
 // with synthetic ELF binaries of every pclntab layout, in
 // testdata/fuzz/FuzzRewrite, and with stripped builds by Go 1.15 and Go
 // 1.16, whose pclntabs replace mode converts, when their toolchains are
-// in the module cache): nothing may panic, and whatever a mode writes must
-// be ELF that objscan opens and Check passes.
+// in the module cache): nothing may panic, and whatever a mode writes (and
+// replace mode in cfps-varint-pcln) must be ELF that objscan opens and
+// Check passes.
 func FuzzRewrite(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
 	for _, tc := range []string{"go1.15.15", "go1.16.15"} {
@@ -42,8 +43,10 @@ func FuzzRewrite(f *testing.F) {
 		if _, err := parseELF(out); err != nil {
 			t.Fatalf("headers written back do not parse: %v", err)
 		}
-		for _, mode := range []Mode{Append, Replace} {
-			out, _, err := Rewrite(data, Options{Mode: mode, Workers: 1})
+		for _, opt := range []Options{{Mode: Append}, {Mode: Replace}, {Mode: Replace, Variant: objscan.LinearVarintPCLnName, Derived: true}} {
+			opt.Workers = 1
+			mode := opt.Mode
+			out, _, err := Rewrite(data, opt)
 			if err != nil {
 				continue
 			}

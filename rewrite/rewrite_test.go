@@ -1556,6 +1556,34 @@ func TestPCLnVarint(t *testing.T) {
 					t.Errorf("a corrupted varint pcln table: Check %v, %+v", err, vr)
 				}
 			}
+			// Random bytes anywhere in the pctab (linear encodings and
+			// varint pcln tables): Check never panics and never passes.
+			start := bytes.Index(out, l.Data[1:65]) - 1
+			if start < 0 {
+				t.Fatal("pctab not found in the output")
+			}
+			rng := uint64(7)
+			next := func(n int) int {
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				return int(rng % uint64(n))
+			}
+			for trial := range 12 {
+				bad := bytes.Clone(out)
+				for range 1 + next(8) {
+					bad[start+1+next(len(l.Data)-objscan.LinearPad-1)] = byte(next(256))
+				}
+				bf, err := objscan.NewFile(bytes.NewReader(bad))
+				if err != nil {
+					continue
+				}
+				if vr, err := Check(bf, orig, 0); err != nil {
+					t.Fatalf("trial %d: %v", trial, err)
+				} else if vr.OK() && !bytes.Equal(bad, out) {
+					t.Errorf("trial %d: a corrupted binary passed Check", trial)
+				}
+			}
 			for _, opt := range []Options{{Mode: Replace, Variant: name}, {Mode: Append, Variant: name}} {
 				if _, _, err := Rewrite(data, opt); err == nil {
 					t.Errorf("%+v: accepted", opt)
