@@ -378,7 +378,7 @@ func cpShortFast(w *[window]byte, pc uint32) int32 {
 
 // TryLookupPalette is [Set.TryLookup] for a set of the cf-palette or
 // cf-palette-short variant: a leaf function (no calls, no frame) with lookupCPFast's code,
-// which reports false (use [Set.Lookup]) for long tables, wide indexes,
+// which reports false (use [Set.Lookup]) for long tables, 4-byte indexes,
 // chunks whose first 8 PCs lie at or below pc, offsets without a window of
 // data after them, and sets of other variants. It is separate from
 // TryLookup so that the spec's and compact-fast's leaf lookup keep their
@@ -391,10 +391,25 @@ func (s *Set) TryLookupPalette(off32, textLen, pc uint32) (int32, bool) {
 	}
 	w := (*[window]byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(d)), off))
 	nidx := uint(textLen-1) >> 8
-	if w[0] >= 0xfe && nidx != 0 {
-		return 0, false
-	}
-	if w[0] == cpShort && nidx != 0 {
+	c := uint(pc >> 8)
+	var p uint
+	switch {
+	case w[0] >= 0xfe && nidx != 0:
+		// The 2-byte index form, as in TryLookup: the window moves to
+		// the chunk; the 4-byte form is left to Lookup.
+		if w[0] != 0xfe {
+			return 0, false
+		}
+		q := 1 + 2*nidx
+		if c > 0 {
+			q += uint(le16(w, (2*c-1)&511))
+		}
+		if uint64(off)+uint64(q)+window > uint64(len(d)) {
+			return 0, false
+		}
+		w = (*[window]byte)(unsafe.Add(unsafe.Pointer(w), q))
+		off += q
+	case w[0] == cpShort && nidx != 0:
 		// A short table (see cpShortFast).
 		hs := uint(w[1])
 		ns := hs >> 4
@@ -409,10 +424,12 @@ func (s *Set) TryLookupPalette(off32, textLen, pc uint32) (int32, bool) {
 		bits := ((is - 1) & 7) * cfBits[ms]
 		xs := le32(w, (qds+bits>>3)&63) >> (bits & 4) & cfDMask[ms]
 		return v0s + (int32(xs)-int32(cfDSign[ms]))&int32(0-(is+7)>>3), true
+	default:
+		// Index entry c-1, or offset 0 for chunk 0.
+		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+		p = nidx + e
 	}
-	c := uint(pc >> 8)
-	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
-	p := (nidx + e) & 511
+	p &= 511 // no-op: nidx <= 256 and e <= 255
 	h := uint(w[p])
 	b, l := gtConsts(byte(pc))
 	le := (gtBits(binary.LittleEndian.Uint64(w[p+1:p+9]), b, l) ^ msb) & firstPCs[h>>4]
