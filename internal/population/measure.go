@@ -226,6 +226,12 @@ func (b *Builder) MeasureStock(ctx context.Context, p Program) (*Stock, error) {
 	bin := b.StockPath(p)
 	f, err := objscan.Open(bin)
 	if err != nil {
+		if cached {
+			// The binary is gone but its result stays: keep it, without
+			// the newer estimates.
+			b.logf("population: %s: cannot estimate again (%v); keeping the cached result\n", p.Name, err)
+			return &s, nil
+		}
 		return nil, err
 	}
 	defer f.Close()

@@ -398,6 +398,17 @@ func TestStockEstimatesRefreshed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(again, s) {
 		t.Errorf("second read: %v, %+v, want %+v", err, again, s)
 	}
+	// A cached result whose binary is gone stays as it was.
+	gone := Program{Name: "gone", Module: "example.com/gone", Package: ".", Version: "v1.0.0"}
+	if err := os.MkdirAll(filepath.Dir(b.stockResultPath(gone)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCached(b.stockResultPath(gone), &old); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := b.MeasureStock(context.Background(), gone); err != nil || g.Run.ExitCode != 42 || hasEstimate(g, "cfps-varint-pcln") {
+		t.Errorf("a cached result without its binary: %v, %+v", err, g)
+	}
 	f := toolchain.Format{Name: "cfps-varint-pcln", Tags: []string{toolchain.VarlnTag}}
 	if err := os.MkdirAll(b.ProgramDir(p), 0o755); err != nil {
 		t.Fatal(err)
