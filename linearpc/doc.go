@@ -178,6 +178,25 @@
 // (which no 1-byte index of these variants starts with), a compact-fast
 // header, the changes' PCs as uint16s, the start value and the deltas. A
 // lookup compares the target with 4 PCs per 64-bit word.
+//
+// cfps-offset is cf-palette-short with one more palette form, the offset
+// palette (bit 4 of desc set): the chunk's deltas, sorted, fall into
+// clusters that each span at most 255; the palette holds each cluster's
+// lowest delta, ascending, and each change its cluster's index and, after
+// all the indexes, a byte to add to the entry:
+//
+//	mode 3: desc   uint8    pw | ib<<2 | 0x10
+//	        idx    [n]      each change's cluster, 1<<ib bits, LSB first,
+//	                        padded to a byte
+//	        off    [n]byte  each change's delta minus its cluster's entry
+//	        pal    [k]      the clusters' lowest deltas
+//
+// Inlined code makes a pcln table's values jump between the caller's lines
+// and each callee's: a few clusters of nearby lines, which compact-fast
+// stores in 2 bytes per change and an offset palette in about 1. The
+// encoder keeps the smallest of the uniform, palette and offset palette
+// forms (in that order on ties); a lookup in an offset palette adds one
+// byte load to the palette's path.
 package linearpc
 
 // ChunkUnits is the number of PC-quantum units one chunk of the spec

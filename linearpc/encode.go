@@ -184,7 +184,7 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 		case kindCompactFast:
 			e.body = appendCFChunk(e.body, cur, chs[j:k], start)
 		case kindCompactPalette:
-			e.body = appendCPChunk(e.body, cur, chs[j:k], start)
+			e.body = appendCPChunk(e.body, cur, chs[j:k], start, v.offs)
 		default:
 			e.body = appendSpecChunk(e.body, cur, chs[j:k], start, v.shift)
 		}

@@ -72,6 +72,7 @@ func ExampleVariants() {
 	// compact-fast 15 100 101 99
 	// cf-palette 15 100 101 99
 	// cf-palette-short 8 100 101 99
+	// cfps-offset 8 100 101 99
 }
 
 func ExampleLookupChecked() {

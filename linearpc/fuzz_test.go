@@ -140,7 +140,7 @@ func FuzzTryLookup(f *testing.F) {
 	f.Add([]byte{0xfe, 0x10, 0x00, 0x20, 0x00, 0x01, 0x05, 0x01, 0x07}, uint32(0), uint32(700), uint32(600))
 	f.Add([]byte{0x1f, 0xff, 0xff}, uint32(1), uint32(1<<16), uint32(1<<24))
 	f.Fuzz(func(t *testing.T, data []byte, off, textLen, pc uint32) {
-		for _, v := range []Variant{Spec(), variantByName(t, "compact-fast"), variantByName(t, "cf-palette"), variantByName(t, "cf-palette-short")} {
+		for _, v := range []Variant{Spec(), variantByName(t, "compact-fast"), variantByName(t, "cf-palette"), variantByName(t, "cf-palette-short"), variantByName(t, "cfps-offset")} {
 			s := NewSetOf(v, data)
 			s.TryLookup(off, textLen, pc)
 			s.TryLookupBranchy(off, textLen, pc)

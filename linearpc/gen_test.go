@@ -75,6 +75,18 @@ func specialTables() map[string]pcvalue.Table {
 		"empty runs":    {Len: 400, Runs: runs(0, 5, 0, 6, 10, 7, 10, 8, 20, 8, 300, 9, 400, 10)},
 		"short last":    {Len: 257, Runs: runs(0, 1, 256, 2)},
 		"big constant":  {Len: 1 << 20, Runs: runs(0, 100000)},
+		// Inlined code's lines: clusters of nearby values far apart, which
+		// cfps-offset stores as an offset palette.
+		"line clusters": denseTable(600, 0, 600, clusters(100, 5000, 70000)),
+		"wide clusters": denseTable(600, 0, 600, clusters(math.MinInt32, 0, math.MaxInt32-300)),
+	}
+}
+
+// clusters returns values that visit bases in turn, each plus a small
+// offset that changes with the PC.
+func clusters(bases ...int32) func(uint32) int32 {
+	return func(i uint32) int32 {
+		return bases[int(i)%len(bases)] + int32(i*37%251)
 	}
 }
 

@@ -313,3 +313,44 @@ func TestNewSetOf(t *testing.T) {
 		}
 	}
 }
+
+// TestOffsetPalette checks that cfps-offset stores chunks whose deltas form
+// clusters as offset palettes: smaller than cf-palette-short's encoding, by
+// about a byte per change, and marked in the descriptor.
+func TestOffsetPalette(t *testing.T) {
+	cp, co := variantByName(t, "cf-palette-short"), variantByName(t, "cfps-offset")
+	for _, tc := range []struct {
+		name    string
+		minSave int // bytes saved at least
+	}{
+		{"line clusters", 400},
+		{"wide clusters", 400},
+		{"255 changes", 0}, // two values: a plain palette is as small
+	} {
+		tab := specialTables()[tc.name]
+		a, b := cp.Encode(tab), co.Encode(tab)
+		if save := len(a) - len(b); save < tc.minSave || save < 0 {
+			t.Errorf("%s: cf-palette-short %d bytes, cfps-offset %d: saves %d, want at least %d", tc.name, len(a), len(b), save, tc.minSave)
+		}
+	}
+	// One chunk of 10 changes in two clusters: the layout byte for byte.
+	tab := pcvalue.Table{Len: 11, Runs: runs(0, 10, 1, 1000, 2, 20, 3, 1001, 4, 21, 5, 1002, 6, 22, 7, 1003, 8, 23, 9, 1004, 10, 24)}
+	got := co.Encode(tab)
+	want := []byte{
+		10<<4 | 1<<2 | 3,              // 10 changes, a 1-byte start value, mode 3
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, // PCs
+		11 ^ 0x80,         // the start value + 1, excess-128
+		2 | 0<<2 | cpOffs, // 2-byte entries, 1-bit indexes, offsets
+		0b01010101, 0b01,  // clusters 1, 0, 1, 0, ...
+		0, 0, 1, 1, 2, 2, 3, 3, 4, 4, // offsets
+		0x0a, 0x80, 0xde, 0x83, // entries 10 and 990, excess-32768
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("encoding % x, want % x", got, want)
+	}
+	for pc := range tab.Len {
+		if v, _ := tab.Lookup(pc); co.Lookup(got, tab.Len, pc) != v {
+			t.Errorf("pc %d: %d, want %d", pc, co.Lookup(got, tab.Len, pc), v)
+		}
+	}
+}

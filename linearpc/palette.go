@@ -2,6 +2,7 @@ package linearpc
 
 import (
 	"encoding/binary"
+	"slices"
 	"unsafe"
 )
 
@@ -25,16 +26,31 @@ import (
 //	  pal   [k]      the distinct deltas in order of first use, excess-K
 //	                 in width pw (nibbles two per byte, low first)
 //
-// The encoder stores each chunk in the smaller of the two forms (the
-// uniform one on a tie), so a chunk whose deltas need 4 bytes is always a
-// palette. A lookup in a palette chunk reads one more byte (the index)
+// In the cfps-offset variant a palette may also be an offset palette,
+// marked by bit 4 of desc (cpOffs): its entries are the lowest delta of
+// each cluster of the chunk's deltas (sorted, a cluster spans at most 255),
+// and each change has, after the indexes, a byte to add to its entry:
+//
+//	  desc  uint8    pw | ib<<2 | cpOffs
+//	  idx   [n]      each change's cluster, 1<<ib bits each, as above
+//	  off   [n]byte  each change's delta minus its cluster's entry
+//	  pal   [k]      the clusters' lowest deltas, ascending, as above
+//
+// Inlined code makes pcln's deltas jump between the caller's lines and
+// each callee's: two or three clusters of nearby lines, which compact-fast
+// stores in 2 bytes per change and an offset palette in about 1.
+//
+// The encoder stores each chunk in the smallest of the forms (the uniform
+// one on a tie, then the plain palette), so a chunk whose deltas need 4
+// bytes is always a palette. A lookup in a palette chunk reads one more byte (the index)
 // before the value: one more dependent load, on a branch taken only in
 // palette chunks. The palette pays where a chunk's values repeat, as
 // pcln's do when inlined calls alternate with their caller's lines.
 
 // appendCPChunk appends the cf-palette encoding of a chunk that starts
 // at table PC start with value v0 and has the changes chs inside it.
-func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32) []byte {
+// With offs, the chunk may be an offset palette.
+func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool) []byte {
 	n := len(chs)
 	mode := byte(0)
 	for _, c := range chs {
@@ -65,20 +81,21 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32) []byte {
 		}
 		idxBuf[i] = uint8(k)
 	}
-	ib := byte(3)
-	switch {
-	case len(pal) <= 2:
-		ib = 0
-	case len(pal) <= 4:
-		ib = 1
-	case len(pal) <= 16:
-		ib = 2
+	ib := indexWidth(len(pal))
+	palCost := 1 + (n<<ib+7)>>3 + paletteLen(len(pal), pw)
+	palette := n > 0 && (mode == 3 || palCost < plain)
+	var offBuf [256]uint8
+	var off []uint8
+	if offs && n > 0 {
+		var cl [256]int32
+		var cidx [256]uint8
+		k, cpw := clusterPalette(chs, v0, &cl, &cidx, &offBuf)
+		cib := indexWidth(k)
+		if c := 1 + (n<<cib+7)>>3 + n + paletteLen(k, cpw); c < min(palCost, plain) || mode == 3 && c < palCost {
+			pal, pw, ib, off, palette = cl[:k], cpw, cib, offBuf[:n], true
+			idxBuf = cidx
+		}
 	}
-	palLen := (len(pal) + 1) / 2
-	if pw > 0 {
-		palLen = len(pal) * codeLen(pw)
-	}
-	palette := n > 0 && (mode == 3 || 1+(n<<ib+7)>>3+palLen < plain)
 	if palette {
 		mode = 3
 	}
@@ -96,7 +113,11 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32) []byte {
 	if !palette {
 		return appendDeltas(dst, chs, v0, mode)
 	}
-	dst = append(dst, pw|ib<<2)
+	desc := pw | ib<<2
+	if off != nil {
+		desc |= cpOffs
+	}
+	dst = append(dst, desc)
 	b := uint(1) << ib
 	at := len(dst)
 	for range (n<<ib + 7) >> 3 {
@@ -106,6 +127,7 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32) []byte {
 		bit := uint(i) * b
 		dst[at+int(bit>>3)] |= idxBuf[i] << (bit & 7)
 	}
+	dst = append(dst, off...)
 	if pw == 0 {
 		for i := 0; i < len(pal); i += 2 {
 			x := byte(pal[i])&0xf ^ 8
@@ -120,6 +142,70 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32) []byte {
 		dst = appendVal(dst, d^int32(cfSign[pw]), pw)
 	}
 	return dst
+}
+
+// cpOffs is the bit of a palette chunk's descriptor that marks an offset
+// palette.
+const cpOffs = 0x10
+
+// indexWidth returns the code ib of the palette index width, 1<<ib bits,
+// for a palette of k entries.
+func indexWidth(k int) byte {
+	switch {
+	case k <= 2:
+		return 0
+	case k <= 4:
+		return 1
+	case k <= 16:
+		return 2
+	}
+	return 3
+}
+
+// paletteLen returns the bytes of k palette entries of width code pw
+// (0 = nibbles).
+func paletteLen(k int, pw byte) int {
+	if pw == 0 {
+		return (k + 1) / 2
+	}
+	return k * codeLen(pw)
+}
+
+// clusterPalette computes the offset palette of the changes chs from v0:
+// it sets cl[:k] to the lowest delta of each cluster (the deltas sorted,
+// each cluster starting at the first delta more than 255 above the
+// previous cluster's start), and idx[i] and off[i] to change i's cluster
+// and its delta minus the cluster's entry. It returns k and the entries'
+// width code.
+func clusterPalette(chs []change, v0 int32, cl *[256]int32, idx, off *[256]uint8) (int, byte) {
+	var ds [256]int32
+	for i, c := range chs {
+		ds[i] = c.val - v0
+	}
+	sorted := ds[:len(chs)]
+	slices.Sort(sorted)
+	k := 0
+	for _, d := range sorted {
+		if k == 0 || int64(d)-int64(cl[k-1]) > 255 {
+			cl[k] = d
+			k++
+		}
+	}
+	pw := byte(0)
+	for _, b := range cl[:k] {
+		if b < -8 || b > 7 {
+			pw = max(pw, widthCode(b))
+		}
+	}
+	for i, c := range chs {
+		d := c.val - v0
+		j := k - 1
+		for cl[j] > d {
+			j--
+		}
+		idx[i], off[i] = uint8(j), uint8(int64(d)-int64(cl[j]))
+	}
+	return k, pw
 }
 
 // appendDeltas appends the deltas of chs from v0 in compact-fast's uniform
@@ -149,7 +235,11 @@ func cpPalette(d []byte, qd, n, j int) int32 {
 	pw, ib := uint(desc&3), uint(desc>>2&3)
 	bit := uint(j) << ib
 	x := d[qd+1+int(bit>>3)] >> (bit & 7) & (1<<(1<<ib) - 1)
-	return cfDelta(d, qd+1+(n<<ib+7)>>3, int(x), pw)
+	q := qd + 1 + (n<<ib+7)>>3
+	if desc&cpOffs == 0 {
+		return cfDelta(d, q, int(x), pw)
+	}
+	return cfDelta(d, q+n, int(x), pw) + int32(d[q+j])
 }
 
 // lookupCP is the lookup of both palette variants for any data: it reads only the
@@ -186,9 +276,12 @@ func cpPalFast(d []byte, qd, n, j uint) int32 {
 	pw, ib := uint(desc&3), uint(desc>>2&3)
 	bit := j << ib
 	x := uint(d[qd+1+bit>>3]) >> (bit & 7) & (1<<(1<<ib) - 1)
+	q := qd + 1 + (n<<ib+7)>>3
+	f := uint(desc>>4) & 1 // an offset palette
+	o := int32(d[q+j]) & -int32(f)
 	pbit := x * cfBits[pw]
-	y := binary.LittleEndian.Uint32(d[qd+1+(n<<ib+7)>>3+pbit>>3:]) >> (pbit & 4) & cfDMask[pw]
-	return int32(y) - int32(cfDSign[pw])
+	y := binary.LittleEndian.Uint32(d[q+f*n+pbit>>3:]) >> (pbit & 4) & cfDMask[pw]
+	return int32(y) - int32(cfDSign[pw]) + o
 }
 
 // lookupCPFar is lookupCPFast for the tables whose chunks the window from
@@ -458,12 +551,15 @@ func (s *Set) TryLookupPalette(off32, textLen, pc uint32) (int32, bool) {
 		pw, ib := uint(desc&3), uint(desc>>2&3)
 		bit := (i - 1) << ib
 		x := uint(*(*byte)(unsafe.Add(unsafe.Pointer(w), (qd+1+bit>>3)&1023))) >> (bit & 7) & (1<<(1<<ib) - 1)
-		pos := qd + 1 + (n<<ib+7)>>3 + x*cfBits[pw]>>3
-		if pos+4 > avail {
+		q := qd + 1 + (n<<ib+7)>>3
+		f := uint(desc>>4) & 1 // an offset palette: a byte per change after the indexes
+		pos := q + f*n + x*cfBits[pw]>>3
+		if pos+4 > avail || q+i > avail {
 			return 0, false
 		}
+		o := int32(*(*byte)(unsafe.Add(unsafe.Pointer(w), q+i-1))) & -int32(f)
 		y := binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(unsafe.Pointer(w), pos))[:]) >> (x * cfBits[pw] & 4) & cfDMask[pw]
-		return v0 + int32(y) - int32(cfDSign[pw]), true
+		return v0 + int32(y) - int32(cfDSign[pw]) + o, true
 	}
 	im := uint(int(0-i) >> 63)
 	bit := ((i - 1) & 7) * cfBits[mode]

@@ -107,6 +107,7 @@ var refSetSums = map[string]string{
 	"compact-fast":     "dbe4a809856e734e8857a963171deba47689bceb862ba9896f0e8ac2f2aacd8c",
 	"cf-palette":       "278a1312cef68560916fd9163786a05acd2f168bf5961c3b44dfa4d79aeb0ba9",
 	"cf-palette-short": "01f30e83ac1e1022dacef02f666e9a79729c41a740a2cc7bb521048237eaf072",
+	"cfps-offset":      "337143c06a9e023a0cf31c75781d49c854703929630f4eb2f6ba377f4752092e",
 }
 
 // TestRealLookup checks the variants against the varint tables of the local
