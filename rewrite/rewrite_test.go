@@ -1593,13 +1593,14 @@ func TestPCLnVarint(t *testing.T) {
 	}
 }
 
-// TestCorpusPCLnVarint rewrites every binary of the shared corpus
+// TestCorpusLinearMixes rewrites every binary of the shared corpus
 // (docs/testing.md, "The corpus") that replace mode with derived lengths
-// takes in cf-palette-short also in cfps-varint-pcln, and requires Check
-// to pass at every PC. It is skipped, saying why, without a corpus.
-func TestCorpusPCLnVarint(t *testing.T) {
+// takes in cf-palette-short also in cfps-varint-pcln and in cfps-offset,
+// and requires Check to pass at every PC. It is skipped, saying why,
+// without a corpus.
+func TestCorpusLinearMixes(t *testing.T) {
 	files := testenv.CorpusFiles(t)
-	testenv.SkipUnlessLong(t, "rewrites every binary of the corpus twice")
+	testenv.SkipUnlessLong(t, "rewrites every binary of the corpus three times")
 	for _, path := range files {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
 			data, err := os.ReadFile(path)
@@ -1609,14 +1610,16 @@ func TestCorpusPCLnVarint(t *testing.T) {
 			if _, _, err := Rewrite(data, Options{Mode: Replace, Variant: objscan.LinearVarintPCLnVariant, Derived: true}); err != nil {
 				t.Skipf("replace mode refuses it: %v", err)
 			}
-			_, res, err := Rewrite(data, Options{Mode: Replace, Variant: objscan.LinearVarintPCLnName, Derived: true, Verify: true})
-			if err != nil {
-				t.Fatal(err)
+			for _, variant := range []string{objscan.LinearVarintPCLnName, "cfps-offset"} {
+				_, res, err := Rewrite(data, Options{Mode: Replace, Variant: variant, Derived: true, Verify: true})
+				if err != nil {
+					t.Fatalf("%s: %v", variant, err)
+				}
+				if !res.Verify.OK() || res.Verify.PCs == 0 {
+					t.Fatalf("%s: verify %+v", variant, res.Verify)
+				}
+				t.Logf("%s: %s %s/%s: %+d bytes (%+.3f%%), %d tables, %d PCs", variant, res.GoVersion, res.GOOS, res.GOARCH, res.DeltaBytes, res.DeltaPercent, res.Verify.Tables, res.Verify.PCs)
 			}
-			if !res.Verify.OK() || res.Verify.PCs == 0 {
-				t.Fatalf("verify %+v", res.Verify)
-			}
-			t.Logf("%s %s/%s: %+d bytes (%+.3f%%), %d tables, %d PCs", res.GoVersion, res.GOOS, res.GOARCH, res.DeltaBytes, res.DeltaPercent, res.Verify.Tables, res.Verify.PCs)
 		})
 	}
 }

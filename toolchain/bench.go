@@ -30,7 +30,9 @@ type Flavour struct {
 // (linear) and compact-fast tables (linear-cf), each with the stock
 // pcvalue cache and without a cache (-nocache); and cf-palette-short
 // tables without a pcvalue cache (palette-nocache); and the default with
-// its pcln tables left in varint (varln, VarlnTag). All derive function
+// its pcln tables left in varint (varln, VarlnTag), or with cfps-offset
+// tables (offset, OffsetTag, and offset-nocache without a pcvalue cache).
+// All derive function
 // lengths from the functab. The stock flavour is first and the default
 // second.
 func Flavours() []Flavour {
@@ -44,6 +46,8 @@ func Flavours() []Flavour {
 		{Name: "linear-cf-nocache", Tags: []string{CompactFastTag, NoCacheTag}},
 		{Name: "palette-nocache", Tags: []string{NoCacheTag}},
 		{Name: "varln", Tags: []string{VarlnTag}},
+		{Name: "offset", Tags: []string{OffsetTag}},
+		{Name: "offset-nocache", Tags: []string{OffsetTag, NoCacheTag}},
 	}
 }
 

@@ -77,6 +77,10 @@ const (
 	// kinds in cf-palette-short (patch 0010; with SpecTag or
 	// CompactFastTag it changes nothing).
 	VarlnTag = "pctab_varln"
+	// OffsetTag selects linearpc's cfps-offset variant: cf-palette-short
+	// whose palette chunks may be offset palettes (patch 0011; with
+	// SpecTag or CompactFastTag it changes nothing).
+	OffsetTag = "pctab_offset"
 	// PaletteTag selected linearpc's cf-palette-short variant when
 	// compact-fast was the default (patch 0008). cf-palette-short is now
 	// the default variant, so the tag changes nothing; it is kept so that
@@ -374,8 +378,8 @@ type Format struct {
 // compact-fast variants, each with function lengths derived from the
 // functab (no bytes) or stored in a _func field, the cf-palette-short
 // variant with derived lengths, and the same with pcln tables left in
-// varint (cfps-varint-pcln). The last, cf-palette-short (no tags), is the
-// default.
+// varint (cfps-varint-pcln) and with offset palettes (cfps-offset). The
+// last, cf-palette-short (no tags), is the default.
 func Formats() []Format {
 	return []Format{
 		{Name: "spec-field", Tags: []string{SpecTag, FuncFieldTag}},
@@ -383,6 +387,7 @@ func Formats() []Format {
 		{Name: "compact-fast-field", Tags: []string{CompactFastTag, FuncFieldTag}},
 		{Name: "compact-fast", Tags: []string{CompactFastTag}},
 		{Name: "cfps-varint-pcln", Tags: []string{VarlnTag}},
+		{Name: "cfps-offset", Tags: []string{OffsetTag}},
 		{Name: "cf-palette-short"},
 	}
 }

@@ -131,7 +131,7 @@ func testToolchain(t *testing.T) *Toolchain {
 // with objscan and linearpc's lookups in the same binary.
 func TestRuntime(t *testing.T) {
 	tc := testToolchain(t)
-	for _, tags := range [][]string{nil, {CompactFastTag}, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {CompactFastTag, StockCacheTag}, {CompactFastTag, NoCacheTag}, {NoCacheTag}, {CompactFastTag, FuncFieldTag}, {SpecTag, FuncFieldTag}, {VarlnTag}} {
+	for _, tags := range [][]string{nil, {CompactFastTag}, {SpecTag, StockCacheTag}, {SpecTag, NoCacheTag}, {CompactFastTag, StockCacheTag}, {CompactFastTag, NoCacheTag}, {NoCacheTag}, {CompactFastTag, FuncFieldTag}, {SpecTag, FuncFieldTag}, {VarlnTag}, {OffsetTag}} {
 		t.Run(fmt.Sprintf("tags=%v", tags), func(t *testing.T) {
 			lin := build(t, tc, false, tags...)
 			fl := checkTwin(t, lin, build(t, tc, true, tags...))
@@ -140,6 +140,8 @@ func TestRuntime(t *testing.T) {
 				wantVariant = "spec"
 			} else if slices.Contains(tags, CompactFastTag) {
 				wantVariant = "compact-fast"
+			} else if slices.Contains(tags, OffsetTag) {
+				wantVariant = "cfps-offset"
 			}
 			if fl.Linear.Variant != wantVariant || fl.Linear.Derived != wantDerived || fl.Linear.PCLnVarint != slices.Contains(tags, VarlnTag) {
 				t.Fatalf("the binary has variant %s, derived lengths %v, varint pcln %v; want %s, %v, %v", fl.Linear.Variant, fl.Linear.Derived, fl.Linear.PCLnVarint, wantVariant, wantDerived, slices.Contains(tags, VarlnTag))
@@ -182,7 +184,8 @@ func TestRuntimeRelease(t *testing.T) {
 
 // TestRuntimeEmulated is TestRuntime for linux/arm64 and big-endian
 // linux/s390x under qemu-user, in the default flavour (cf-palette-short
-// tables), with spec and compact-fast tables, and with varint pcln tables:
+// tables), with spec and compact-fast tables, with varint pcln tables and
+// with cfps-offset tables:
 // the runtime's decoders answer every PC of their own binary as linearpc
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
@@ -193,7 +196,7 @@ func TestRuntimeEmulated(t *testing.T) {
 			t.Logf("%s: no qemu-user emulator: %v", arch, err)
 			continue
 		}
-		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}, {VarlnTag}} {
+		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}, {VarlnTag}, {OffsetTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
 				fl := checkTwin(t, lin, buildFor(t, tc, arch, true, tags...))

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
 	"github.com/pctab/pctab/toolchain"
@@ -218,11 +219,11 @@ func (b *Builder) MeasureStock(ctx context.Context, p Program) (*Stock, error) {
 	path := b.stockResultPath(p)
 	var s Stock
 	cached := readCached(path, &s)
-	if cached && hasEstimate(&s, report.MixName) {
+	if cached && hasEstimates(&s) {
 		return &s, nil
 	}
-	// A result cached before report sized the mix gets its estimates
-	// again; the build and its run stay.
+	// A result cached before report sized every variant (or the mix) gets
+	// its estimates again; the build and its run stay.
 	bin := b.StockPath(p)
 	f, err := objscan.Open(bin)
 	if err != nil {
@@ -275,6 +276,17 @@ func estimate(f *objscan.File, s *Stock) error {
 
 func hasEstimate(s *Stock, variant string) bool {
 	return slices.ContainsFunc(s.Estimates, func(e Estimate) bool { return e.Variant == variant })
+}
+
+// hasEstimates reports whether s has an estimate of every linearpc variant
+// and of the mix, as estimate gives today.
+func hasEstimates(s *Stock) bool {
+	for _, v := range linearpc.Variants() {
+		if !hasEstimate(s, v.Name) {
+			return false
+		}
+	}
+	return hasEstimate(s, report.MixName)
 }
 
 // FormatVariant returns the linearpc variant a format's tables use and

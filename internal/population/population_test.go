@@ -398,6 +398,15 @@ func TestStockEstimatesRefreshed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(again, s) {
 		t.Errorf("second read: %v, %+v, want %+v", err, again, s)
 	}
+	// A result with the mix but without a variant added later (as
+	// cfps-offset was) is estimated again too.
+	s.Estimates = slices.DeleteFunc(s.Estimates, func(e Estimate) bool { return e.Variant == "cfps-offset" })
+	if err := writeCached(b.stockResultPath(p), s); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := b.MeasureStock(context.Background(), p); err != nil || !hasEstimate(s2, "cfps-offset") || s2.Run.ExitCode != 42 {
+		t.Fatalf("a result without cfps-offset's estimate: %v, %+v", err, s2)
+	}
 	// A cached result whose binary is gone stays as it was.
 	gone := Program{Name: "gone", Module: "example.com/gone", Package: ".", Version: "v1.0.0"}
 	if err := os.MkdirAll(filepath.Dir(b.stockResultPath(gone)), 0o755); err != nil {
