@@ -277,10 +277,16 @@ func cpPalFast(d []byte, qd, n, j uint) int32 {
 	bit := j << ib
 	x := uint(d[qd+1+bit>>3]) >> (bit & 7) & (1<<(1<<ib) - 1)
 	q := qd + 1 + (n<<ib+7)>>3
-	f := uint(desc>>4) & 1 // an offset palette
-	o := int32(d[q+j]) & -int32(f)
+	var o int32
+	if desc&cpOffs != 0 {
+		// An offset palette: the change's byte, then the entries after
+		// all n of them. (Read only here: in a plain palette q+j may lie
+		// past the chunk.)
+		o = int32(d[q+j])
+		q += n
+	}
 	pbit := x * cfBits[pw]
-	y := binary.LittleEndian.Uint32(d[q+f*n+pbit>>3:]) >> (pbit & 4) & cfDMask[pw]
+	y := binary.LittleEndian.Uint32(d[q+pbit>>3:]) >> (pbit & 4) & cfDMask[pw]
 	return int32(y) - int32(cfDSign[pw]) + o
 }
 
