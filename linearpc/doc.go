@@ -196,7 +196,11 @@
 // stores in 2 bytes per change and an offset palette in about 1. The
 // encoder keeps the smallest of the uniform, palette and offset palette
 // forms (in that order on ties); a lookup in an offset palette adds one
-// byte load to the palette's path.
+// byte load to the palette's path. A palette or a short table must also
+// save enough to pay for the branch a lookup takes to its code, which
+// mispredicts where such lookups are few: 6 bytes for each lookup it
+// takes off the uniform chunks' path, each table looked up alike and its
+// PCs uniformly (palette.go, "The rare forms").
 package linearpc
 
 // ChunkUnits is the number of PC-quantum units one chunk of the spec

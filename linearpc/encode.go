@@ -184,7 +184,7 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 		case kindCompactFast:
 			e.body = appendCFChunk(e.body, cur, chs[j:k], start)
 		case kindCompactPalette:
-			e.body = appendCPChunk(e.body, cur, chs[j:k], start, v.offs)
+			e.body = appendCPChunk(e.body, cur, chs[j:k], start, v.offs, rareMinSave(v.rare, min(size, tlen-start), tlen))
 		default:
 			e.body = appendSpecChunk(e.body, cur, chs[j:k], start, v.shift)
 		}
@@ -211,7 +211,7 @@ func (e *encoder) appendChanges(dst []byte, chs []change, tlen uint32, v Variant
 		dst = append(dst, e.body...)
 		if short, ok := appendCPShort(e.alt[:0], chs, tlen); ok && v.short {
 			e.alt = short
-			if len(short) < len(dst)-start {
+			if len(short)+max(1, int(v.rare)) <= len(dst)-start {
 				dst = append(dst[:start], short...)
 			}
 		}

@@ -314,6 +314,69 @@ func TestNewSetOf(t *testing.T) {
 	}
 }
 
+// TestRareForms checks that cfps-offset takes a palette chunk or a short
+// table only where it saves cpRare bytes per lookup it takes off the
+// common path, and cf-palette-short wherever it saves a byte.
+func TestRareForms(t *testing.T) {
+	cp, co := variantByName(t, "cf-palette-short"), variantByName(t, "cfps-offset")
+	for _, tc := range []struct {
+		name      string
+		tab       pcvalue.Table
+		rareCP    bool // cf-palette-short takes the rare form
+		rareCO    bool // cfps-offset does
+		firstByte bool // the rare form is a short table (else chunk 0's palette)
+	}{
+		// 10 changes between two clusters: an offset palette saves 3
+		// bytes of 20 in a one-chunk table (cfps-offset wants 6;
+		// cf-palette-short has no offset palettes).
+		{"palette saving 3", pcvalue.Table{Len: 11, Runs: runs(0, 10, 1, 1000, 2, 20, 3, 1001, 4, 21, 5, 1002, 6, 22, 7, 1003, 8, 23, 9, 1004, 10, 24)}, false, false, false},
+		// The same chunk, the first of a table of 8 chunks: it takes an
+		// eighth of the lookups, so 3 bytes (6*256/2048 = 0.75, at least 1) pay.
+		{"palette saving 3 of 8 chunks", pcvalue.Table{Len: 2048, Runs: runs(0, 10, 1, 1000, 2, 20, 3, 1001, 4, 21, 5, 1002, 6, 22, 7, 1003, 8, 23, 9, 1004, 10, 24, 100, 5)}, false, true, false},
+		// One change in a table of two chunks: a short table saves a byte.
+		{"short saving 1", pcvalue.Table{Len: 300, Runs: runs(0, 0, 5, 1)}, true, false, true},
+		// Seven changes over many chunks: a short table saves far more.
+		{"short saving many", pcvalue.Table{Len: 30000, Runs: runs(0, 0, 500, 1, 5000, 2, 9000, 3, 13000, 2, 20000, 1, 25000, 4, 29000, 0)}, true, true, true},
+	} {
+		for _, x := range []struct {
+			v    Variant
+			want bool
+		}{{cp, tc.rareCP}, {co, tc.rareCO}} {
+			enc := x.v.Encode(tc.tab)
+			var rare bool
+			if tc.firstByte {
+				rare = enc[0] == cpShort
+			} else {
+				h := enc[0]
+				if tc.tab.Len > ChunkUnits {
+					h = enc[(tc.tab.Len-1)>>8] // chunk 0, after the 1-byte index
+				}
+				rare = h&3 == 3
+			}
+			if rare != x.want {
+				t.Errorf("%s, %s: rare form %v, want %v (% x)", tc.name, x.v.Name, rare, x.want, enc)
+			}
+			for pc := range tc.tab.Len {
+				if v, _ := tc.tab.Lookup(pc); x.v.Lookup(enc, tc.tab.Len, pc) != v {
+					t.Fatalf("%s, %s: pc %d: %d, want %d", tc.name, x.v.Name, pc, x.v.Lookup(enc, tc.tab.Len, pc), v)
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		rare        uint8
+		units, tlen uint32
+		want        int
+	}{
+		{0, 256, 256, 1}, {cpRare, 11, 11, 6}, {cpRare, 256, 2048, 1}, {cpRare, 256, 512, 3},
+		{cpRare, 44, 300, 1}, {cpRare, 256, 300, 6}, {255, 1 << 31, 1<<32 - 1, 128}, {cpRare, 1, 0, 1},
+	} {
+		if got := rareMinSave(tc.rare, tc.units, tc.tlen); got != tc.want {
+			t.Errorf("rareMinSave(%d, %d, %d) = %d, want %d", tc.rare, tc.units, tc.tlen, got, tc.want)
+		}
+	}
+}
+
 // TestOffsetPalette checks that cfps-offset stores chunks whose deltas form
 // clusters as offset palettes: smaller than cf-palette-short's encoding, by
 // about a byte per change, and marked in the descriptor.
@@ -333,16 +396,16 @@ func TestOffsetPalette(t *testing.T) {
 			t.Errorf("%s: cf-palette-short %d bytes, cfps-offset %d: saves %d, want at least %d", tc.name, len(a), len(b), save, tc.minSave)
 		}
 	}
-	// One chunk of 10 changes in two clusters: the layout byte for byte.
-	tab := pcvalue.Table{Len: 11, Runs: runs(0, 10, 1, 1000, 2, 20, 3, 1001, 4, 21, 5, 1002, 6, 22, 7, 1003, 8, 23, 9, 1004, 10, 24)}
+	// One chunk of 14 changes in two clusters: the layout byte for byte.
+	tab := pcvalue.Table{Len: 15, Runs: runs(0, 10, 1, 1000, 2, 20, 3, 1001, 4, 21, 5, 1002, 6, 22, 7, 1003, 8, 23, 9, 1004, 10, 24, 11, 1005, 12, 25, 13, 1006, 14, 26)}
 	got := co.Encode(tab)
 	want := []byte{
-		10<<4 | 1<<2 | 3,              // 10 changes, a 1-byte start value, mode 3
-		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, // PCs
-		11 ^ 0x80,         // the start value + 1, excess-128
-		2 | 0<<2 | cpOffs, // 2-byte entries, 1-bit indexes, offsets
-		0b01010101, 0b01,  // clusters 1, 0, 1, 0, ...
-		0, 0, 1, 1, 2, 2, 3, 3, 4, 4, // offsets
+		14<<4 | 1<<2 | 3,                              // 14 changes, a 1-byte start value, mode 3
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, // PCs
+		11 ^ 0x80,            // the start value + 1, excess-128
+		2 | 0<<2 | cpOffs,    // 2-byte entries, 1-bit indexes, offsets
+		0b01010101, 0b010101, // clusters 1, 0, 1, 0, ...
+		0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, // offsets
 		0x0a, 0x80, 0xde, 0x83, // entries 10 and 990, excess-32768
 	}
 	if !bytes.Equal(got, want) {

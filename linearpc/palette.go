@@ -49,8 +49,10 @@ import (
 
 // appendCPChunk appends the cf-palette encoding of a chunk that starts
 // at table PC start with value v0 and has the changes chs inside it.
-// With offs, the chunk may be an offset palette.
-func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool) []byte {
+// With offs, the chunk may be an offset palette. A palette replaces the
+// uniform form only where it saves at least minSave bytes, or where the
+// deltas need 4 bytes.
+func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool, minSave int) []byte {
 	n := len(chs)
 	mode := byte(0)
 	for _, c := range chs {
@@ -83,7 +85,7 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool) 
 	}
 	ib := indexWidth(len(pal))
 	palCost := 1 + (n<<ib+7)>>3 + paletteLen(len(pal), pw)
-	palette := n > 0 && (mode == 3 || palCost < plain)
+	palette := n > 0 && (mode == 3 || palCost+minSave <= plain)
 	var offBuf [256]uint8
 	var off []uint8
 	if offs && n > 0 {
@@ -91,7 +93,7 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool) 
 		var cidx [256]uint8
 		k, cpw := clusterPalette(chs, v0, &cl, &cidx, &offBuf)
 		cib := indexWidth(k)
-		if c := 1 + (n<<cib+7)>>3 + n + paletteLen(k, cpw); c < min(palCost, plain) || mode == 3 && c < palCost {
+		if c := 1 + (n<<cib+7)>>3 + n + paletteLen(k, cpw); c < palCost && (mode == 3 || c+minSave <= plain) {
 			pal, pw, ib, off, palette = cl[:k], cpw, cib, offBuf[:n], true
 			idxBuf = cidx
 		}
@@ -147,6 +149,33 @@ func appendCPChunk(dst []byte, v0 int32, chs []change, start uint32, offs bool) 
 // cpOffs is the bit of a palette chunk's descriptor that marks an offset
 // palette.
 const cpOffs = 0x10
+
+// The rare forms.
+//
+// A lookup takes a branch to a palette chunk's or a short table's code.
+// Where the lookups that land there are a small fraction, a predictor
+// learns to expect the common path (compact-fast's uniform chunk) and
+// mispredicts each of them, which costs more than the rare form's own
+// code; where lookups repeat, it learns them. So cfps-offset takes a rare
+// form only where it saves rareMinSave bytes: cpRare bytes for each
+// lookup that it takes off the common path, counting each function's
+// table as looked up alike and its PCs uniformly (lookupbench's
+// "references" sampling). A short table takes every lookup of its table:
+// it must save cpRare bytes. A palette chunk of u units in a table of
+// tlen takes u/tlen of them: it must save cpRare*u/tlen bytes, rounded
+// up, at least 1. On the go command this keeps 6.1% of the lookups on
+// the rare paths instead of 18.6% (docs/size.md, "Rare forms").
+const cpRare = 6
+
+// rareMinSave is the saving a palette chunk of units PC units in a table
+// of tlen units must make in a variant whose rare cost is rare (0: any
+// saving). It is computed in 64 bits, so it cannot wrap.
+func rareMinSave(rare uint8, units, tlen uint32) int {
+	if rare == 0 || tlen == 0 {
+		return 1
+	}
+	return max(1, int((uint64(rare)*uint64(units)+uint64(tlen)-1)/uint64(tlen)))
+}
 
 // indexWidth returns the code ib of the palette index width, 1<<ib bits,
 // for a palette of k entries.

@@ -107,7 +107,7 @@ var refSetSums = map[string]string{
 	"compact-fast":     "dbe4a809856e734e8857a963171deba47689bceb862ba9896f0e8ac2f2aacd8c",
 	"cf-palette":       "278a1312cef68560916fd9163786a05acd2f168bf5961c3b44dfa4d79aeb0ba9",
 	"cf-palette-short": "01f30e83ac1e1022dacef02f666e9a79729c41a740a2cc7bb521048237eaf072",
-	"cfps-offset":      "337143c06a9e023a0cf31c75781d49c854703929630f4eb2f6ba377f4752092e",
+	"cfps-offset":      "c74d5aeacde102cfc338c7506e3fbbfab263aebae5d27c5bfd3a558f8da57454",
 }
 
 // TestRealLookup checks the variants against the varint tables of the local
@@ -208,4 +208,88 @@ func TestRealLookup(t *testing.T) {
 			t.Errorf("%s: TryLookupPalette served %d lookups, compact-fast's TryLookup %d", name, served[name], cf)
 		}
 	}
+}
+
+// TestRealRareShare measures on the local go binary the share of lookups
+// that take a rare form's branch (a short table or a palette chunk), each
+// distinct table weighted alike and its PCs uniformly, with the size, for
+// cf-palette-short and for cfps-offset with its rule (see cpRare) at other
+// prices too (-v prints them), and checks that cfps-offset's rule keeps
+// fewer than half of cf-palette-short's there.
+func TestRealRareShare(t *testing.T) {
+	f, tabs := realTables(t)
+	varint := 0
+	for _, rt := range tabs {
+		varint += len(rt.raw)
+	}
+	cp, co := variantByName(t, "cf-palette-short"), variantByName(t, "cfps-offset")
+	at := func(rare uint8) Variant { v := co; v.rare = rare; return v }
+	share := map[string]float64{}
+	for _, tc := range []struct {
+		name string
+		v    Variant
+	}{{"cf-palette-short", cp}, {"cfps-offset", co}, {"cfps-offset, any saving", at(0)}, {"cfps-offset, 4 bytes a lookup", at(4)}, {"cfps-offset, 8 bytes a lookup", at(8)}, {"cfps-offset, 12 bytes a lookup", at(12)}} {
+		if testing.Short() && tc.v.rare != 0 && tc.v.rare != cpRare {
+			continue
+		}
+		s := NewSet(tc.v)
+		offs := make([]uint32, len(tabs))
+		for i, rt := range tabs {
+			offs[i] = s.Add(rt.t)
+		}
+		d := s.Bytes()
+		var sum float64
+		for i, rt := range tabs {
+			rare := 0
+			for pc := range rt.t.Len {
+				if rarePath(d, offs[i], rt.t.Len, pc) {
+					rare++
+				}
+			}
+			sum += float64(rare) / float64(rt.t.Len)
+		}
+		share[tc.name] = sum / float64(len(tabs))
+		t.Logf("%s %-31s %4.1f%% of lookups on a rare form's path; %d bytes, %+.3f%% of the file", f.GoVersion, tc.name+":", 100*share[tc.name], s.Size(), 100*float64(s.Size()-varint)/float64(f.FileSize))
+	}
+	if share["cfps-offset"] > share["cf-palette-short"]/2 {
+		t.Errorf("cfps-offset takes %.1f%% of lookups to a rare form, more than half of cf-palette-short's %.1f%%", 100*share["cfps-offset"], 100*share["cf-palette-short"])
+	}
+}
+
+// rarePath reports whether the lookup of pc in the palette-variant table at
+// d[off:] takes a short table's or a palette chunk's code.
+func rarePath(d []byte, off, textLen, pc uint32) bool {
+	nidx := (textLen - 1) >> 8
+	if nidx == 0 {
+		return d[off]&3 == 3
+	}
+	switch d[off] {
+	case cpShort:
+		return true
+	case 0xfe, 0xff:
+		return lookupPathWide(d, off, textLen, pc)
+	}
+	p := off + nidx
+	if c := pc >> 8; c > 0 {
+		p += uint32(d[off+c-1])
+	}
+	return d[p]&3 == 3
+}
+
+// lookupPathWide is rarePath for the 2- and 4-byte index forms.
+func lookupPathWide(d []byte, off, textLen, pc uint32) bool {
+	nidx := (textLen - 1) >> 8
+	c := pc >> 8
+	if d[off] == 0xfe {
+		p := off + 1 + 2*nidx
+		if c > 0 {
+			p += uint32(d[off+2*c-1]) | uint32(d[off+2*c])<<8
+		}
+		return d[p]&3 == 3
+	}
+	p := off + 1 + 4*nidx
+	if c > 0 {
+		p += uint32(d[off+4*c-3]) | uint32(d[off+4*c-2])<<8 | uint32(d[off+4*c-1])<<16 | uint32(d[off+4*c])<<24
+	}
+	return d[p]&3 == 3
 }

@@ -35,6 +35,7 @@ type Variant struct {
 	pool  bool  // chunks may refer to identical chunks of other tables in a Set
 	short bool  // tables with few changes may be stored whole (kindCompactPalette)
 	offs  bool  // palette chunks may add a byte to their entries (kindCompactPalette)
+	rare  uint8 // bytes a rare form must save per lookup it takes (see rareMinSave)
 }
 
 // Spec returns the spec variant: the format exactly as specified, with
@@ -54,7 +55,7 @@ func Variants() []Variant {
 		{Name: "compact-fast", Doc: "compact chunks with absolute start values and uniform delta widths only (no header table, no vlen, no chunk-0 reference), for a branch-free padded lookup", kind: kindCompactFast, shift: 8},
 		{Name: "cf-palette", Doc: "compact-fast chunks, except that a chunk may store its distinct deltas once and a 1-8 bit palette index per change, when that is smaller", kind: kindCompactPalette, shift: 8},
 		{Name: "cf-palette-short", Doc: "cf-palette, and a table of several chunks with at most 7 changes may be stored whole (16-bit PCs, no index), when that is smaller", kind: kindCompactPalette, shift: 8, short: true},
-		{Name: "cfps-offset", Doc: "cf-palette-short, and a palette chunk may instead store the lowest delta of each cluster of deltas at most 255 apart, and per change a cluster index and a byte to add, when that is smaller", kind: kindCompactPalette, shift: 8, short: true, offs: true},
+		{Name: "cfps-offset", Doc: "cf-palette-short, and a palette chunk may instead store the lowest delta of each cluster of deltas at most 255 apart, and per change a cluster index and a byte to add; each rare form (palette, short table) only where it saves 6 bytes per lookup it takes off the common path", kind: kindCompactPalette, shift: 8, short: true, offs: true, rare: cpRare},
 	}
 }
 
