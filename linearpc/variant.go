@@ -27,7 +27,8 @@ const (
 type Variant struct {
 	// Name identifies the variant in reports ("spec", "spec-128", ...).
 	Name string
-	// Doc is a one-line description.
+	// Doc is a one-line description. It changes whenever the variant's
+	// encoding does, so that results cached with it can tell.
 	Doc string
 
 	kind  kind

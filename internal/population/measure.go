@@ -53,6 +53,11 @@ type Stock struct {
 // An Estimate is report's predicted file change for one linear variant.
 type Estimate struct {
 	Variant string `json:"variant"`
+	// Doc is the variant's description when it was estimated
+	// (linearpc.Variant.Doc): a cached estimate of a variant whose
+	// description has changed since, as it does when its encoder's rules
+	// do, is estimated again.
+	Doc string `json:"doc"`
 	// TablesFileDeltaPercent is the tables' change alone, in percent of
 	// the file: the estimate for derived function lengths.
 	TablesFileDeltaPercent float64 `json:"tables_file_delta_percent"`
@@ -267,6 +272,7 @@ func estimate(f *objscan.File, s *Stock) error {
 	for _, v := range append(r.Variants, *r.Mix) {
 		s.Estimates = append(s.Estimates, Estimate{
 			Variant:                v.Name,
+			Doc:                    v.Doc,
 			TablesFileDeltaPercent: pct(s.Bytes+v.Bytes-r.Tables.VarintBytes, s.Bytes),
 			FileDeltaPercent:       v.FileDeltaPercent,
 		})
@@ -274,19 +280,20 @@ func estimate(f *objscan.File, s *Stock) error {
 	return nil
 }
 
-func hasEstimate(s *Stock, variant string) bool {
-	return slices.ContainsFunc(s.Estimates, func(e Estimate) bool { return e.Variant == variant })
+func hasEstimate(s *Stock, variant, doc string) bool {
+	return slices.ContainsFunc(s.Estimates, func(e Estimate) bool { return e.Variant == variant && e.Doc == doc })
 }
 
 // hasEstimates reports whether s has an estimate of every linearpc variant
-// and of the mix, as estimate gives today.
+// and of the mix, as estimate gives today: each of the variant as
+// described today.
 func hasEstimates(s *Stock) bool {
 	for _, v := range linearpc.Variants() {
-		if !hasEstimate(s, v.Name) {
+		if !hasEstimate(s, v.Name, v.Doc) {
 			return false
 		}
 	}
-	return hasEstimate(s, report.MixName)
+	return hasEstimate(s, report.MixName, report.MixDoc)
 }
 
 // FormatVariant returns the linearpc variant a format's tables use and

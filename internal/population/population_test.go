@@ -19,6 +19,7 @@ import (
 	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/internal/testenv"
+	"github.com/pctab/pctab/report"
 	"github.com/pctab/pctab/toolchain"
 )
 
@@ -398,13 +399,25 @@ func TestStockEstimatesRefreshed(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(again, s) {
 		t.Errorf("second read: %v, %+v, want %+v", err, again, s)
 	}
+	// Every variant estimated, but one under a description it no longer
+	// has (its encoder's rules changed): estimated again.
+	stale := *s
+	stale.Estimates = slices.Clone(s.Estimates)
+	stale.Estimates[0].Doc, stale.Estimates[0].TablesFileDeltaPercent = "an older rule", 99
+	if err := writeCached(b.stockResultPath(p), &stale); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := b.MeasureStock(context.Background(), p)
+	if err != nil || !reflect.DeepEqual(fresh, s) {
+		t.Errorf("after a description changed: %v, %+v, want %+v", err, fresh, s)
+	}
 	// A result with the mix but without a variant added later (as
 	// cfps-offset was) is estimated again too.
 	s.Estimates = slices.DeleteFunc(s.Estimates, func(e Estimate) bool { return e.Variant == "cfps-offset" })
 	if err := writeCached(b.stockResultPath(p), s); err != nil {
 		t.Fatal(err)
 	}
-	if s2, err := b.MeasureStock(context.Background(), p); err != nil || !hasEstimate(s2, "cfps-offset") || s2.Run.ExitCode != 42 {
+	if s2, err := b.MeasureStock(context.Background(), p); err != nil || !hasEstimates(s2) || s2.Run.ExitCode != 42 {
 		t.Fatalf("a result without cfps-offset's estimate: %v, %+v", err, s2)
 	}
 	// A cached result whose binary is gone stays as it was.
@@ -415,7 +428,7 @@ func TestStockEstimatesRefreshed(t *testing.T) {
 	if err := writeCached(b.stockResultPath(gone), &old); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := b.MeasureStock(context.Background(), gone); err != nil || g.Run.ExitCode != 42 || hasEstimate(g, "cfps-varint-pcln") {
+	if g, err := b.MeasureStock(context.Background(), gone); err != nil || g.Run.ExitCode != 42 || hasEstimate(g, report.MixName, report.MixDoc) {
 		t.Errorf("a cached result without its binary: %v, %+v", err, g)
 	}
 	f := toolchain.Format{Name: "cfps-varint-pcln", Tags: []string{toolchain.VarlnTag}}
