@@ -259,37 +259,8 @@ func TestRealRareShare(t *testing.T) {
 // rarePath reports whether the lookup of pc in the palette-variant table at
 // d[off:] takes a short table's or a palette chunk's code.
 func rarePath(d []byte, off, textLen, pc uint32) bool {
-	nidx := (textLen - 1) >> 8
-	if nidx == 0 {
-		return d[off]&3 == 3
-	}
-	switch d[off] {
-	case cpShort:
+	if textLen > ChunkUnits && d[off] == cpShort {
 		return true
-	case 0xfe, 0xff:
-		return lookupPathWide(d, off, textLen, pc)
 	}
-	p := off + nidx
-	if c := pc >> 8; c > 0 {
-		p += uint32(d[off+c-1])
-	}
-	return d[p]&3 == 3
-}
-
-// lookupPathWide is rarePath for the 2- and 4-byte index forms.
-func lookupPathWide(d []byte, off, textLen, pc uint32) bool {
-	nidx := (textLen - 1) >> 8
-	c := pc >> 8
-	if d[off] == 0xfe {
-		p := off + 1 + 2*nidx
-		if c > 0 {
-			p += uint32(d[off+2*c-1]) | uint32(d[off+2*c])<<8
-		}
-		return d[p]&3 == 3
-	}
-	p := off + 1 + 4*nidx
-	if c > 0 {
-		p += uint32(d[off+4*c-3]) | uint32(d[off+4*c-2])<<8 | uint32(d[off+4*c-1])<<16 | uint32(d[off+4*c])<<24
-	}
-	return d[p]&3 == 3
+	return d[chunkOffset(d, int(off), textLen, pc)]&3 == 3
 }
