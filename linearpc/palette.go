@@ -163,8 +163,8 @@ const cpOffs = 0x10
 // "references" sampling). A short table takes every lookup of its table:
 // it must save cpRare bytes. A palette chunk of u units in a table of
 // tlen takes u/tlen of them: it must save cpRare*u/tlen bytes, rounded
-// up, at least 1. On the go command this keeps 6.1% of the lookups on
-// the rare paths instead of 18.6% (docs/size.md, "Rare forms").
+// up, at least 1. TestRealRareShare measures what this keeps off the
+// rare paths, and at what size (docs/size.md, "Rare forms").
 const cpRare = 6
 
 // rareMinSave is the saving a palette chunk of units PC units in a table
