@@ -20,6 +20,35 @@ type Flavour struct {
 	Tags []string // build tags
 	// Stock builds with the local toolchain instead of the patched one.
 	Stock bool
+	// LDFlags are the build's linker flags (go build -ldflags).
+	// LayoutControl uses them to place stock's code at other addresses.
+	LDFlags []string
+}
+
+// BuildFlags returns the go command flags that select fl's build: -tags
+// and -ldflags where fl has them.
+func (fl Flavour) BuildFlags() []string {
+	var args []string
+	if len(fl.Tags) > 0 {
+		args = append(args, "-tags", strings.Join(fl.Tags, ","))
+	}
+	if len(fl.LDFlags) > 0 {
+		args = append(args, "-ldflags="+strings.Join(fl.LDFlags, " "))
+	}
+	return args
+}
+
+// Baseline reports whether fl is the build every ratio is taken to: the
+// stock toolchain with no other flags.
+func (fl Flavour) Baseline() bool { return fl.Stock && len(fl.Tags) == 0 && len(fl.LDFlags) == 0 }
+
+// LayoutControl is the flavour "stock-align64": the stock toolchain with
+// every function aligned to 64 bytes instead of 32 (-ldflags=-funcalign=64).
+// It runs the same instructions as stock at other addresses, so its ratios
+// to stock are what code placement alone moves a benchmark by: the floor
+// under which a patched flavour's ratio says nothing about its code.
+func LayoutControl() Flavour {
+	return Flavour{Name: "stock-align64", Stock: true, LDFlags: []string{"-funcalign=64"}}
 }
 
 // Flavours returns the builds Bench compares: the stock toolchain; the
@@ -32,9 +61,9 @@ type Flavour struct {
 // tables without a pcvalue cache (palette-nocache); and the default with
 // its pcln tables left in varint (varln, VarlnTag), or with cfps-offset
 // tables (offset, OffsetTag, and offset-nocache without a pcvalue cache).
-// All derive function
-// lengths from the functab. The stock flavour is first and the default
-// second.
+// All derive function lengths from the functab. Last comes LayoutControl,
+// stock's code at other addresses. The stock flavour is first and the
+// default second.
 func Flavours() []Flavour {
 	return []Flavour{
 		{Name: "stock", Stock: true},
@@ -48,6 +77,7 @@ func Flavours() []Flavour {
 		{Name: "varln", Tags: []string{VarlnTag}},
 		{Name: "offset", Tags: []string{OffsetTag}},
 		{Name: "offset-nocache", Tags: []string{OffsetTag, NoCacheTag}},
+		LayoutControl(),
 	}
 }
 
@@ -161,10 +191,7 @@ func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pk
 	bins := make([]string, len(flavours))
 	for i, fl := range flavours {
 		bins[i] = filepath.Join(work, fl.Name+".test")
-		args := []string{"test", "-c", "-o", bins[i]}
-		if len(fl.Tags) > 0 {
-			args = append(args, "-tags", strings.Join(fl.Tags, ","))
-		}
+		args := append([]string{"test", "-c", "-o", bins[i]}, fl.BuildFlags()...)
 		args = append(args, pkg)
 		var cmd *exec.Cmd
 		if fl.Stock {

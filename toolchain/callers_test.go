@@ -23,14 +23,14 @@ func TestCallersOutput(t *testing.T) {
 	var want []byte
 	for _, fl := range Flavours() {
 		out := filepath.Join(t.TempDir(), "callers-"+fl.Name)
-		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Stock: fl.Stock, Tags: fl.Tags}); err != nil {
+		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Stock: fl.Stock, Flags: fl.BuildFlags()}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := exec.Command(out).Output()
 		if err != nil {
 			t.Fatalf("%s: %v", fl.Name, err)
 		}
-		if fl.Stock {
+		if fl.Baseline() {
 			want = got
 			if len(want) < 1<<20 {
 				t.Fatalf("stock printed %d bytes, want more than 1 MiB", len(want))

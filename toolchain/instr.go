@@ -274,7 +274,7 @@ func selectFlavours(names []string) ([]Flavour, error) {
 	}
 	var fls []Flavour
 	for _, fl := range all {
-		if fl.Stock || slices.Contains(names, fl.Name) {
+		if fl.Baseline() || slices.Contains(names, fl.Name) {
 			fls = append(fls, fl)
 		}
 	}

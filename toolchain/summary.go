@@ -41,6 +41,7 @@ func Summarize(r io.Reader, w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(w, "%-18s %d of %d medians above 1.00; %d of %d upper bounds above 1.03 (highest %.3f: %s)\n", fl, medians, total, above, total, worst, worstName)
+		res.WriteControl(w, fl, LayoutControl().Name, 1.03)
 	}
 	return nil
 }

@@ -61,21 +61,22 @@ func (pb *pkgBench) done() { os.RemoveAll(pb.work) }
 // benchCommand is "pctab-toolchain bench".
 var benchCommand = &cli.Command{
 	Name:  "bench",
-	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-interleave] [-flavours LIST] [-o FILE] [PKG]",
+	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-interleave=false] [-flavours LIST] [-o FILE] [PKG]",
 	Short: "benchmark a package built stock and in every runtime flavour",
 	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
 		"stock toolchain and in every runtime flavour of the patched one\n" +
 		"(toolchain.Flavours), round-robin, the flavours' order rotated each round, and\n" +
 		"writes the results in the Go benchmark format with a toolchain key, for\n" +
-		"benchstat -col toolchain and pctab-toolchain summary. -interleave runs the\n" +
+		"benchstat -col toolchain and pctab-toolchain summary. By default it runs the\n" +
 		"benchmarks one at a time, each in every flavour in turn, so that the runs a\n" +
-		"round pairs are adjacent in time.",
+		"round pairs are adjacent in time; -interleave=false runs each flavour's\n" +
+		"whole test binary in turn.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		pf := addPkgBenchFlags(fs)
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
 		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
-		interleave := fs.Bool("interleave", false, "run the benchmarks one at a time, each in every flavour in turn")
+		interleave := fs.Bool("interleave", true, "run the benchmarks one at a time, each in every flavour in turn (false: each flavour's whole binary in turn)")
 		return func(env *cli.Env, args []string) error {
 			if *count < 1 {
 				return cli.Usagef("-count=%d: must be at least 1", *count)

@@ -18,13 +18,13 @@ import (
 // benchmark suite (package internal/libbench).
 var libbenchCommand = &cli.Command{
 	Name:  "libbench",
-	Args:  "[-o DIR] [-count N] [-benchtime T] [-interleave] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
+	Args:  "[-o DIR] [-count N] [-benchtime T] [-interleave=false] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
 	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
 	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
 		"module proxy into a work module under the cache directory, builds their\n" +
 		"benchmarks with the stock toolchain and in each runtime flavour, runs them\n" +
-		"round-robin (with -interleave one benchmark at a time, each in every flavour in\n" +
-		"turn) and prints the summary: ratios to stock with 95% intervals, each\n" +
+		"round-robin, one benchmark at a time, each in every flavour in turn\n" +
+		"(-interleave=false: each flavour's whole test binary in turn), and prints the summary: ratios to stock with 95% intervals, each\n" +
 		"library's geomean, and the price of caller information. -instructions counts\n" +
 		"instructions per operation under cachegrind instead of timing; -tests runs the\n" +
 		"libraries' own tests stock and in each flavour and compares their normalized\n" +
@@ -34,7 +34,7 @@ var libbenchCommand = &cli.Command{
 		fs.StringVar(&o.outDir, "outputdir", "", "write the results (libbench.txt or instructions.txt, its -summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
 		fs.IntVar(&o.count, "count", 8, "`n` rounds, each running every benchmark in every flavour once")
 		fs.StringVar(&o.benchtime, "benchtime", "100ms", "-test.benchtime of each benchmark")
-		fs.BoolVar(&o.interleave, "interleave", false, "run the benchmarks one at a time, each in every flavour in turn")
+		fs.BoolVar(&o.interleave, "interleave", true, "run the benchmarks one at a time, each in every flavour in turn (false: each flavour's whole binary in turn)")
 		fs.StringVar(&o.flavours, "flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
 		fs.StringVar(&o.libs, "libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
 		fs.BoolVar(&o.tests, "tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
@@ -174,7 +174,7 @@ func selectFlavours(names []string) ([]toolchain.Flavour, error) {
 	}
 	var out []toolchain.Flavour
 	for _, fl := range all {
-		if want[fl.Name] || fl.Stock {
+		if want[fl.Name] || fl.Baseline() {
 			out = append(out, fl)
 		}
 		delete(want, fl.Name)

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -65,7 +66,7 @@ var testsuiteCommand = &cli.Command{
 			for _, name := range strings.Split(*flavours, ",") {
 				fl, ok := flavourByName(name)
 				if !ok || fl.Stock {
-					return cli.Usagef("-flavours: unknown flavour %q (want some of %s)", name, flavourNames(toolchain.Flavours()[1:]))
+					return cli.Usagef("-flavours: unknown flavour %q (want some of %s)", name, flavourNames(slices.DeleteFunc(toolchain.Flavours(), func(fl toolchain.Flavour) bool { return fl.Stock })))
 				}
 				fls = append(fls, fl)
 			}

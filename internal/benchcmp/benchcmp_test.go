@@ -103,3 +103,69 @@ func ExampleResults_WriteTables() {
 	// X                                            stock                 103.5ns    3%                                        8
 	//                                              new                    51.8ns    3%   0.500  0.500 [0.500, 0.500]  0.000   8
 }
+
+// threeWay writes n rounds of stock, new and ctl for each benchmark of
+// ratios: stock's value in round i is 100+i, and new's and ctl's the
+// benchmark's ratios to it, each moved by ±spread in alternate rounds.
+func threeWay(unit string, n int, spread float64, ratios map[string][2]float64) string {
+	var b strings.Builder
+	for i := range n {
+		t := 100 + float64(i)
+		d := spread
+		if i%2 == 1 {
+			d = -spread
+		}
+		for name, r := range ratios {
+			fmt.Fprintf(&b, "toolchain: stock\nBenchmark%s 1 %g %s\n", name, t, unit)
+			fmt.Fprintf(&b, "toolchain: new\nBenchmark%s 1 %g %s\n", name, (r[0]+d)*t, unit)
+			fmt.Fprintf(&b, "toolchain: ctl\nBenchmark%s 1 %g %s\n", name, (r[1]+d)*t, unit)
+		}
+	}
+	return b.String()
+}
+
+func TestWithinControl(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		unit       string
+		n          int
+		spread     float64
+		ratios     map[string][2]float64 // new's and ctl's ratio to stock
+		limit      float64
+		above, got int
+	}{
+		// Times: B's interval [1.03, 1.07] overlaps ctl's [1.01, 1.05];
+		// C's [1.08, 1.12] lies above ctl's [0.98, 1.02].
+		{"time", "ns/op", 12, 0.02, map[string][2]float64{"A": {0.9, 1}, "B": {1.05, 1.03}, "C": {1.1, 1.0}}, 1.03, 2, 1},
+		// Counts, one round: ctl's ratios span 0.95-1.06; B's 1.04
+		// lies within them, C's 1.08 above.
+		{"count", "instructions/op", 1, 0, map[string][2]float64{"A": {0.5, 0.95}, "B": {1.04, 1.06}, "C": {1.08, 1.0}}, 1.00, 2, 1},
+		{"none above", "ns/op", 12, 0.01, map[string][2]float64{"A": {0.9, 1.2}}, 1.03, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			unit := tc.unit
+			if unit == "ns/op" {
+				unit = "sec/op"
+			}
+			res, err := benchcmp.Read(strings.NewReader(threeWay(tc.unit, tc.n, tc.spread, tc.ratios)), unit, []string{"stock", "new", "ctl"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if above, _, _, _ := res.Above("new", tc.limit); above != tc.above {
+				t.Fatalf("Above = %d, want %d", above, tc.above)
+			}
+			got, ok := res.WithinControl("new", "ctl", tc.limit)
+			if !ok || got != tc.got {
+				t.Errorf("WithinControl = %d, %v; want %d, true", got, ok, tc.got)
+			}
+			if _, ok := res.WithinControl("new", "absent", tc.limit); ok {
+				t.Errorf("WithinControl of an absent control: ok")
+			}
+			var w strings.Builder
+			res.WriteControl(&w, "new", "ctl", tc.limit)
+			if want := fmt.Sprintf("%d of the %d within the layout control ctl", tc.got, tc.above); (tc.above > 0) != strings.Contains(w.String(), want) {
+				t.Errorf("WriteControl wrote %q; want %q only if some are above", w.String(), want)
+			}
+		})
+	}
+}

@@ -45,6 +45,63 @@ func (r *Results) Above(fl string, limit float64) (above, total int, worst float
 	return above, total, worst, worstName
 }
 
+// WithinControl counts, of the benchmarks whose Bound in flavour fl
+// exceeds limit, those that fl does not tell apart from flavour control, a
+// build of the baseline's code that differs only in where it lies (such as
+// toolchain.LayoutControl): for times, fl's paired interval overlaps the
+// control's on the same benchmark; for one-run counts, fl's ratio lies
+// within the range of the control's ratios over every benchmark. ok is
+// false if no benchmark was measured in control.
+func (r *Results) WithinControl(fl, control string, limit float64) (n int, ok bool) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, g := range r.Groups {
+		for _, k := range r.Keys[g] {
+			if c, found := r.Compare(g, k, control); found {
+				ok = true
+				lo, hi = min(lo, c.Ratio), max(hi, c.Ratio)
+			}
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	for _, g := range r.Groups {
+		for _, k := range r.Keys[g] {
+			c, found := r.Compare(g, k, fl)
+			if !found || r.Bound(c) <= limit {
+				continue
+			}
+			if !r.IsTime() {
+				if c.Ratio >= lo && c.Ratio <= hi {
+					n++
+				}
+				continue
+			}
+			if cc, found := r.Compare(g, k, control); found && c.Paired.Lo <= cc.Paired.Hi && cc.Paired.Lo <= c.Paired.Hi {
+				n++
+			}
+		}
+	}
+	return n, true
+}
+
+// WriteControl writes, under a goal's line for flavour fl, how many of
+// the benchmarks above limit fl does not tell apart from flavour control
+// (WithinControl). It writes nothing if fl is the control, none is above
+// limit, or control was not measured.
+func (r *Results) WriteControl(w io.Writer, fl, control string, limit float64) {
+	above, _, _, _ := r.Above(fl, limit)
+	n, ok := r.WithinControl(fl, control, limit)
+	if fl == control || above == 0 || !ok {
+		return
+	}
+	how := "paired intervals overlap"
+	if !r.IsTime() {
+		how = "ratios within the control's range"
+	}
+	fmt.Fprintf(w, "%-18s %d of the %d within the layout control %s (%s)\n", "", n, above, control, how)
+}
+
 // GroupName is the name a table gives group g.
 func GroupName(g string) string {
 	if g == "" {

@@ -41,7 +41,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 	roots := []string{o.Toolchain.GOROOT, o.Toolchain.TwinGOROOT, o.Toolchain.StockRoot}
 	var stock *toolchain.Flavour
 	for i := range o.Flavours {
-		if o.Flavours[i].Stock {
+		if o.Flavours[i].Baseline() {
 			stock = &o.Flavours[i]
 			break
 		}
@@ -58,7 +58,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 			}
 			var again *TestRun
 			for _, fl := range o.Flavours {
-				if fl.Stock {
+				if fl.Baseline() {
 					continue
 				}
 				got, err := testRun(ctx, o, fl, pkg, roots, log)
@@ -92,7 +92,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 
 func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg string, roots []string, log io.Writer) (*TestRun, error) {
 	fmt.Fprintf(log, "libbench: go test %s (%s)\n", pkg, fl.Name)
-	args := append([]string{"test", "-count=1", "-json"}, tagArgs(fl)...)
+	args := append([]string{"test", "-count=1", "-json"}, fl.BuildFlags()...)
 	cmd := command(ctx, o.Toolchain, &fl, o.WorkDir, append(args, pkg)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

@@ -56,7 +56,7 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 	}
 	var stock *int
 	for i := range o.Flavours {
-		if o.Flavours[i].Stock {
+		if o.Flavours[i].Baseline() {
 			stock = &i
 			break
 		}

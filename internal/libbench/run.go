@@ -150,7 +150,7 @@ func buildTests(ctx context.Context, o Options, log io.Writer) (map[string]strin
 				}
 				bin := filepath.Join(o.BinDir, fmt.Sprintf("%d.%s.test", len(bins), fl.Name))
 				fmt.Fprintf(log, "libbench: go test -c %s (%s)\n", t.Package, fl.Name)
-				args := append([]string{"test", "-c", "-o", bin}, tagArgs(fl)...)
+				args := append([]string{"test", "-c", "-o", bin}, fl.BuildFlags()...)
 				if _, err := goCmd(ctx, o.Toolchain, &fl, o.WorkDir, append(args, t.Package)...); err != nil {
 					return nil, err
 				}

@@ -138,14 +138,6 @@ func command(ctx context.Context, tc *toolchain.Toolchain, fl *toolchain.Flavour
 	return cmd
 }
 
-// tagArgs returns the -tags flag of fl, if it has tags.
-func tagArgs(fl toolchain.Flavour) []string {
-	if len(fl.Tags) == 0 {
-		return nil
-	}
-	return []string{"-tags", strings.Join(fl.Tags, ",")}
-}
-
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil

@@ -1,0 +1,123 @@
+package toolchain
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+// TestFlavourBuildFlags checks the go command flags of each kind of
+// flavour and which one is the baseline.
+func TestFlavourBuildFlags(t *testing.T) {
+	for _, tc := range []struct {
+		fl       Flavour
+		want     []string
+		baseline bool
+	}{
+		{Flavour{Name: "stock", Stock: true}, nil, true},
+		{Flavour{Name: "default"}, nil, false},
+		{Flavour{Name: "x", Tags: []string{"a", "b"}}, []string{"-tags", "a,b"}, false},
+		{LayoutControl(), []string{"-ldflags=-funcalign=64"}, false},
+		{Flavour{Name: "y", Tags: []string{"a"}, LDFlags: []string{"-s", "-w"}}, []string{"-tags", "a", "-ldflags=-s -w"}, false},
+	} {
+		if got := tc.fl.BuildFlags(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: BuildFlags() = %q, want %q", tc.fl.Name, got, tc.want)
+		}
+		if got := tc.fl.Baseline(); got != tc.baseline {
+			t.Errorf("%s: Baseline() = %v, want %v", tc.fl.Name, got, tc.baseline)
+		}
+	}
+	fls := Flavours()
+	if !fls[0].Baseline() {
+		t.Errorf("Flavours()[0] = %+v, want the baseline", fls[0])
+	}
+	names := map[string]bool{}
+	for i, fl := range fls {
+		if names[fl.Name] {
+			t.Errorf("flavour %q twice", fl.Name)
+		}
+		names[fl.Name] = true
+		if i > 0 && fl.Baseline() {
+			t.Errorf("flavour %d (%s) is a second baseline", i, fl.Name)
+		}
+	}
+	if !names[LayoutControl().Name] {
+		t.Errorf("Flavours() lacks the layout control %s", LayoutControl().Name)
+	}
+}
+
+// TestLayoutControl builds testdata/callers with the stock toolchain as
+// the baseline and as the layout control: the control must place every
+// function at a multiple of 64 where the baseline places some at odd
+// multiples of 32, and print the same output (the program prints its own
+// stacks as functions, files, lines and offsets from each function's
+// entry).
+func TestLayoutControl(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("checks amd64 ELF function alignment")
+	}
+	dir, err := filepath.Abs("testdata/callers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	var outs [][]byte
+	for _, fl := range []Flavour{Flavours()[0], LayoutControl()} {
+		bin := filepath.Join(t.TempDir(), fl.Name)
+		cmd := exec.CommandContext(context.Background(), goCmd, append(append([]string{"build", "-o", bin}, fl.BuildFlags()...), ".")...)
+		cmd.Dir = dir
+		cmd.Env = append(cmd.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: go build: %v\n%s", fl.Name, err, out)
+		}
+		odd := oddFuncs(t, bin)
+		switch {
+		case fl.Baseline() && odd == 0:
+			t.Errorf("%s: every function is 64-byte aligned; the control would change nothing", fl.Name)
+		case !fl.Baseline() && odd != 0:
+			t.Errorf("%s: %d functions are not 64-byte aligned", fl.Name, odd)
+		}
+		out, err := exec.Command(bin).Output()
+		if err != nil {
+			t.Fatalf("%s: %v", fl.Name, err)
+		}
+		outs = append(outs, out)
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		t.Errorf("the layout control prints %d bytes that differ from stock's %d", len(outs[1]), len(outs[0]))
+	}
+}
+
+// oddFuncs returns how many of bin's Go functions in .text start at an
+// address that is not a multiple of 64.
+func oddFuncs(t *testing.T, bin string) int {
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	n, odd := 0, 0
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Size == 0 || int(s.Section) >= len(f.Sections) || f.Sections[s.Section] != text {
+			continue
+		}
+		n++
+		if s.Value%64 != 0 {
+			odd++
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("%s: %d functions in .text, want more than 1000", bin, n)
+	}
+	return odd
+}
