@@ -24,6 +24,12 @@ import (
 // about InstrWork instructions (at least InstrMinN), measured on a stock
 // calibration run of InstrLow+InstrMinN iterations, and the longer run is
 // made twice and its smaller count kept (background work only adds).
+// The counts still differ between runs of one binary: stock's runtime fills
+// its type-assertion caches on a random one in 1,024 slow calls and
+// replaces pcvalue cache entries at random, from a seed each process
+// draws, which moves a benchmark of about 1,000 instructions by a few
+// percent. Counting toolchain.LayoutControl beside stock measures that
+// spread.
 // SymtabUnit is the unit of the instructions per operation that
 // Instructions counts in the runtime's unwinder and symbol tables
 // (toolchain.IsSymtabFile): the part of a benchmark the table format and
