@@ -13,7 +13,7 @@ func TestSummarize(t *testing.T) {
 		for _, fl := range []struct {
 			name string
 			ns   int
-		}{{"stock", 100}, {"linear", 50}, {"linear-nocache", 200}} {
+		}{{"stock", 100}, {"linear", 50}, {"linear-nocache", 200}, {"stock-align64", 200}} {
 			in.WriteString("toolchain: " + fl.name + "\n")
 			in.WriteString("BenchmarkX-2 \t1000\t" + itoa(fl.ns+round) + " ns/op\t8 B/op\n")
 		}
@@ -35,9 +35,12 @@ func TestSummarize(t *testing.T) {
 		"X-2 stock 102.5ns 2% 6",
 		"linear 52.5ns 5% 0.512 0.512 [0.500, 0.524] 0.002 6",
 		"linear-nocache 202.5ns 1% 1.976 1.976 [1.952, 2.000] 0.002 6",
+		"stock-align64 202.5ns 1% 1.976 1.976 [1.952, 2.000] 0.002 6",
 		"# goals: every median ×stock <= 1.00 and every paired interval's upper bound <= 1.03",
 		"linear 0 of 1 medians above 1.00; 0 of 1 upper bounds above 1.03 (highest 0.524: X-2)",
 		"linear-nocache 1 of 1 medians above 1.00; 1 of 1 upper bounds above 1.03 (highest 2.000: X-2)",
+		"1 of the 1 within the layout control stock-align64 (paired intervals overlap)",
+		"stock-align64 1 of 1 medians above 1.00; 1 of 1 upper bounds above 1.03 (highest 2.000: X-2)",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("summary:\n%s\nwant rows:\n%s", got, strings.Join(want, "\n"))
