@@ -24,8 +24,9 @@ var libbenchCommand = &cli.Command{
 		"module proxy into a work module under the cache directory, builds their\n" +
 		"benchmarks with the stock toolchain and in each runtime flavour, runs them\n" +
 		"round-robin, one benchmark at a time, each in every flavour in turn\n" +
-		"(-interleave=false: each flavour's whole test binary in turn), and prints the summary: ratios to stock with 95% intervals, each\n" +
-		"library's geomean, and the price of caller information. -instructions counts\n" +
+		"(-interleave=false: each flavour's whole test binary in turn), and prints\n" +
+		"the summary: ratios to stock with 95% intervals, each library's geomean,\n" +
+		"and the price of caller information. -instructions counts\n" +
 		"instructions per operation under cachegrind instead of timing; -tests runs the\n" +
 		"libraries' own tests stock and in each flavour and compares their normalized\n" +
 		"output; -summary summarizes earlier results files.",
