@@ -65,15 +65,16 @@ func TestLayoutControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	root, _, err := stockRoot(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &Toolchain{StockRoot: root}
 	var outs [][]byte
 	for _, fl := range []Flavour{Flavours()[0], LayoutControl()} {
 		bin := filepath.Join(t.TempDir(), fl.Name)
-		cmd := exec.CommandContext(context.Background(), goCmd, append(append([]string{"build", "-o", bin}, fl.BuildFlags()...), ".")...)
-		cmd.Dir = dir
-		cmd.Env = append(cmd.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: go build: %v\n%s", fl.Name, err, out)
+		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: bin, Stock: true, Flags: fl.BuildFlags()}); err != nil {
+			t.Fatalf("%s: %v", fl.Name, err)
 		}
 		odd := oddFuncs(t, bin)
 		switch {
