@@ -69,7 +69,7 @@ func TestHostilePprof(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var err error
-			alloc := allocs.Bytes(func() { _, err = ReadPprof(bytes.NewReader(tc.data)) })
+			alloc := allocs.Least(3, func() { _, err = ReadPprof(bytes.NewReader(tc.data)) })
 			if limit := costCeiling(len(tc.data)); alloc > limit {
 				t.Errorf("reading %d bytes allocated %d bytes, more than the ceiling %d", len(tc.data), alloc, limit)
 			}
@@ -120,7 +120,7 @@ func TestPprofCostBound(t *testing.T) {
 		{0x12, 6, 0x1a, 4, 0x08, 1, 0x10, 2},
 	} {
 		data := bytes.Repeat(unit, (256<<10)/len(unit))
-		got := allocs.Bytes(func() { profile.ParseData(data) })
+		got := allocs.Least(3, func() { profile.ParseData(data) })
 		est, _ := pprofCost(data, 1<<62)
 		if uint64(est) < got {
 			t.Errorf("% x repeated (%d bytes): estimate %d, the decoder allocated %d", unit, len(data), est, got)
@@ -129,7 +129,7 @@ func TestPprofCostBound(t *testing.T) {
 	}
 	// A real profile's estimate.
 	data := mustGunzip(t, seedProfile(t))
-	got := allocs.Bytes(func() { profile.ParseData(data) })
+	got := allocs.Least(3, func() { profile.ParseData(data) })
 	est, _ := pprofCost(data, 1<<62)
 	if uint64(est) < got {
 		t.Errorf("real profile: estimate %d, allocated %d", est, got)
@@ -153,6 +153,6 @@ func TestPprofCostOf(t *testing.T) {
 		data = mustGunzip(t, b)
 	}
 	est, _ := pprofCost(data, 1<<62)
-	got := allocs.Bytes(func() { profile.ParseData(data) })
+	got := allocs.Least(3, func() { profile.ParseData(data) })
 	t.Logf("%s: %d bytes, %d decompressed; estimate %d (%.1f times the input), allocated %d; budget %d", path, len(b), len(data), est, float64(est)/float64(len(b)), got, MaxCost(int64(len(b))))
 }

@@ -48,6 +48,10 @@ func pingPong() {
 	}
 	chans[0] <- 12000
 	<-done
+	// The token is spent: the other players wait in range, which ends.
+	for _, ch := range chans {
+		close(ch)
+	}
 }
 
 // TestQueryColumnsCoarse checks the coarse levels against the sweep over

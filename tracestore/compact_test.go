@@ -35,7 +35,7 @@ func FuzzSpanBlocks(f *testing.F) {
 		q := int64(1) << (shift % 21)
 		var dst []Span
 		var err error
-		got := allocs.Bytes(func() { dst, err = decodeBlock(nil, b, 5, int(n)%(BlockSpans+1), q) })
+		got := allocs.Least(3, func() { dst, err = decodeBlock(nil, b, 5, int(n)%(BlockSpans+1), q) })
 		// At most BlockSpans spans and an error, whatever the input.
 		if got > 64*uint64(len(b))+16<<10 {
 			t.Fatalf("decoding %d bytes allocated %d", len(b), got)
@@ -51,8 +51,9 @@ func FuzzSpanBlocks(f *testing.F) {
 			}
 		}
 		var back []byte
-		var last [numSpanKinds]uint32
-		got = allocs.Bytes(func() {
+		got = allocs.Least(3, func() {
+			back = nil
+			var last [numSpanKinds]uint32
 			err = decodeAttrs(b, int(n), func(_ int, kind SpanKind, name, stack uint32) {
 				back = appendAttr(back, Span{Kind: kind, Name: name, Stack: stack}, &last)
 			})

@@ -336,11 +336,15 @@ func FuzzPage(f *testing.F) {
 		end = int(binary.LittleEndian.Uint64(idx[pageIndexBytes+24:]))
 	}
 	f.Add(ev[:end])
-	var c pageCodec
 	f.Fuzz(func(t *testing.T, p []byte) {
 		var evs []Event
 		var err error
-		got := allocs.Bytes(func() { evs, err = c.decodePage(nil, p, 0, 0, PageSize) })
+		// The least of three calls, each with a new codec: a goroutine
+		// of another test, or the runtime's, may allocate during one.
+		got := allocs.Least(3, func() {
+			var c pageCodec
+			evs, err = c.decodePage(nil, p, 0, 0, PageSize)
+		})
 		if err == nil && 2*len(evs) > PageSize {
 			t.Fatalf("%d events from %d bytes", len(evs), len(p))
 		}
