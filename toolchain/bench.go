@@ -60,7 +60,9 @@ func LayoutControl() Flavour {
 // pcvalue cache and without a cache (-nocache); and cf-palette-short
 // tables without a pcvalue cache (palette-nocache); and the default with
 // its pcln tables left in varint (varln, VarlnTag), or with cfps-offset
-// tables (offset, OffsetTag, and offset-nocache without a pcvalue cache).
+// tables (offset, OffsetTag, and offset-nocache without a pcvalue cache);
+// and the default without the walk of cached frames on the goroutine's
+// stack (nofastcallers, NoFastCallersTag: patch 0011's unwinding).
 // All derive function lengths from the functab. Last comes LayoutControl,
 // stock's code at other addresses. The stock flavour is first and the
 // default second.
@@ -77,6 +79,7 @@ func Flavours() []Flavour {
 		{Name: "varln", Tags: []string{VarlnTag}},
 		{Name: "offset", Tags: []string{OffsetTag}},
 		{Name: "offset-nocache", Tags: []string{OffsetTag, NoCacheTag}},
+		{Name: "nofastcallers", Tags: []string{NoFastCallersTag}},
 		LayoutControl(),
 	}
 }

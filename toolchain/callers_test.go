@@ -3,6 +3,7 @@ package toolchain
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -16,20 +17,9 @@ import (
 // patched flavour, and checks that every flavour prints what stock does.
 func TestCallersOutput(t *testing.T) {
 	tc := testToolchain(t)
-	dir, err := filepath.Abs("testdata/callers")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want []byte
 	for _, fl := range Flavours() {
-		out := filepath.Join(t.TempDir(), "callers-"+fl.Name)
-		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Stock: fl.Stock, Flags: fl.BuildFlags()}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := exec.Command(out).Output()
-		if err != nil {
-			t.Fatalf("%s: %v", fl.Name, err)
-		}
+		got := runCallers(t, tc, fl, "", nil)
 		if fl.Baseline() {
 			want = got
 			if len(want) < 1<<20 {
@@ -37,15 +27,69 @@ func TestCallersOutput(t *testing.T) {
 			}
 			continue
 		}
-		if !bytes.Equal(got, want) {
-			gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
-			for i := range min(len(gl), len(wl)) {
-				if !bytes.Equal(gl[i], wl[i]) {
-					t.Errorf("%s: line %d is %q, stock's %q", fl.Name, i+1, gl[i], wl[i])
-					break
-				}
+		compareCallers(t, fl.Name, got, want)
+	}
+}
+
+// TestCallersOutputEmulated is TestCallersOutput for linux/arm64 and
+// big-endian linux/s390x under qemu-user, machines whose calls save the
+// return address in a link register, for the default flavour and the one
+// without the walk of cached frames on the goroutine's stack.
+func TestCallersOutputEmulated(t *testing.T) {
+	tc := testToolchain(t)
+	for _, arch := range []string{"arm64", "s390x"} {
+		qemu, err := exec.LookPath(map[string]string{"arm64": "qemu-aarch64", "s390x": "qemu-s390x"}[arch])
+		if err != nil {
+			t.Logf("%s: no qemu-user emulator: %v", arch, err)
+			continue
+		}
+		t.Run(arch, func(t *testing.T) {
+			want := runCallers(t, tc, Flavour{Name: "stock", Stock: true}, arch, []string{qemu})
+			for _, fl := range []Flavour{{Name: "default"}, {Name: "nofastcallers", Tags: []string{NoFastCallersTag}}} {
+				compareCallers(t, fl.Name, runCallers(t, tc, fl, arch, []string{qemu}), want)
 			}
-			t.Errorf("%s: %d lines, stock %d; the output differs", fl.Name, len(gl), len(wl))
+		})
+	}
+}
+
+// runCallers builds testdata/callers in flavour fl, for goarch if it is
+// not "", and returns what it prints, run under the emulator exec if
+// that is not empty.
+func runCallers(t *testing.T, tc *Toolchain, fl Flavour, goarch string, exec_ []string) []byte {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/callers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), fmt.Sprintf("callers-%s-%s", fl.Name, goarch))
+	var env []string
+	if goarch != "" {
+		env = []string{"GOARCH=" + goarch, "CGO_ENABLED=0"}
+	}
+	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: out, Stock: fl.Stock, Flags: fl.BuildFlags(), Env: env}); err != nil {
+		t.Fatal(err)
+	}
+	args := append(append([]string(nil), exec_...), out)
+	got, err := exec.Command(args[0], args[1:]...).Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v", fl.Name, goarch, err)
+	}
+	return got
+}
+
+// compareCallers reports the first line where got, what flavour name
+// printed, differs from want, stock's.
+func compareCallers(t *testing.T, name string, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	for i := range min(len(gl), len(wl)) {
+		if !bytes.Equal(gl[i], wl[i]) {
+			t.Errorf("%s: line %d is %q, stock's %q", name, i+1, gl[i], wl[i])
+			break
 		}
 	}
+	t.Errorf("%s: %d lines, stock %d; the output differs", name, len(gl), len(wl))
 }

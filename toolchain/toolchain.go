@@ -81,6 +81,11 @@ const (
 	// whose palette chunks may be offset palettes (patch 0011; with
 	// SpecTag or CompactFastTag it changes nothing).
 	OffsetTag = "pctab_offset"
+	// NoFastCallersTag turns off the default flavour's walk of cached
+	// frames on the goroutine's own stack in runtime.Callers and
+	// runtime.Caller (patch 0012), which then unwind on the system stack
+	// as with patch 0011 (the unwind cache's entries keep 0012's size).
+	NoFastCallersTag = "pctab_nofastcallers"
 	// PaletteTag selected linearpc's cf-palette-short variant when
 	// compact-fast was the default (patch 0008). cf-palette-short is now
 	// the default variant, so the tag changes nothing; it is kept so that
