@@ -15,19 +15,31 @@ import (
 // buffers, goroutines on several threads, each case several times so
 // that per-PC caches answer), with the stock toolchain and in every
 // patched flavour, and checks that every flavour prints what stock does.
+// Where cgo is on, it does the same with testdata/callerscgo, whose stacks
+// cross C frames (Go called back from C called from Go).
 func TestCallersOutput(t *testing.T) {
 	tc := testToolchain(t)
-	var want []byte
-	for _, fl := range Flavours() {
-		got := runCallers(t, tc, fl, "", nil)
-		if fl.Baseline() {
-			want = got
-			if len(want) < 1<<20 {
-				t.Fatalf("stock printed %d bytes, want more than 1 MiB", len(want))
+	progs := []string{"callers"}
+	if out, err := exec.Command(tc.StockGoCommand(), "env", "CGO_ENABLED").Output(); err == nil && string(bytes.TrimSpace(out)) == "1" {
+		progs = append(progs, "callerscgo")
+	} else {
+		t.Logf("cgo is off (%v): testdata/callerscgo not run", err)
+	}
+	for _, prog := range progs {
+		t.Run(prog, func(t *testing.T) {
+			var want []byte
+			for _, fl := range Flavours() {
+				got := runCallers(t, tc, prog, fl, "", nil)
+				if fl.Baseline() {
+					want = got
+					if least := map[string]int{"callers": 1 << 20, "callerscgo": 16 << 10}[prog]; len(want) < least {
+						t.Fatalf("stock printed %d bytes, want at least %d", len(want), least)
+					}
+					continue
+				}
+				compareCallers(t, fl.Name, got, want)
 			}
-			continue
-		}
-		compareCallers(t, fl.Name, got, want)
+		})
 	}
 }
 
@@ -44,24 +56,24 @@ func TestCallersOutputEmulated(t *testing.T) {
 			continue
 		}
 		t.Run(arch, func(t *testing.T) {
-			want := runCallers(t, tc, Flavour{Name: "stock", Stock: true}, arch, []string{qemu})
+			want := runCallers(t, tc, "callers", Flavour{Name: "stock", Stock: true}, arch, []string{qemu})
 			for _, fl := range []Flavour{{Name: "default"}, {Name: "nofastcallers", Tags: []string{NoFastCallersTag}}} {
-				compareCallers(t, fl.Name, runCallers(t, tc, fl, arch, []string{qemu}), want)
+				compareCallers(t, fl.Name, runCallers(t, tc, "callers", fl, arch, []string{qemu}), want)
 			}
 		})
 	}
 }
 
-// runCallers builds testdata/callers in flavour fl, for goarch if it is
-// not "", and returns what it prints, run under the emulator exec if
-// that is not empty.
-func runCallers(t *testing.T, tc *Toolchain, fl Flavour, goarch string, exec_ []string) []byte {
+// runCallers builds testdata/PROG in flavour fl, for goarch if it is not
+// "", and returns what it prints, run under the emulator exec if that is
+// not empty.
+func runCallers(t *testing.T, tc *Toolchain, prog string, fl Flavour, goarch string, exec_ []string) []byte {
 	t.Helper()
-	dir, err := filepath.Abs("testdata/callers")
+	dir, err := filepath.Abs(filepath.Join("testdata", prog))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), fmt.Sprintf("callers-%s-%s", fl.Name, goarch))
+	out := filepath.Join(t.TempDir(), fmt.Sprintf("%s-%s-%s", prog, fl.Name, goarch))
 	var env []string
 	if goarch != "" {
 		env = []string{"GOARCH=" + goarch, "CGO_ENABLED=0"}

@@ -1,0 +1,3 @@
+module example.com/callerscgo
+
+go 1.26
