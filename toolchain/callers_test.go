@@ -52,12 +52,8 @@ func TestCallersOutput(t *testing.T) {
 // without the walk of cached frames on the goroutine's stack.
 func TestCallersOutputEmulated(t *testing.T) {
 	tc := testToolchain(t)
-	for _, arch := range []string{"arm64", "s390x"} {
-		qemu, err := exec.LookPath(map[string]string{"arm64": "qemu-aarch64", "s390x": "qemu-s390x"}[arch])
-		if err != nil {
-			t.Logf("%s: no qemu-user emulator: %v", arch, err)
-			continue
-		}
+	for _, em := range emulators(t) {
+		arch, qemu := em.arch, em.qemu
 		t.Run(arch, func(t *testing.T) {
 			want := runCallers(t, tc, "callers", Flavour{Name: "stock", Stock: true}, arch, []string{qemu})
 			for _, fl := range []Flavour{{Name: "default"}, {Name: "nofastcallers", Tags: []string{NoFastCallersTag}}} {

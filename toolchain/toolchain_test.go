@@ -190,12 +190,8 @@ func TestRuntimeRelease(t *testing.T) {
 // does on the host.
 func TestRuntimeEmulated(t *testing.T) {
 	tc := testToolchain(t)
-	for _, arch := range []string{"arm64", "s390x"} {
-		qemu, err := exec.LookPath(map[string]string{"arm64": "qemu-aarch64", "s390x": "qemu-s390x"}[arch])
-		if err != nil {
-			t.Logf("%s: no qemu-user emulator: %v", arch, err)
-			continue
-		}
+	for _, em := range emulators(t) {
+		arch, qemu := em.arch, em.qemu
 		for _, tags := range [][]string{nil, {SpecTag}, {CompactFastTag}, {VarlnTag}, {OffsetTag}} {
 			t.Run(fmt.Sprintf("%s/tags=%v", arch, tags), func(t *testing.T) {
 				lin := buildFor(t, tc, arch, false, tags...)
@@ -637,4 +633,28 @@ func tableLookup(l *objscan.Linear, v linearpc.Variant, j int, off, n, u uint32,
 		return val
 	}
 	return v.Lookup(l.Data[off:], n, u)
+}
+
+// An emulator is a linux target and the qemu-user command that runs its
+// binaries here.
+type emulator struct {
+	arch string // GOARCH
+	qemu string // path of qemu-user for it
+}
+
+// emulators returns the emulated targets the tests check, little-endian
+// linux/arm64 and big-endian linux/s390x, for which qemu-user is
+// installed, and logs those it is not.
+func emulators(t *testing.T) []emulator {
+	t.Helper()
+	var ems []emulator
+	for _, e := range []emulator{{"arm64", "qemu-aarch64"}, {"s390x", "qemu-s390x"}} {
+		path, err := exec.LookPath(e.qemu)
+		if err != nil {
+			t.Logf("%s: no qemu-user emulator: %v", e.arch, err)
+			continue
+		}
+		ems = append(ems, emulator{e.arch, path})
+	}
+	return ems
 }

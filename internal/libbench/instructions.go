@@ -14,6 +14,12 @@ import (
 	"github.com/pctab/pctab/toolchain"
 )
 
+// SymtabUnit is the unit of the instructions per operation that
+// Instructions counts in the runtime's unwinder and symbol tables
+// (toolchain.IsSymtabFile): the part of a benchmark the table format and
+// the pcvalue cache change.
+const SymtabUnit = "symtab-instructions/op"
+
 // Instruction counts: each benchmark runs alone under cachegrind with
 // -test.benchtime=InstrLowx and with InstrLow+n iterations; the difference
 // of the process's instruction counts over n iterations is the benchmark's
@@ -30,15 +36,12 @@ import (
 // draws, which moves a benchmark of about 1,000 instructions by a few
 // percent. Counting toolchain.LayoutControl beside stock measures that
 // spread.
-// SymtabUnit is the unit of the instructions per operation that
-// Instructions counts in the runtime's unwinder and symbol tables
-// (toolchain.IsSymtabFile): the part of a benchmark the table format and
-// the pcvalue cache change.
-const SymtabUnit = "symtab-instructions/op"
-
 const (
-	InstrLow  = 200
+	// InstrLow is the iterations of the shorter run.
+	InstrLow = 200
+	// InstrMinN is the fewest iterations the longer run adds.
 	InstrMinN = 1000
+	// InstrWork is about how many instructions the added iterations take.
 	InstrWork = 50e6
 )
 
