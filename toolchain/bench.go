@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pctab/pctab/internal/benchrun"
@@ -23,6 +24,10 @@ type Flavour struct {
 	// LDFlags are the build's linker flags (go build -ldflags).
 	// LayoutControl uses them to place stock's code at other addresses.
 	LDFlags []string
+	// Layout, if not zero, seeds the linker's random order of functions
+	// (-ldflags=-randlayout=Layout), so that builds of the same flavour
+	// with different seeds run the same code at other addresses.
+	Layout int64
 }
 
 // BuildFlags returns the go command flags that select fl's build: -tags
@@ -32,14 +37,18 @@ func (fl Flavour) BuildFlags() []string {
 	if len(fl.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(fl.Tags, ","))
 	}
-	if len(fl.LDFlags) > 0 {
-		args = append(args, "-ldflags="+strings.Join(fl.LDFlags, " "))
+	ld := fl.LDFlags
+	if fl.Layout != 0 {
+		ld = append(slices.Clip(ld), fmt.Sprintf("-randlayout=%d", fl.Layout))
+	}
+	if len(ld) > 0 {
+		args = append(args, "-ldflags="+strings.Join(ld, " "))
 	}
 	return args
 }
 
 // Baseline reports whether fl is the build every ratio is taken to: the
-// stock toolchain with no other flags.
+// stock toolchain with no other flags, in any function layout.
 func (fl Flavour) Baseline() bool { return fl.Stock && len(fl.Tags) == 0 && len(fl.LDFlags) == 0 }
 
 // LayoutControl is the flavour "stock-align64": the stock toolchain with

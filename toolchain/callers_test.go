@@ -17,7 +17,8 @@ import (
 // stacks (inlined calls, wrappers, generics, a sigpanic, every skip, full
 // buffers, goroutines on several threads, each case several times so
 // that per-PC caches answer), with the stock toolchain and in every
-// patched flavour, and checks that every flavour prints what stock does.
+// patched flavour, and the default in a random function layout, and
+// checks that every one prints what stock does.
 // Where cgo is on, it does the same with testdata/callerscgo, whose stacks
 // cross C frames (Go called back from C called from Go).
 func TestCallersOutput(t *testing.T) {
@@ -31,7 +32,9 @@ func TestCallersOutput(t *testing.T) {
 	for _, prog := range progs {
 		t.Run(prog, func(t *testing.T) {
 			var want []byte
-			for _, fl := range Flavours() {
+			// The default flavour also in a random function layout, as
+			// libbench -layouts builds it.
+			for _, fl := range append(Flavours(), Flavour{Name: "default-randlayout", Layout: 1}) {
 				got := runCallers(t, tc, prog, fl, "", nil)
 				if fl.Baseline() {
 					want = got

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"debug/gosym"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -24,6 +26,9 @@ func TestFlavourBuildFlags(t *testing.T) {
 		{Flavour{Name: "x", Tags: []string{"a", "b"}}, []string{"-tags", "a,b"}, false},
 		{LayoutControl(), []string{"-ldflags=-funcalign=64"}, false},
 		{Flavour{Name: "y", Tags: []string{"a"}, LDFlags: []string{"-s", "-w"}}, []string{"-tags", "a", "-ldflags=-s -w"}, false},
+		{Flavour{Name: "stock", Stock: true, Layout: 3}, []string{"-ldflags=-randlayout=3"}, true},
+		{Flavour{Name: "default", Layout: -7}, []string{"-ldflags=-randlayout=-7"}, false},
+		{Flavour{Name: "z", LDFlags: []string{"-funcalign=64"}, Layout: 1}, []string{"-ldflags=-funcalign=64 -randlayout=1"}, false},
 	} {
 		if got := tc.fl.BuildFlags(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: BuildFlags() = %q, want %q", tc.fl.Name, got, tc.want)
@@ -121,4 +126,73 @@ func oddFuncs(t *testing.T, bin string) int {
 		t.Fatalf("%s: %d functions in .text, want more than 1000", bin, n)
 	}
 	return odd
+}
+
+// TestRandomLayout builds testdata/callers with the stock toolchain in the
+// linker's order of functions and in two random layouts (Flavour.Layout):
+// each seed must order the functions differently and every build must
+// print the same output.
+func TestRandomLayout(t *testing.T) {
+	dir, err := filepath.Abs("testdata/callers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := stockRoot(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &Toolchain{StockRoot: root}
+	var orders [][]string
+	var want []byte
+	for _, seed := range []int64{0, 1, 2} {
+		fl := Flavour{Name: "stock", Stock: true, Layout: seed}
+		bin := filepath.Join(t.TempDir(), fmt.Sprint(seed))
+		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: bin, Stock: true, Flags: fl.BuildFlags()}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		orders = append(orders, funcOrder(t, bin))
+		out, err := exec.Command(bin).Output()
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if want == nil {
+			want = out
+		} else if !bytes.Equal(out, want) {
+			t.Errorf("seed %d prints %d bytes that differ from the linker's order's %d", seed, len(out), len(want))
+		}
+	}
+	for i := range orders {
+		for j := range i {
+			if slices.Equal(orders[i], orders[j]) {
+				t.Errorf("builds %d and %d order their %d functions alike", j, i, len(orders[i]))
+			}
+		}
+	}
+}
+
+// funcOrder returns the names of bin's functions (debug/gosym) in the
+// order of their entries.
+func funcOrder(t *testing.T, bin string) []string {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Skipf("not ELF: %v", err)
+	}
+	defer f.Close()
+	pcln, err := f.Section(".gopclntab").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(pcln, f.Section(".text").Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(tab.Funcs))
+	for _, fn := range tab.Funcs {
+		names = append(names, fn.Name)
+	}
+	if len(names) < 1000 {
+		t.Fatalf("%s: %d functions, want more than 1000", bin, len(names))
+	}
+	return names
 }

@@ -18,7 +18,7 @@ import (
 // benchmark suite (package internal/libbench).
 var libbenchCommand = &cli.Command{
 	Name:  "libbench",
-	Args:  "[-o DIR] [-count N] [-benchtime T] [-interleave=false] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
+	Args:  "[-o DIR] [-count N] [-benchtime T] [-layouts N] [-interleave=false] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
 	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
 	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
 		"module proxy into a work module under the cache directory, builds their\n" +
@@ -26,7 +26,10 @@ var libbenchCommand = &cli.Command{
 		"round-robin, one benchmark at a time, each in every flavour in turn\n" +
 		"(-interleave=false: each flavour's whole test binary in turn), and prints\n" +
 		"the summary: ratios to stock with 95% intervals, each library's geomean,\n" +
-		"and the price of caller information. -instructions counts\n" +
+		"and the price of caller information. -layouts N builds every flavour in N\n" +
+		"random function layouts (the linker's -randlayout, seeds 1 to N) and runs round\n" +
+		"R in layout R mod N + 1, so that code placement falls on every flavour alike\n" +
+		"(compare with: benchstat -col toolchain -ignore layout). -instructions counts\n" +
 		"instructions per operation under cachegrind instead of timing; -tests runs the\n" +
 		"libraries' own tests stock and in each flavour and compares their normalized\n" +
 		"output; -summary summarizes earlier results files.",
@@ -35,6 +38,7 @@ var libbenchCommand = &cli.Command{
 		fs.StringVar(&o.outDir, "outputdir", "", "write the results (libbench.txt or instructions.txt, its -summary.txt, tests.txt) to `dir` (default: only the summary, to standard output)")
 		fs.IntVar(&o.count, "count", 8, "`n` rounds, each running every benchmark in every flavour once")
 		fs.StringVar(&o.benchtime, "benchtime", "100ms", "-test.benchtime of each benchmark")
+		fs.IntVar(&o.layouts, "layouts", 0, "build every flavour in `n` random function layouts, round r in layout r mod n + 1 (0: the linker's order)")
 		fs.BoolVar(&o.interleave, "interleave", true, "run the benchmarks one at a time, each in every flavour in turn (false: each flavour's whole binary in turn)")
 		fs.StringVar(&o.flavours, "flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
 		fs.StringVar(&o.libs, "libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
@@ -51,6 +55,12 @@ var libbenchCommand = &cli.Command{
 			if o.count < 1 {
 				return cli.Usagef("-count=%d: must be at least 1", o.count)
 			}
+			if o.layouts < 0 || o.layouts > o.count {
+				return cli.Usagef("-layouts=%d: must be between 0 and -count (%d)", o.layouts, o.count)
+			}
+			if o.layouts > 0 && (o.tests || o.instructions || o.summary) {
+				return cli.Usagef("-layouts applies to timed runs, not to -tests, -instructions or -summary")
+			}
 			return runLibbench(env.Ctx, func() (*toolchain.Toolchain, error) { return getToolchain(env) }, o, args, env.Stdout, env.Stderr)
 		}
 	},
@@ -59,7 +69,7 @@ var libbenchCommand = &cli.Command{
 // libbenchFlags are libbench's flags.
 type libbenchFlags struct {
 	outDir, benchtime, flavours, libs string
-	count                             int
+	count, layouts                    int
 	tests, instructions, summary      bool
 	interleave                        bool
 }
@@ -106,7 +116,7 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 			return err
 		}
 	}
-	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave}
+	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave, Layouts: fl.layouts}
 	if *tests {
 		w := stdout
 		if *outDir != "" {

@@ -1,8 +1,6 @@
 package libbench
 
 import (
-	"github.com/pctab/pctab/internal/benchcmp"
-
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/benchcmp"
 	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/toolchain"
 )
@@ -92,6 +91,35 @@ func testRun1(t *testing.T, o Options) {
 	}
 	if t.Failed() {
 		t.Logf("results:\n%s\nsummary:\n%s", out.Bytes(), s)
+	}
+}
+
+// TestRunLayouts runs go-kit/log's benchmarks stock and in the default
+// flavour in two random function layouts, two rounds: each round's
+// results must carry its layout, and the summary must pool them.
+func TestRunLayouts(t *testing.T) {
+	o := setup(t, "go-kit/log")
+	o.Flavours, o.Count, o.Layouts, o.Interleave = toolchain.Flavours()[:2], 2, 2, true
+	var out, log bytes.Buffer
+	if err := Run(context.Background(), o, &out, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.Bytes())
+	}
+	for _, fl := range o.Flavours {
+		for _, layout := range []string{"1", "2"} {
+			want := "toolchain: " + fl.Name + "\npkg: github.com/go-kit/log\nlayout: " + layout + "\n"
+			if n := strings.Count(out.String(), want); n != 2 {
+				t.Errorf("%d blocks of %q, want one per benchmark:\n%s", n, want, out.Bytes())
+			}
+		}
+	}
+	res, err := ReadResults(bytes.NewReader(out.Bytes()), "sec/op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fl := range o.Flavours {
+		if v := res.Values["go-kit/log"][benchcmp.Key{Name: "OneWith"}][fl.Name]; len(v) != 2 {
+			t.Errorf("OneWith %s: %d times, want one per layout", fl.Name, len(v))
+		}
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/pctab/pctab/internal/benchrun"
+	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/toolchain"
 )
 
@@ -27,17 +29,49 @@ type Options struct {
 	// every flavour in turn (package benchrun), so that the runs a round
 	// pairs are adjacent in time.
 	Interleave bool
+	// Layouts, if not zero, is the number of random function layouts
+	// (toolchain.Flavour.Layout) Run builds every flavour in: round r runs
+	// every flavour with seed r%Layouts+1, so that the rounds spread each
+	// flavour's code over that many placements and their ratios measure
+	// the code rather than one placement of it.
+	Layouts int
+}
+
+// roundFlavours returns the flavours round r runs: o.Flavours in the
+// layout of round r, their order rotated by r.
+func (o Options) roundFlavours(r int) []toolchain.Flavour {
+	fls := make([]toolchain.Flavour, len(o.Flavours))
+	for i := range fls {
+		fls[i] = o.Flavours[(i+r)%len(fls)]
+		if o.Layouts > 0 {
+			fls[i].Layout = int64(r%o.Layouts) + 1
+		}
+	}
+	return fls
+}
+
+// builds returns every build Run needs: each flavour in each layout.
+func (o Options) builds() []toolchain.Flavour {
+	if o.Layouts <= 0 {
+		return o.Flavours
+	}
+	var fls []toolchain.Flavour
+	for r := range o.Layouts {
+		fls = append(fls, o.roundFlavours(r)...)
+	}
+	return fls
 }
 
 // Run builds the tests of every target's package in every flavour (go test
 // -c in the work module) and runs their benchmarks round-robin, o.Count
 // rounds: in each round, each target runs in every flavour in turn, the
-// flavours' order rotated by one each round. Every benchmark runs with
+// flavours' order rotated by one each round, and with o.Layouts in the
+// round's function layout. Every benchmark runs with
 // -test.cpu=1, so that the parallel ones (zap's, slog's) measure one
 // goroutine's work rather than the contention of a shared machine. The
 // results go to w in the Go benchmark format, each run's block under the
-// configuration keys library, variant (the target's) and toolchain (the
-// flavour's name), so that `benchstat -col toolchain` compares them and
+// configuration keys library, variant (the target's), toolchain (the
+// flavour's name) and with o.Layouts layout (the seed), so that `benchstat -col toolchain` compares them and
 // [Summarize] reads them. With o.Interleave each round runs the benchmarks
 // one at a time. Progress goes to log.
 func Run(ctx context.Context, o Options, w, log io.Writer) error {
@@ -58,8 +92,7 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 		for _, l := range o.Libraries {
 			for ti, t := range l.Targets {
 				for _, pat := range patterns[l.Name][ti] {
-					for i := range o.Flavours {
-						fl := o.Flavours[(i+round)%len(o.Flavours)]
+					for _, fl := range o.roundFlavours(round) {
 						fmt.Fprintf(log, "libbench: round %d of %d, %s %s %s %s (%s)\n", round+1, o.Count, l.Name, t.Package, t.Variant, pat, fl.Name)
 						if err := runTarget(ctx, o, l, t, pat, fl, bins[binKey(t.Package, fl)], bw, header); err != nil {
 							return err
@@ -86,7 +119,7 @@ func targetPatterns(ctx context.Context, o Options, bins map[string]string) (map
 		for _, t := range l.Targets {
 			p := []string{t.Bench}
 			if o.Interleave {
-				names, err := benchrun.Names(ctx, bins[binKey(t.Package, o.Flavours[0])], o.WorkDir, t.Bench, t.Args)
+				names, err := benchrun.Names(ctx, bins[binKey(t.Package, o.builds()[0])], o.WorkDir, t.Bench, t.Args)
 				if err != nil {
 					return nil, fmt.Errorf("libbench: %s %s: %w", l.Name, t.Package, err)
 				}
@@ -121,6 +154,9 @@ func runTarget(ctx context.Context, o Options, l Library, t Target, pattern stri
 		case strings.HasPrefix(line, "Benchmark"):
 			if n == 0 {
 				fmt.Fprintf(w, "library: %s\nvariant: %s\ntoolchain: %s\npkg: %s\n", l.Name, t.Variant, fl.Name, t.Package)
+				if o.Layouts > 0 {
+					fmt.Fprintf(w, "layout: %d\n", fl.Layout)
+				}
 			}
 			fmt.Fprintln(w, line)
 			n++
@@ -134,29 +170,45 @@ func runTarget(ctx context.Context, o Options, l Library, t Target, pattern stri
 	return nil
 }
 
-func binKey(pkg string, fl toolchain.Flavour) string { return pkg + " " + fl.Name }
+func binKey(pkg string, fl toolchain.Flavour) string {
+	return fmt.Sprintf("%s %s %d", pkg, fl.Name, fl.Layout)
+}
 
 // buildTests builds the test binary of every target's package in every
-// flavour (go test -c in the work module), each once, and returns their
-// paths by binKey.
+// build of o.builds (go test -c in the work module), each once, two at a
+// time, and returns their paths by binKey.
 func buildTests(ctx context.Context, o Options, log io.Writer) (map[string]string, error) {
+	type build struct {
+		pkg string
+		fl  toolchain.Flavour
+		bin string
+	}
+	var todo []build
 	bins := map[string]string{}
 	for _, l := range o.Libraries {
 		for _, t := range l.Targets {
-			for _, fl := range o.Flavours {
+			for _, fl := range o.builds() {
 				key := binKey(t.Package, fl)
 				if bins[key] != "" {
 					continue
 				}
-				bin := filepath.Join(o.BinDir, fmt.Sprintf("%d.%s.test", len(bins), fl.Name))
-				fmt.Fprintf(log, "libbench: go test -c %s (%s)\n", t.Package, fl.Name)
-				args := append([]string{"test", "-c", "-o", bin}, fl.BuildFlags()...)
-				if _, err := goCmd(ctx, o.Toolchain, &fl, o.WorkDir, append(args, t.Package)...); err != nil {
-					return nil, err
-				}
-				bins[key] = bin
+				bins[key] = filepath.Join(o.BinDir, fmt.Sprintf("%d.%s.%d.test", len(bins), fl.Name, fl.Layout))
+				todo = append(todo, build{t.Package, fl, bins[key]})
 			}
 		}
+	}
+	var mu sync.Mutex
+	err := par.Dynamic(len(todo), 2, func(_, i int) error {
+		b := todo[i]
+		mu.Lock()
+		fmt.Fprintf(log, "libbench: go test -c %s (%s, layout %d)\n", b.pkg, b.fl.Name, b.fl.Layout)
+		mu.Unlock()
+		args := append([]string{"test", "-c", "-o", b.bin}, b.fl.BuildFlags()...)
+		_, err := goCmd(ctx, o.Toolchain, &b.fl, o.WorkDir, append(args, b.pkg)...)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return bins, nil
 }
