@@ -280,6 +280,11 @@ func TestSummarize(t *testing.T) {
 		"default                   500   0.500",
 		"default                   400   0.400",
 		"default            1 of 1 prices <= 0.6× stock's",
+		// The floor: (500 - 400) / 1000.
+		"## the price's floor",
+		"default              0.500   0.100\n",
+		"# floors <= 0.6",
+		"default            1 of 1\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("instruction summary lacks %q:\n%s", want, out.String())

@@ -45,7 +45,8 @@ func PriceOf(r *benchcmp.Results, lib string, p Pair, fl string) (Price, bool) {
 // of every benchmark in every flavour (median and its 95% interval, the
 // ratio of medians to stock, the per-round paired ratio and its 95%
 // interval, the U test's p), each library's geomean of the ratios, and for
-// the suite's pairs the price of caller information.
+// the suite's pairs the price of caller information; for instruction
+// counts also the floor of each price (see [WriteFloors]).
 func Summarize(r io.Reader, w io.Writer, suite []Library) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -77,7 +78,70 @@ func Summarize(r io.Reader, w io.Writer, suite []Library) error {
 	if n == 0 {
 		return fmt.Errorf("libbench: no results")
 	}
+	all, err := ReadResults(bytes.NewReader(data), "instructions/op")
+	if err != nil {
+		return err
+	}
+	rt, err := ReadResults(bytes.NewReader(data), SymtabUnit)
+	if err != nil {
+		return err
+	}
+	if len(all.Groups) > 0 && len(rt.Groups) > 0 {
+		fmt.Fprintln(w)
+		WriteFloors(w, all, rt, suite)
+	}
 	return nil
+}
+
+// Floor returns the floor of pair p's price of lib in flavour fl, over the
+// baseline's price: the price with the instructions in the runtime's
+// unwinder and symbol tables (rt, in SymtabUnit) taken out of all's
+// instructions per operation. It is the lowest ratio that any further
+// change to how fl unwinds and reads its tables could reach; the rest is
+// the library's own work (formatting, allocation) and the runtime's
+// outside those files.
+func Floor(all, rt *benchcmp.Results, lib string, p Pair, fl string) (float64, bool) {
+	pa, ok1 := PriceOf(all, lib, p, fl)
+	pr, ok2 := PriceOf(rt, lib, p, fl)
+	if !ok1 || !ok2 || pa.Ratio == 0 {
+		return 0, false
+	}
+	base := pa.Diff / pa.Ratio
+	return (pa.Diff - pr.Diff) / base, true
+}
+
+// WriteFloors writes, for every pair and patched flavour, the price in
+// instructions over stock's and its floor ([Floor]), and how many prices
+// could still reach 0.6× stock's by changes to the unwinder and tables.
+func WriteFloors(w io.Writer, all, rt *benchcmp.Results, suite []Library) {
+	fmt.Fprintf(w, "## the price's floor: without the instructions in the runtime's unwinder and symbol tables, over stock's price\n\n")
+	fmt.Fprintf(w, "%-50s %-18s %7s %7s\n", "pair", "flavour", "×stock", "floor")
+	reach := map[string]int{}
+	n := map[string]int{}
+	for _, l := range suite {
+		for _, p := range l.Pairs {
+			name := p.Name
+			for _, fl := range all.Flavours[1:] {
+				pa, ok1 := PriceOf(all, l.Name, p, fl)
+				f, ok2 := Floor(all, rt, l.Name, p, fl)
+				if !ok1 || !ok2 {
+					continue
+				}
+				fmt.Fprintf(w, "%-50s %-18s %7.3f %7.3f\n", name, fl, pa.Ratio, f)
+				name = ""
+				n[fl]++
+				if f <= 0.6 {
+					reach[fl]++
+				}
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n# floors <= 0.6: the prices that changes to the unwinder and tables alone could bring to 0.6× stock's\n")
+	for _, fl := range all.Flavours[1:] {
+		if n[fl] > 0 {
+			fmt.Fprintf(w, "%-18s %d of %d\n", fl, reach[fl], n[fl])
+		}
+	}
 }
 
 func summarizeUnit(res *benchcmp.Results, w io.Writer, suite []Library) {
