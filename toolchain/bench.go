@@ -93,6 +93,36 @@ func Flavours() []Flavour {
 	}
 }
 
+// RoundFlavours returns the builds round r of a round-robin comparison of
+// fls runs, in order: fls rotated by r, so that no flavour always runs
+// first or after the same one, and if layouts is not zero each in random
+// function layout r%layouts+1 (Flavour.Layout), so that the rounds spread
+// every flavour's code over that many placements alike.
+func RoundFlavours(fls []Flavour, layouts, r int) []Flavour {
+	out := make([]Flavour, len(fls))
+	for i := range out {
+		out[i] = fls[(i+r)%len(fls)]
+		if layouts > 0 {
+			out[i].Layout = int64(r%layouts) + 1
+		}
+	}
+	return out
+}
+
+// LayoutBuilds returns every build that RoundFlavours(fls, layouts, r)
+// returns for some r: each flavour in each layout, or fls if layouts is
+// zero.
+func LayoutBuilds(fls []Flavour, layouts int) []Flavour {
+	if layouts <= 0 {
+		return fls
+	}
+	var out []Flavour
+	for r := range layouts {
+		out = append(out, RoundFlavours(fls, layouts, r)...)
+	}
+	return out
+}
+
 // FlavourNames returns the names of Flavours, in order: stock first.
 func FlavourNames() []string {
 	var names []string
@@ -117,15 +147,20 @@ type BenchOptions struct {
 	// benchmark in every flavour in turn (package benchrun), so that the
 	// runs a round pairs are adjacent in time.
 	Interleave bool
+	// Layouts, if not zero, builds every flavour in that many random
+	// function layouts and runs round r in layout r%Layouts+1
+	// (RoundFlavours).
+	Layouts int
 }
 
 // Bench builds the tests of a package in every Flavour (go test -c) and
 // runs their benchmarks round-robin, o.Count rounds, the flavours' order
 // rotated by one each round, so that the machine's drift over time falls
-// on every flavour alike (with o.Interleave, benchmark by benchmark). It
-// writes the results to w in the Go benchmark format, each run's block
-// after a "toolchain: NAME" configuration line: `benchstat -col toolchain
-// FILE` compares them.
+// on every flavour alike (with o.Interleave, benchmark by benchmark), and
+// with o.Layouts each round in its function layout. It writes the results
+// to w in the Go benchmark format, each run's block after a "toolchain:
+// NAME" configuration line (and "layout: SEED" with o.Layouts):
+// `benchstat -col toolchain -ignore layout FILE` compares them.
 // Progress goes to log.
 func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log io.Writer) error {
 	if o.Count < 1 {
@@ -135,13 +170,13 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	if err != nil {
 		return err
 	}
-	bins, err := tc.buildTests(ctx, flavours, o.Dir, o.Package, o.Work, log)
+	bins, err := tc.buildTests(ctx, LayoutBuilds(flavours, o.Layouts), o.Dir, o.Package, o.Work, log)
 	if err != nil {
 		return err
 	}
 	patterns := []string{o.Bench}
 	if o.Interleave {
-		names, err := benchrun.Names(ctx, bins[0], o.Dir, o.Bench, nil)
+		names, err := benchrun.Names(ctx, bins[buildName(LayoutBuilds(flavours, o.Layouts)[0])], o.Dir, o.Bench, nil)
 		if err != nil {
 			return err
 		}
@@ -154,12 +189,9 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	header := true
 	for round := range o.Count {
 		for _, pat := range patterns {
-			for i := range flavours {
-				// Rotate the order by one each round, so that no flavour
-				// always runs first, or always after the same one.
-				j := (i + round) % len(flavours)
-				fmt.Fprintf(log, "toolchain: round %d of %d, %s %s\n", round+1, o.Count, flavours[j].Name, pat)
-				if err := runBench(ctx, bins[j], o.Dir, pat, o.BenchTime, flavours[j].Name, bw, header); err != nil {
+			for _, fl := range RoundFlavours(flavours, o.Layouts, round) {
+				fmt.Fprintf(log, "toolchain: round %d of %d, %s %s\n", round+1, o.Count, buildName(fl), pat)
+				if err := runBench(ctx, bins[buildName(fl)], o.Dir, pat, o.BenchTime, fl, bw, header); err != nil {
 					return err
 				}
 				header = false
@@ -172,10 +204,12 @@ func (tc *Toolchain) Bench(ctx context.Context, o BenchOptions, w io.Writer, log
 	return bw.Flush()
 }
 
-// runBench runs the benchmarks of bin that pattern selects once and
-// writes their result lines to w after a "toolchain: NAME" line, with
-// the goos, goarch, pkg and cpu lines if header is set.
-func runBench(ctx context.Context, bin, dir, pattern, benchtime, name string, w io.Writer, header bool) error {
+// runBench runs the benchmarks of bin, flavour fl's, that pattern selects
+// once and writes their result lines to w after a "toolchain: NAME" line
+// (and "layout: SEED" if fl has one), with the goos, goarch, pkg and cpu
+// lines if header is set.
+func runBench(ctx context.Context, bin, dir, pattern, benchtime string, fl Flavour, w io.Writer, header bool) error {
+	name := fl.Name
 	cmd := exec.CommandContext(ctx, bin, "-test.run=NONE", "-test.bench="+pattern, "-test.benchtime="+benchtime, "-test.count=1")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
@@ -185,6 +219,9 @@ func runBench(ctx context.Context, bin, dir, pattern, benchtime, name string, w 
 		return fmt.Errorf("toolchain: running the %s benchmarks: %w\n%s%s", name, err, out, stderr.Bytes())
 	}
 	fmt.Fprintf(w, "toolchain: %s\n", name)
+	if fl.Layout != 0 {
+		fmt.Fprintf(w, "layout: %d\n", fl.Layout)
+	}
 	for _, line := range strings.Split(string(out), "\n") {
 		switch {
 		case strings.HasPrefix(line, "Benchmark"):
@@ -196,14 +233,24 @@ func runBench(ctx context.Context, bin, dir, pattern, benchtime, name string, w 
 	return nil
 }
 
+// buildName names build fl: its flavour's name, and its layout's seed if
+// it has one.
+func buildName(fl Flavour) string {
+	if fl.Layout == 0 {
+		return fl.Name
+	}
+	return fmt.Sprintf("%s.%d", fl.Name, fl.Layout)
+}
+
 // buildTests builds the tests of pkg (in the module at dir, "" for the
-// standard library) in each flavour (go test -c) into work and returns
-// the binaries' paths in the same order.
-func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pkg, work string, log io.Writer) ([]string, error) {
-	bins := make([]string, len(flavours))
-	for i, fl := range flavours {
-		bins[i] = filepath.Join(work, fl.Name+".test")
-		args := append([]string{"test", "-c", "-o", bins[i]}, fl.BuildFlags()...)
+// standard library) in each build of flavours (go test -c) into work and
+// returns the binaries' paths by buildName.
+func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pkg, work string, log io.Writer) (map[string]string, error) {
+	bins := map[string]string{}
+	for _, fl := range flavours {
+		bin := filepath.Join(work, buildName(fl)+".test")
+		bins[buildName(fl)] = bin
+		args := append([]string{"test", "-c", "-o", bin}, fl.BuildFlags()...)
 		args = append(args, pkg)
 		var cmd *exec.Cmd
 		if fl.Stock {
@@ -214,7 +261,7 @@ func (tc *Toolchain) buildTests(ctx context.Context, flavours []Flavour, dir, pk
 			cmd.Env = tc.Env(false)
 		}
 		cmd.Dir = dir
-		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", pkg, fl.Name)
+		fmt.Fprintf(log, "toolchain: go test -c %s (%s)\n", pkg, buildName(fl))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("toolchain: building the %s tests of %s: %w\n%s", fl.Name, pkg, err, out)
 		}

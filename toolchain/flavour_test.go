@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -195,4 +196,40 @@ func funcOrder(t *testing.T, bin string) []string {
 		t.Fatalf("%s: %d functions, want more than 1000", bin, len(names))
 	}
 	return names
+}
+
+// TestRoundFlavours checks the flavours and layouts each round runs and
+// the builds they need.
+func TestRoundFlavours(t *testing.T) {
+	a, b := Flavour{Name: "a", Stock: true}, Flavour{Name: "b"}
+	name := func(fls []Flavour) string {
+		var s []string
+		for _, fl := range fls {
+			s = append(s, fmt.Sprintf("%s%d", fl.Name, fl.Layout))
+		}
+		return strings.Join(s, " ")
+	}
+	for _, tc := range []struct {
+		layouts int
+		rounds  []string // roundFlavours(0), (1), ...
+		builds  string
+	}{
+		{0, []string{"a0 b0", "b0 a0", "a0 b0"}, "a0 b0"},
+		{1, []string{"a1 b1", "b1 a1", "a1 b1"}, "a1 b1"},
+		{2, []string{"a1 b1", "b2 a2", "a1 b1", "b2 a2"}, "a1 b1 b2 a2"},
+		{3, []string{"a1 b1", "b2 a2", "a3 b3", "b1 a1"}, "a1 b1 b2 a2 a3 b3"},
+	} {
+		fls := []Flavour{a, b}
+		for r, want := range tc.rounds {
+			if got := name(RoundFlavours(fls, tc.layouts, r)); got != want {
+				t.Errorf("layouts %d: round %d runs %q, want %q", tc.layouts, r, got, want)
+			}
+		}
+		if got := name(LayoutBuilds(fls, tc.layouts)); got != tc.builds {
+			t.Errorf("layouts %d: builds %q, want %q", tc.layouts, got, tc.builds)
+		}
+	}
+	if fls := []Flavour{a}; RoundFlavours(fls, 2, 1)[0].Layout != 2 || fls[0].Layout != 0 {
+		t.Errorf("RoundFlavours changed its argument or did not set the layout")
+	}
 }

@@ -72,7 +72,7 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 		return err
 	}
 	// The benchmarks and their native speed, from the stock build.
-	cmd := exec.CommandContext(ctx, bins[0], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime=20ms", "-test.count=1")
+	cmd := exec.CommandContext(ctx, bins[buildName(flavours[0])], "-test.run=NONE", "-test.bench="+o.Bench, "-test.benchtime=20ms", "-test.count=1")
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	out, err := cmd.Output()
@@ -125,7 +125,7 @@ func (tc *Toolchain) Instructions(ctx context.Context, o InstrOptions, w io.Writ
 			logMu.Lock()
 			fmt.Fprintf(log, "toolchain: cachegrind %d of %d: %s %s %dx\n", i+1, len(jobs), flavours[j.f].Name, benches[j.b].name, j.n)
 			logMu.Unlock()
-			j.ir, j.err = cachegrind(ctx, o.Dir, bins[j.f], BenchRegexp("Benchmark"+benches[j.b].name), j.n)
+			j.ir, j.err = cachegrind(ctx, o.Dir, bins[buildName(flavours[j.f])], BenchRegexp("Benchmark"+benches[j.b].name), j.n)
 		}()
 	}
 	wg.Wait()

@@ -537,34 +537,43 @@ func TestBench(t *testing.T) {
 
 // TestBenchInterleave runs Bench with Interleave on two of stackbench's
 // benchmarks, stock and default, two rounds: each benchmark runs alone,
-// in every flavour in turn, the flavours' order rotated each round.
+// in every flavour in turn, the flavours' order rotated each round; and
+// with Layouts, each round in its own function layout.
 func TestBenchInterleave(t *testing.T) {
 	tc := testToolchain(t)
 	dir, err := filepath.Abs("testdata/stackbench")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	o := BenchOptions{Dir: dir, Package: ".", Bench: "^Benchmark(PanicDeep|StackAll)$", BenchTime: "1x", Count: 2, Work: t.TempDir(), Flavours: []string{"default"}, Interleave: true}
-	if err := tc.Bench(context.Background(), o, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	r := benchfmt.NewReader(&out, "bench")
-	var got []string
-	for r.Scan() {
-		if res, ok := r.Result().(*benchfmt.Result); ok {
-			got = append(got, res.GetConfig("toolchain")+" "+strings.TrimSuffix(string(res.Name), "-2"))
+	for _, layouts := range []int{0, 2} {
+		var out bytes.Buffer
+		o := BenchOptions{Dir: dir, Package: ".", Bench: "^Benchmark(PanicDeep|StackAll)$", BenchTime: "1x", Count: 2, Work: t.TempDir(), Flavours: []string{"default"}, Interleave: true, Layouts: layouts}
+		if err := tc.Bench(context.Background(), o, &out, io.Discard); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := r.Err(); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{
-		"stock PanicDeep", "default PanicDeep", "stock StackAll", "default StackAll",
-		"default PanicDeep", "stock PanicDeep", "default StackAll", "stock StackAll",
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("results %q, want %q\n%s", got, want, out.String())
+		r := benchfmt.NewReader(&out, "bench")
+		var got []string
+		for r.Scan() {
+			if res, ok := r.Result().(*benchfmt.Result); ok {
+				got = append(got, res.GetConfig("toolchain")+res.GetConfig("layout")+" "+strings.TrimSuffix(string(res.Name), "-2"))
+			}
+		}
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{
+			"stock PanicDeep", "default PanicDeep", "stock StackAll", "default StackAll",
+			"default PanicDeep", "stock PanicDeep", "default StackAll", "stock StackAll",
+		}
+		if layouts > 0 {
+			want = []string{
+				"stock1 PanicDeep", "default1 PanicDeep", "stock1 StackAll", "default1 StackAll",
+				"default2 PanicDeep", "stock2 PanicDeep", "default2 StackAll", "stock2 StackAll",
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("layouts %d: results %q, want %q\n%s", layouts, got, want, out.String())
+		}
 	}
 }
 

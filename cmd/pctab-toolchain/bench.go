@@ -61,7 +61,7 @@ func (pb *pkgBench) done() { os.RemoveAll(pb.work) }
 // benchCommand is "pctab-toolchain bench".
 var benchCommand = &cli.Command{
 	Name:  "bench",
-	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-interleave=false] [-flavours LIST] [-o FILE] [PKG]",
+	Args:  "[-dir DIR] [-bench RE] [-benchtime T] [-count N] [-layouts N] [-interleave=false] [-flavours LIST] [-o FILE] [PKG]",
 	Short: "benchmark a package built stock and in every runtime flavour",
 	Long: "Bench runs the benchmarks of package PKG (default: runtime) built with the\n" +
 		"stock toolchain and in every runtime flavour of the patched one\n" +
@@ -70,16 +70,22 @@ var benchCommand = &cli.Command{
 		"benchstat -col toolchain and pctab-toolchain summary. By default it runs the\n" +
 		"benchmarks one at a time, each in every flavour in turn, so that the runs a\n" +
 		"round pairs are adjacent in time; -interleave=false runs each flavour's\n" +
-		"whole test binary in turn.",
+		"whole test binary in turn. -layouts N builds every flavour in N random\n" +
+		"function layouts (the linker's -randlayout, seeds 1 to N) and runs round R in\n" +
+		"layout R mod N + 1, so that code placement falls on every flavour alike.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		pf := addPkgBenchFlags(fs)
 		benchtime := fs.String("benchtime", "200ms", "run each benchmark for `t` (-test.benchtime)")
 		count := fs.Int("count", 6, "`n` rounds, each running every flavour once")
 		outPath := fs.String("o", "", "write the results to `file` (default: standard output)")
+		layouts := fs.Int("layouts", 0, "build every flavour in `n` random function layouts, round r in layout r mod n + 1 (0: the linker's order)")
 		interleave := fs.Bool("interleave", true, "run the benchmarks one at a time, each in every flavour in turn (false: each flavour's whole binary in turn)")
 		return func(env *cli.Env, args []string) error {
 			if *count < 1 {
 				return cli.Usagef("-count=%d: must be at least 1", *count)
+			}
+			if *layouts < 0 || *layouts > *count {
+				return cli.Usagef("-layouts=%d: must be between 0 and -count (%d)", *layouts, *count)
 			}
 			pb, err := pf.setup(env, args)
 			if err != nil {
@@ -95,12 +101,12 @@ var benchCommand = &cli.Command{
 				defer f.Close()
 				w = f
 			}
-			o := toolchain.BenchOptions{Dir: pb.dir, Package: pb.pkg, Bench: pb.bench, BenchTime: *benchtime, Count: *count, Work: pb.work, Flavours: pb.flavours, Interleave: *interleave}
+			o := toolchain.BenchOptions{Dir: pb.dir, Package: pb.pkg, Bench: pb.bench, BenchTime: *benchtime, Count: *count, Work: pb.work, Flavours: pb.flavours, Interleave: *interleave, Layouts: *layouts}
 			if err := pb.tc.Bench(env.Ctx, o, w, env.Stderr); err != nil {
 				return err
 			}
 			if *outPath != "" {
-				fmt.Fprintf(env.Stderr, "pctab-toolchain: compare with: pctab-toolchain summary %s (or benchstat -col toolchain)\n", *outPath)
+				fmt.Fprintf(env.Stderr, "pctab-toolchain: compare with: pctab-toolchain summary %s (or benchstat -col toolchain -ignore layout)\n", *outPath)
 			}
 			return nil
 		}

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/benchcmp"
-	"github.com/pctab/pctab/toolchain"
 )
 
 func TestVersions(t *testing.T) {
@@ -332,41 +331,5 @@ func TestFirstDiff(t *testing.T) {
 	}
 	if d, want := FirstDiff("a", "a\nb", 1), " a\n+b\n"; d != want {
 		t.Errorf("FirstDiff = %q, want %q", d, want)
-	}
-}
-
-// TestRoundFlavours checks the flavours and layouts each round runs and
-// the builds they need.
-func TestRoundFlavours(t *testing.T) {
-	a, b := toolchain.Flavour{Name: "a", Stock: true}, toolchain.Flavour{Name: "b"}
-	name := func(fls []toolchain.Flavour) string {
-		var s []string
-		for _, fl := range fls {
-			s = append(s, fmt.Sprintf("%s%d", fl.Name, fl.Layout))
-		}
-		return strings.Join(s, " ")
-	}
-	for _, tc := range []struct {
-		layouts int
-		rounds  []string // roundFlavours(0), (1), ...
-		builds  string
-	}{
-		{0, []string{"a0 b0", "b0 a0", "a0 b0"}, "a0 b0"},
-		{1, []string{"a1 b1", "b1 a1", "a1 b1"}, "a1 b1"},
-		{2, []string{"a1 b1", "b2 a2", "a1 b1", "b2 a2"}, "a1 b1 b2 a2"},
-		{3, []string{"a1 b1", "b2 a2", "a3 b3", "b1 a1"}, "a1 b1 b2 a2 a3 b3"},
-	} {
-		o := Options{Flavours: []toolchain.Flavour{a, b}, Layouts: tc.layouts}
-		for r, want := range tc.rounds {
-			if got := name(o.roundFlavours(r)); got != want {
-				t.Errorf("layouts %d: round %d runs %q, want %q", tc.layouts, r, got, want)
-			}
-		}
-		if got := name(o.builds()); got != tc.builds {
-			t.Errorf("layouts %d: builds %q, want %q", tc.layouts, got, tc.builds)
-		}
-	}
-	if o := (Options{Flavours: []toolchain.Flavour{a}, Layouts: 2}); o.Flavours[0].Layout != 0 || o.roundFlavours(1)[0].Layout != 2 {
-		t.Errorf("roundFlavours changed o.Flavours or did not set the layout")
 	}
 }

@@ -37,29 +37,14 @@ type Options struct {
 	Layouts int
 }
 
-// roundFlavours returns the flavours round r runs: o.Flavours in the
-// layout of round r, their order rotated by r.
+// roundFlavours returns the builds round r runs (toolchain.RoundFlavours).
 func (o Options) roundFlavours(r int) []toolchain.Flavour {
-	fls := make([]toolchain.Flavour, len(o.Flavours))
-	for i := range fls {
-		fls[i] = o.Flavours[(i+r)%len(fls)]
-		if o.Layouts > 0 {
-			fls[i].Layout = int64(r%o.Layouts) + 1
-		}
-	}
-	return fls
+	return toolchain.RoundFlavours(o.Flavours, o.Layouts, r)
 }
 
 // builds returns every build Run needs: each flavour in each layout.
 func (o Options) builds() []toolchain.Flavour {
-	if o.Layouts <= 0 {
-		return o.Flavours
-	}
-	var fls []toolchain.Flavour
-	for r := range o.Layouts {
-		fls = append(fls, o.roundFlavours(r)...)
-	}
-	return fls
+	return toolchain.LayoutBuilds(o.Flavours, o.Layouts)
 }
 
 // Run builds the tests of every target's package in every flavour (go test
