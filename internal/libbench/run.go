@@ -51,14 +51,14 @@ func (o Options) builds() []toolchain.Flavour {
 // -c in the work module) and runs their benchmarks round-robin, o.Count
 // rounds: in each round, each target runs in every flavour in turn, the
 // flavours' order rotated by one each round, and with o.Layouts in the
-// round's function layout. Every benchmark runs with
-// -test.cpu=1, so that the parallel ones (zap's, slog's) measure one
-// goroutine's work rather than the contention of a shared machine. The
-// results go to w in the Go benchmark format, each run's block under the
-// configuration keys library, variant (the target's), toolchain (the
-// flavour's name) and with o.Layouts layout (the seed), so that `benchstat -col toolchain` compares them and
-// [Summarize] reads them. With o.Interleave each round runs the benchmarks
-// one at a time. Progress goes to log.
+// round's function layout. Every benchmark runs with -test.cpu=1, so that
+// the parallel ones (zap's, slog's) measure one goroutine's work rather
+// than the contention of a shared machine. The results go to w in the Go
+// benchmark format, each run's block under the configuration keys library,
+// variant (the target's), toolchain (the flavour's name) and, with
+// o.Layouts, layout (the seed), so that `benchstat -col toolchain -ignore
+// layout` compares them and [Summarize] reads them. With o.Interleave each
+// round runs the benchmarks one at a time. Progress goes to log.
 func Run(ctx context.Context, o Options, w, log io.Writer) error {
 	if o.Count < 1 {
 		o.Count = 1
