@@ -16,7 +16,10 @@ import (
 // benchstat's statistics (golang.org/x/perf/benchmath), so the medians,
 // intervals and p-values agree with `benchstat -col toolchain`. A last line
 // per flavour checks the goal of issue 22: every median ratio at most 1.00
-// and every paired interval's upper bound at most 1.03.
+// and every paired interval's upper bound at most 1.03; the next ones
+// compare the benchmarks above it with the layout control, and count the
+// two-sample intervals (benchcmp.Shift) above 1.03, the check for rounds
+// in random function layouts (Bench with Layouts).
 func Summarize(r io.Reader, w io.Writer) error {
 	res, err := benchcmp.Read(r, "sec/op", FlavourNames())
 	if err != nil {
@@ -42,6 +45,7 @@ func Summarize(r io.Reader, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "%-18s %d of %d medians above 1.00; %d of %d upper bounds above 1.03 (highest %.3f: %s)\n", fl, medians, total, above, total, worst, worstName)
 		res.WriteControl(w, fl, LayoutControl().Name, 1.03)
+		res.WriteShift(w, fl, 1.03)
 	}
 	return nil
 }

@@ -38,9 +38,13 @@ func TestSummarize(t *testing.T) {
 		"stock-align64 202.5ns 1% 1.976 1.976 [1.952, 2.000] 0.002 6",
 		"# goals: every median ×stock <= 1.00 and every paired interval's upper bound <= 1.03",
 		"linear 0 of 1 medians above 1.00; 0 of 1 upper bounds above 1.03 (highest 0.524: X-2)",
+		// The 6th largest of the 36 ratios (50+i)/(100+j): 55/103.
+		"two-sample intervals: 0 of 1 above 1.03 (highest 0.534: X-2)",
 		"linear-nocache 1 of 1 medians above 1.00; 1 of 1 upper bounds above 1.03 (highest 2.000: X-2)",
 		"1 of the 1 within the layout control stock-align64 (paired intervals overlap)",
+		"two-sample intervals: 1 of 1 above 1.03 (highest 2.020: X-2)",
 		"stock-align64 1 of 1 medians above 1.00; 1 of 1 upper bounds above 1.03 (highest 2.000: X-2)",
+		"two-sample intervals: 1 of 1 above 1.03 (highest 2.020: X-2)",
 	}
 	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 		t.Errorf("summary:\n%s\nwant rows:\n%s", got, strings.Join(want, "\n"))

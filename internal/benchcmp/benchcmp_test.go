@@ -3,9 +3,13 @@ package benchcmp_test
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/perf/benchmath"
 
 	"github.com/pctab/pctab/internal/benchcmp"
 )
@@ -167,5 +171,65 @@ func TestWithinControl(t *testing.T) {
 				t.Errorf("WriteControl wrote %q; want %q only if some are above", w.String(), want)
 			}
 		})
+	}
+}
+
+// TestShift checks the two-sample ratio and its interval on samples with
+// known shifts, and that its interval excludes 1 where benchmath's
+// Mann-Whitney U test (benchstat's) finds the samples different.
+func TestShift(t *testing.T) {
+	seq := func(n int, f float64) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = f * float64(i+1)
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		base, vals []float64
+		center     float64
+		finite     bool
+		excludes1  bool
+	}{
+		{"same", seq(10, 1), seq(10, 1), 1, true, false},
+		{"10% slower", seq(20, 1), seq(20, 1.1), 1.1, true, false},
+		{"twice as fast", []float64{10, 10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7}, []float64{5, 5.05, 5.1, 5.15, 5.2, 5.25, 5.3, 5.35}, 0.5, true, true},
+		{"too few", []float64{1, 2}, []float64{1, 2}, 1, false, false},
+	} {
+		s := benchcmp.Shift(tc.base, tc.vals)
+		if math.Abs(s.Center-tc.center) > 1e-9 {
+			t.Errorf("%s: center %v, want %v", tc.name, s.Center, tc.center)
+		}
+		if finite := !math.IsInf(s.Lo, 0) && !math.IsInf(s.Hi, 0); finite != tc.finite {
+			t.Errorf("%s: interval [%v, %v], want finite %v", tc.name, s.Lo, s.Hi, tc.finite)
+		}
+		if tc.finite && !(s.Lo <= s.Center && s.Center <= s.Hi) {
+			t.Errorf("%s: center %v outside [%v, %v]", tc.name, s.Center, s.Lo, s.Hi)
+		}
+		if ex := s.Lo > 1 || s.Hi < 1; ex != tc.excludes1 {
+			t.Errorf("%s: [%v, %v] excludes 1: %v, want %v", tc.name, s.Lo, s.Hi, ex, tc.excludes1)
+		}
+	}
+	// Random samples, some shifted: the interval and the U test agree,
+	// but for a few at the boundary (normal approximation, ties).
+	r := rand.New(rand.NewPCG(1, 2))
+	disagree, n := 0, 400
+	for i := range n {
+		shift := 1 + 0.02*float64(i%5)
+		base, vals := make([]float64, 20), make([]float64, 20)
+		for j := range base {
+			base[j] = 100 * (1 + 0.05*r.NormFloat64())
+			vals[j] = 100 * shift * (1 + 0.05*r.NormFloat64())
+		}
+		s := benchcmp.Shift(base, vals)
+		p := benchmath.AssumeNothing.Compare(benchmath.NewSample(slices.Clone(base), &benchmath.DefaultThresholds), benchmath.NewSample(slices.Clone(vals), &benchmath.DefaultThresholds)).P
+		if (s.Lo > 1 || s.Hi < 1) != (p < 0.05) {
+			disagree++
+		}
+	}
+	t.Logf("%d of %d disagree", disagree, n)
+	if disagree > n/50 {
+		t.Errorf("the interval and the U test disagree on %d of %d sample pairs, want at most %d", disagree, n, n/50)
 	}
 }

@@ -45,6 +45,43 @@ func (r *Results) Above(fl string, limit float64) (above, total int, worst float
 	return above, total, worst, worstName
 }
 
+// AboveShift counts, over every benchmark of every group measured in
+// flavour fl, those whose two-sample interval (Comparison.Shift) ends above
+// limit, and names the highest upper bound.
+func (r *Results) AboveShift(fl string, limit float64) (above, total int, worst float64, worstName string) {
+	for _, g := range r.Groups {
+		for _, k := range r.Keys[g] {
+			c, ok := r.Compare(g, k, fl)
+			if !ok {
+				continue
+			}
+			total++
+			if c.Shift.Hi > limit {
+				above++
+			}
+			if c.Shift.Hi > worst || worstName == "" {
+				worst, worstName = c.Shift.Hi, k.String()
+				if g != "" {
+					worstName = g + " " + worstName
+				}
+			}
+		}
+	}
+	return above, total, worst, worstName
+}
+
+// WriteShift writes, under a goal's line for times in flavour fl, how many
+// two-sample intervals (Comparison.Shift) end above limit: the check for
+// rounds in random function layouts, whose per-round pairs join two
+// independent placements.
+func (r *Results) WriteShift(w io.Writer, fl string, limit float64) {
+	if !r.IsTime() {
+		return
+	}
+	above, total, worst, name := r.AboveShift(fl, limit)
+	fmt.Fprintf(w, "%-18s two-sample intervals: %d of %d above %.2f (highest %.3f: %s)\n", "", above, total, limit, worst, name)
+}
+
 // WithinControl counts, of the benchmarks whose Bound in flavour fl
 // exceeds limit, those that fl does not tell apart from flavour control, a
 // build of the baseline's code that differs only in where it lies (such as

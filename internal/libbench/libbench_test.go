@@ -241,6 +241,7 @@ func TestSummarize(t *testing.T) {
 		"# the price of caller information",
 		"logrus: ReportCaller on vs off, 4 wrappers", "go-kit/log: caller valuer vs constant",
 		"\nlinear-cf          ", "\nlinear-cf-nocache  ",
+		"                   two-sample intervals: ",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)

@@ -203,5 +203,6 @@ func summarizeUnit(res *benchcmp.Results, w io.Writer, suite []Library) {
 		}
 		fmt.Fprintf(w, "%-18s %d of %d above %.2f (highest %.3f: %s); %d of %d prices <= 0.6× stock's\n", fl, above, total, limit, worst, worstName, priceMet, prices)
 		res.WriteControl(w, fl, toolchain.LayoutControl().Name, limit)
+		res.WriteShift(w, fl, limit)
 	}
 }
