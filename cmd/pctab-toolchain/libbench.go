@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/pctab/pctab/internal/cli"
@@ -18,7 +19,7 @@ import (
 // benchmark suite (package internal/libbench).
 var libbenchCommand = &cli.Command{
 	Name:  "libbench",
-	Args:  "[-o DIR] [-count N] [-benchtime T] [-layouts N] [-interleave=false] [-flavours LIST] [-libs LIST] [-tests | -instructions | -summary FILE...]",
+	Args:  "[-o DIR] [-count N] [-benchtime T] [-layouts N] [-interleave=false] [-flavours LIST] [-libs LIST] [-bench RE] [-tests | -instructions | -summary FILE...]",
 	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
 	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
 		"module proxy into a work module under the cache directory, builds their\n" +
@@ -42,6 +43,7 @@ var libbenchCommand = &cli.Command{
 		fs.BoolVar(&o.interleave, "interleave", true, "run the benchmarks one at a time, each in every flavour in turn (false: each flavour's whole binary in turn)")
 		fs.StringVar(&o.flavours, "flavours", "", "comma-separated flavours to compare (default: all of toolchain.Flavours: "+flavourNames(toolchain.Flavours())+")")
 		fs.StringVar(&o.libs, "libs", "", "comma-separated libraries (default: all: "+libraryNames(libbench.Suite())+")")
+		fs.StringVar(&o.bench, "bench", "", "only the benchmarks whose full name (BenchmarkX/sub) matches `regexp` (default: all)")
 		fs.BoolVar(&o.tests, "tests", false, "compare the libraries' own tests' output with stock Go's instead of benchmarking")
 		fs.BoolVar(&o.instructions, "instructions", false, "count instructions per operation under cachegrind (one round) instead of timing")
 		fs.BoolVar(&o.summary, "summary", false, "summarize the results files named as arguments (libbench.txt, instructions.txt) and exit")
@@ -58,6 +60,15 @@ var libbenchCommand = &cli.Command{
 			if o.layouts < 0 || o.layouts > o.count {
 				return cli.Usagef("-layouts=%d: must be between 0 and -count (%d)", o.layouts, o.count)
 			}
+			if o.bench != "" && (o.tests || o.summary || !o.interleave && !o.instructions) {
+				return cli.Usagef("-bench applies to interleaved timed runs and -instructions")
+			}
+			if o.bench != "" {
+				var err error
+				if o.only, err = regexp.Compile(o.bench); err != nil {
+					return cli.Usagef("-bench: %v", err)
+				}
+			}
 			if o.layouts > 0 && (o.tests || o.instructions || o.summary) {
 				return cli.Usagef("-layouts applies to timed runs, not to -tests, -instructions or -summary")
 			}
@@ -69,6 +80,8 @@ var libbenchCommand = &cli.Command{
 // libbenchFlags are libbench's flags.
 type libbenchFlags struct {
 	outDir, benchtime, flavours, libs string
+	bench                             string
+	only                              *regexp.Regexp // bench, compiled
 	count, layouts                    int
 	tests, instructions, summary      bool
 	interleave                        bool
@@ -116,7 +129,7 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 			return err
 		}
 	}
-	o := libbench.Options{Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave, Layouts: fl.layouts}
+	o := libbench.Options{Only: fl.only, Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave, Layouts: fl.layouts}
 	if *tests {
 		w := stdout
 		if *outDir != "" {
@@ -167,7 +180,11 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 		}
 		defer sf.Close()
 		w = io.MultiWriter(stdout, sf)
-		fmt.Fprintf(stderr, "pctab-toolchain: results in %s; compare with: benchstat -col toolchain %s\n", resPath, resPath)
+		ignore := ""
+		if fl.layouts > 0 {
+			ignore = "-ignore layout "
+		}
+		fmt.Fprintf(stderr, "pctab-toolchain: results in %s; compare with: benchstat -col toolchain %s%s\n", resPath, ignore, resPath)
 	}
 	return libbench.Summarize(f, w, suite)
 }

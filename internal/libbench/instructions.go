@@ -93,7 +93,7 @@ func Instructions(ctx context.Context, o Options, w, log io.Writer) error {
 					names = append(names, f[0])
 				}
 			}
-			for _, name := range names {
+			for _, name := range o.keep(names) {
 				run := func(fl toolchain.Flavour, iters int) (count, error) {
 					fmt.Fprintf(log, "libbench: cachegrind %s %s -test.benchtime=%dx (%s)\n", name, t.Variant, iters, fl.Name)
 					return countInstructions(ctx, o, bins[binKey(t.Package, fl)], name, iters, t.Args)

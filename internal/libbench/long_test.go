@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -94,12 +96,13 @@ func testRun1(t *testing.T, o Options) {
 	}
 }
 
-// TestRunLayouts runs go-kit/log's benchmarks stock and in the default
-// flavour in two random function layouts, two rounds: each round's
-// results must carry its layout, and the summary must pool them.
+// TestRunLayouts runs go-kit/log's OneWith benchmark (Only) stock and in
+// the default flavour in two random function layouts, two rounds: each
+// round's results must carry its layout, and the summary must pool them.
 func TestRunLayouts(t *testing.T) {
 	o := setup(t, "go-kit/log")
 	o.Flavours, o.Count, o.Layouts, o.Interleave = toolchain.Flavours()[:2], 2, 2, true
+	o.Only = regexp.MustCompile("^BenchmarkOneWith$")
 	var out, log bytes.Buffer
 	if err := Run(context.Background(), o, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.Bytes())
@@ -107,8 +110,8 @@ func TestRunLayouts(t *testing.T) {
 	for _, fl := range o.Flavours {
 		for _, layout := range []string{"1", "2"} {
 			want := "toolchain: " + fl.Name + "\npkg: github.com/go-kit/log\nlayout: " + layout + "\n"
-			if n := strings.Count(out.String(), want); n != 2 {
-				t.Errorf("%d blocks of %q, want one per benchmark:\n%s", n, want, out.Bytes())
+			if n := strings.Count(out.String(), want); n != 1 {
+				t.Errorf("%d blocks of %q, want one:\n%s", n, want, out.Bytes())
 			}
 		}
 	}
@@ -120,6 +123,13 @@ func TestRunLayouts(t *testing.T) {
 		if v := res.Values["go-kit/log"][benchcmp.Key{Name: "OneWith"}][fl.Name]; len(v) != 2 {
 			t.Errorf("OneWith %s: %d times, want one per layout", fl.Name, len(v))
 		}
+	}
+	if strings.Contains(out.String(), "ValueBindingCaller") {
+		t.Errorf("ran ValueBindingCaller, which Only leaves out:\n%s", out.Bytes())
+	}
+	o.Only = regexp.MustCompile("NoSuchBenchmark")
+	if err := Run(context.Background(), o, io.Discard, io.Discard); err == nil {
+		t.Errorf("Run with Only matching nothing succeeded")
 	}
 }
 

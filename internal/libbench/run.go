@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -35,6 +36,24 @@ type Options struct {
 	// flavour's code over that many placements and their ratios measure
 	// the code rather than one placement of it.
 	Layouts int
+	// Only, if not nil, keeps the benchmarks whose full name, as a test
+	// binary prints it with -test.cpu=1 ("BenchmarkErrors/errors-stack-100"),
+	// it matches. Run needs Interleave for it.
+	Only *regexp.Regexp
+}
+
+// keep returns the names that o.Only matches (all without it).
+func (o Options) keep(names []string) []string {
+	if o.Only == nil {
+		return names
+	}
+	var out []string
+	for _, n := range names {
+		if o.Only.MatchString(n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // roundFlavours returns the builds round r runs (toolchain.RoundFlavours).
@@ -66,6 +85,9 @@ func Run(ctx context.Context, o Options, w, log io.Writer) error {
 	bins, err := buildTests(ctx, o, log)
 	if err != nil {
 		return err
+	}
+	if o.Only != nil && !o.Interleave {
+		return fmt.Errorf("libbench: selecting benchmarks by name (%v) needs Interleave", o.Only)
 	}
 	patterns, err := targetPatterns(ctx, o, bins)
 	if err != nil {
@@ -109,11 +131,22 @@ func targetPatterns(ctx context.Context, o Options, bins map[string]string) (map
 					return nil, fmt.Errorf("libbench: %s %s: %w", l.Name, t.Package, err)
 				}
 				p = p[:0]
-				for _, n := range names {
+				for _, n := range o.keep(names) {
 					p = append(p, benchrun.Pattern(n))
 				}
 			}
 			pats[l.Name] = append(pats[l.Name], p)
+		}
+	}
+	if o.Only != nil {
+		n := 0
+		for _, ps := range pats {
+			for _, p := range ps {
+				n += len(p)
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("libbench: no benchmark of the selected libraries matches %v", o.Only)
 		}
 	}
 	return pats, nil
