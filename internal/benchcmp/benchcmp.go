@@ -162,35 +162,79 @@ func (r *Results) Compare(g string, k Key, fl string) (Comparison, bool) {
 // approximation (close from about 8 samples a side). The interval
 // excludes 1 where the U test finds the samples different at about 5%. Lo
 // and Hi are infinite when there are too few samples for an interval.
-// Values must be positive.
+// Values must be positive. It takes O((m+n) log) time and O(m+n) memory:
+// the m·n ratios are never listed.
 func Shift(base, vals []float64) Stat {
 	m, n := len(base), len(vals)
 	if m == 0 || n == 0 {
 		return Stat{Center: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
-	d := make([]float64, 0, m*n)
-	for _, v := range vals {
-		for _, b := range base {
-			d = append(d, math.Log(v/b))
-		}
+	a, b := logs(base), logs(vals)
+	mn := m * n
+	center := kthDiff(a, b, mn/2)
+	if mn%2 == 0 {
+		center = (kthDiff(a, b, mn/2-1) + center) / 2
 	}
-	slices.Sort(d)
-	mn := float64(m * n)
-	c := int(math.Floor(mn/2 - 1.959964*math.Sqrt(mn*float64(m+n+1)/12)))
-	s := Stat{Center: math.Exp(median(d)), Lo: math.Inf(-1), Hi: math.Inf(1), N: n}
-	if c >= 0 {
-		s.Lo, s.Hi = math.Exp(d[c]), math.Exp(d[len(d)-1-c])
+	s := Stat{Center: math.Exp(center), Lo: math.Inf(-1), Hi: math.Inf(1), N: n}
+	fmn := float64(mn)
+	if c := int(math.Floor(fmn/2 - 1.959964*math.Sqrt(fmn*float64(m+n+1)/12))); c >= 0 {
+		s.Lo, s.Hi = math.Exp(kthDiff(a, b, c)), math.Exp(kthDiff(a, b, mn-1-c))
 	}
 	return s
 }
 
-// median returns the median of sorted, which is not empty.
-func median(sorted []float64) float64 {
-	h := len(sorted) / 2
-	if len(sorted)%2 == 1 {
-		return sorted[h]
+// logs returns the logarithms of vals, sorted.
+func logs(vals []float64) []float64 {
+	out := make([]float64, len(vals))
+	for i, v := range vals {
+		out[i] = math.Log(v)
 	}
-	return (sorted[h-1] + sorted[h]) / 2
+	slices.Sort(out)
+	return out
+}
+
+// kthDiff returns the k-th smallest (from 0) of the differences b[i] -
+// a[j] over every i and j, a and b sorted: a bisection on the value
+// between lo, with at most k differences at or below it, and hi, with more,
+// each step counting the differences at or below the midpoint in one pass;
+// the answer is then the smallest difference above lo.
+func kthDiff(a, b []float64, k int) float64 {
+	lo, hi := b[0]-a[len(a)-1], b[len(b)-1]-a[0]
+	if n, _ := countAtMost(a, b, lo); n > k {
+		return lo
+	}
+	for range 200 {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		if n, _ := countAtMost(a, b, mid); n > k {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	_, next := countAtMost(a, b, lo)
+	return next
+}
+
+// countAtMost returns how many differences b[i] - a[j] are at most t, and
+// the smallest difference above t (+Inf if none), a and b sorted.
+func countAtMost(a, b []float64, t float64) (int, float64) {
+	n, next := 0, math.Inf(1)
+	// a[j:] are the a with b[i] - a <= t; going down b, the bound b[i] - t
+	// falls, so j only falls.
+	j := len(a)
+	for i := len(b) - 1; i >= 0; i-- {
+		for j > 0 && b[i]-a[j-1] <= t {
+			j--
+		}
+		n += len(a) - j
+		if j > 0 {
+			next = min(next, b[i]-a[j-1])
+		}
+	}
+	return n, next
 }
 
 // PerRound returns the per-round ratios (num[i] - numSub[i]) / (den[i] -
