@@ -2,10 +2,10 @@ package benchcmp
 
 import (
 	"math/rand/v2"
-
-	"github.com/pctab/pctab/internal/allocs"
 	"slices"
 	"testing"
+
+	"github.com/pctab/pctab/internal/allocs"
 )
 
 // TestKthDiff checks kthDiff against every difference listed and sorted,
