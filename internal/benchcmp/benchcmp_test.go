@@ -233,3 +233,12 @@ func TestShift(t *testing.T) {
 		t.Errorf("the interval and the U test disagree on %d of %d sample pairs, want at most %d", disagree, n, n/50)
 	}
 }
+
+func ExampleShift() {
+	base := []float64{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}
+	vals := []float64{90, 91, 92, 93, 94, 95, 96, 97, 98, 99}
+	s := benchcmp.Shift(base, vals)
+	fmt.Printf("%.3f [%.3f, %.3f]\n", s.Center, s.Lo, s.Hi)
+	// Output:
+	// 0.904 [0.877, 0.932]
+}
