@@ -277,12 +277,24 @@ func multiGenTrace(t testing.TB) []byte {
 // generation) and says what it dropped.
 func TestTruncatedTrace(t *testing.T) {
 	data := multiGenTrace(t)
-	if g := scanGenerations(bytes.NewReader(data)); len(g.starts) < 3 {
+	g := scanGenerations(bytes.NewReader(data))
+	if len(g.starts) < 3 {
 		t.Fatalf("the trace has %d generations, want several", len(g.starts))
-	} else {
-		t.Logf("%d bytes, %d generations", len(data), len(g.starts))
 	}
-	for _, cut := range []int{50, 1, len(data) / 3} {
+	t.Logf("%d bytes, %d generations", len(data), len(g.starts))
+	// A third cut ends inside the generation that holds byte 2/3 of the
+	// trace, halfway between its start and the next one's: a cut at a
+	// generation's boundary leaves a whole, readable trace.
+	k := 1
+	for k+1 < len(g.starts) && g.starts[k+1] <= int64(2*len(data)/3) {
+		k++
+	}
+	next := g.framed
+	if k+1 < len(g.starts) {
+		next = g.starts[k+1]
+	}
+	mid := int(g.starts[k] + (next-g.starts[k])/2)
+	for _, cut := range []int{50, 1, len(data) - mid} {
 		cutData := data[:len(data)-cut]
 		want, rerr := readable(t, cutData)
 		if rerr == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 
 	"golang.org/x/exp/trace"
 )
@@ -258,6 +259,9 @@ func (c *pageCodec) decodePage(dst []Event, p []byte, i int, off int64, pageSize
 		return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): unknown codec %d", fileEvents, i, off, codec)
 	}
 	used := int64(len(b))
+	// Room for the page's events at once: count is at most raw/2 (checked
+	// above), and growing by append would allocate several times over.
+	dst = slices.Grow(dst, int(count))
 	st := newRecState(base)
 	st.shift = shift
 	uv := func(k uint32) (uint64, error) {
