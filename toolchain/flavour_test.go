@@ -67,31 +67,15 @@ func TestLayoutControl(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skip("checks amd64 ELF function alignment")
 	}
-	dir, err := filepath.Abs("testdata/callers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, _, err := stockRoot(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &Toolchain{StockRoot: root}
 	var outs [][]byte
 	for _, fl := range []Flavour{Flavours()[0], LayoutControl()} {
-		bin := filepath.Join(t.TempDir(), fl.Name)
-		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: bin, Stock: true, Flags: fl.BuildFlags()}); err != nil {
-			t.Fatalf("%s: %v", fl.Name, err)
-		}
+		bin, out := stockCallers(t, fl)
 		odd := oddFuncs(t, bin)
 		switch {
 		case fl.Baseline() && odd == 0:
 			t.Errorf("%s: every function is 64-byte aligned; the control would change nothing", fl.Name)
 		case !fl.Baseline() && odd != 0:
 			t.Errorf("%s: %d functions are not 64-byte aligned", fl.Name, odd)
-		}
-		out, err := exec.Command(bin).Output()
-		if err != nil {
-			t.Fatalf("%s: %v", fl.Name, err)
 		}
 		outs = append(outs, out)
 	}
@@ -134,28 +118,11 @@ func oddFuncs(t *testing.T, bin string) int {
 // each seed must order the functions differently and every build must
 // print the same output.
 func TestRandomLayout(t *testing.T) {
-	dir, err := filepath.Abs("testdata/callers")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, _, err := stockRoot(context.Background(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc := &Toolchain{StockRoot: root}
 	var orders [][]string
 	var want []byte
 	for _, seed := range []int64{0, 1, 2} {
-		fl := Flavour{Name: "stock", Stock: true, Layout: seed}
-		bin := filepath.Join(t.TempDir(), fmt.Sprint(seed))
-		if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: bin, Stock: true, Flags: fl.BuildFlags()}); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
+		bin, out := stockCallers(t, Flavour{Name: fmt.Sprintf("stock-%d", seed), Stock: true, Layout: seed})
 		orders = append(orders, funcOrder(t, bin))
-		out, err := exec.Command(bin).Output()
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
 		if want == nil {
 			want = out
 		} else if !bytes.Equal(out, want) {
@@ -169,6 +136,30 @@ func TestRandomLayout(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stockCallers builds testdata/callers with the stock toolchain in flavour
+// fl and returns the binary and what it prints.
+func stockCallers(t *testing.T, fl Flavour) (string, []byte) {
+	t.Helper()
+	dir, err := filepath.Abs("testdata/callers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := stockRoot(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), fl.Name)
+	tc := &Toolchain{StockRoot: root}
+	if err := tc.GoBuild(context.Background(), BuildOptions{Dir: dir, Package: ".", Out: bin, Stock: true, Flags: fl.BuildFlags()}); err != nil {
+		t.Fatalf("%s: %v", fl.Name, err)
+	}
+	out, err := exec.Command(bin).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", fl.Name, err)
+	}
+	return bin, out
 }
 
 // funcOrder returns the names of bin's functions (debug/gosym) in the

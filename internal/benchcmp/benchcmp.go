@@ -162,14 +162,15 @@ func (r *Results) Compare(g string, k Key, fl string) (Comparison, bool) {
 // approximation (close from about 8 samples a side). The interval
 // excludes 1 where the U test finds the samples different at about 5%. Lo
 // and Hi are infinite when there are too few samples for an interval.
-// Values must be positive. It takes O((m+n) log) time and O(m+n) memory:
-// the m·n ratios are never listed.
+// Values that are not positive and finite are left out; with none left on
+// a side, every field is NaN. It takes O((m+n) log) time and O(m+n)
+// memory: the m·n ratios are never listed.
 func Shift(base, vals []float64) Stat {
-	m, n := len(base), len(vals)
+	a, b := logs(base), logs(vals)
+	m, n := len(a), len(b)
 	if m == 0 || n == 0 {
 		return Stat{Center: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
-	a, b := logs(base), logs(vals)
 	mn := m * n
 	center := kthDiff(a, b, mn/2)
 	if mn%2 == 0 {
@@ -183,11 +184,14 @@ func Shift(base, vals []float64) Stat {
 	return s
 }
 
-// logs returns the logarithms of vals, sorted.
+// logs returns the logarithms of the positive, finite values of vals,
+// sorted.
 func logs(vals []float64) []float64 {
-	out := make([]float64, len(vals))
-	for i, v := range vals {
-		out[i] = math.Log(v)
+	out := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if v > 0 && !math.IsInf(v, 1) {
+			out = append(out, math.Log(v))
+		}
 	}
 	slices.Sort(out)
 	return out

@@ -196,8 +196,17 @@ func TestShift(t *testing.T) {
 		{"10% slower", seq(20, 1), seq(20, 1.1), 1.1, true, false},
 		{"twice as fast", []float64{10, 10.1, 10.2, 10.3, 10.4, 10.5, 10.6, 10.7}, []float64{5, 5.05, 5.1, 5.15, 5.2, 5.25, 5.3, 5.35}, 0.5, true, true},
 		{"too few", []float64{1, 2}, []float64{1, 2}, 1, false, false},
+		// Values that are not positive and finite are left out.
+		{"bad values", append(seq(10, 1), 0, -1, math.NaN(), math.Inf(1)), append(seq(10, 2), math.Inf(-1), 0), 2, true, false},
+		{"nothing left", []float64{0, math.NaN()}, seq(3, 1), math.NaN(), false, false},
 	} {
 		s := benchcmp.Shift(tc.base, tc.vals)
+		if math.IsNaN(tc.center) {
+			if !math.IsNaN(s.Center) || !math.IsNaN(s.Lo) || !math.IsNaN(s.Hi) {
+				t.Errorf("%s: %+v, want NaN everywhere", tc.name, s)
+			}
+			continue
+		}
 		if math.Abs(s.Center-tc.center) > 1e-9 {
 			t.Errorf("%s: center %v, want %v", tc.name, s.Center, tc.center)
 		}

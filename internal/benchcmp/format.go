@@ -23,32 +23,19 @@ func (r *Results) Bound(c Comparison) float64 {
 // Above counts, over every benchmark of every group measured in flavour fl,
 // those whose Bound exceeds limit, and names the highest.
 func (r *Results) Above(fl string, limit float64) (above, total int, worst float64, worstName string) {
-	for _, g := range r.Groups {
-		for _, k := range r.Keys[g] {
-			c, ok := r.Compare(g, k, fl)
-			if !ok {
-				continue
-			}
-			total++
-			b := r.Bound(c)
-			if b > limit {
-				above++
-			}
-			if b > worst || worstName == "" {
-				worst, worstName = b, k.String()
-				if g != "" {
-					worstName = g + " " + worstName
-				}
-			}
-		}
-	}
-	return above, total, worst, worstName
+	return r.above(fl, limit, r.Bound)
 }
 
 // AboveShift counts, over every benchmark of every group measured in
 // flavour fl, those whose two-sample interval (Comparison.Shift) ends above
 // limit, and names the highest upper bound.
 func (r *Results) AboveShift(fl string, limit float64) (above, total int, worst float64, worstName string) {
+	return r.above(fl, limit, func(c Comparison) float64 { return c.Shift.Hi })
+}
+
+// above counts the benchmarks of flavour fl whose bound exceeds limit and
+// names the highest.
+func (r *Results) above(fl string, limit float64, bound func(Comparison) float64) (above, total int, worst float64, worstName string) {
 	for _, g := range r.Groups {
 		for _, k := range r.Keys[g] {
 			c, ok := r.Compare(g, k, fl)
@@ -56,11 +43,12 @@ func (r *Results) AboveShift(fl string, limit float64) (above, total int, worst 
 				continue
 			}
 			total++
-			if c.Shift.Hi > limit {
+			b := bound(c)
+			if b > limit {
 				above++
 			}
-			if c.Shift.Hi > worst || worstName == "" {
-				worst, worstName = c.Shift.Hi, k.String()
+			if b > worst || worstName == "" {
+				worst, worstName = b, k.String()
 				if g != "" {
 					worstName = g + " " + worstName
 				}
