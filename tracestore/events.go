@@ -248,6 +248,11 @@ func (c *pageCodec) decodePage(dst []Event, p []byte, i int, off int64, pageSize
 		}
 		b = p[pageHeader:]
 	case codecDeflate:
+		if !inflationOK(uint64(raw), uint64(stored)) {
+			// Checked before the buffer is made: a small page must not
+			// claim a large one.
+			return dst, fmt.Errorf("tracestore: %s: page %d (offset %#x): %d record bytes compressed to %d, more than %d× smaller", fileEvents, i, off, raw, stored, maxInflation)
+		}
 		if cap(c.raw) < int(raw) {
 			c.raw = make([]byte, raw)
 		}
@@ -352,6 +357,7 @@ func (c *pageCodec) decodePage(dst []Event, p []byte, i int, off int64, pageSize
 // pageEncoder writes pages, reusing its DEFLATE writer.
 type pageEncoder struct {
 	fw   *flate.Writer
+	fh   *flate.Writer // Huffman codes only
 	buf  bytes.Buffer
 	recs []byte
 }
@@ -395,10 +401,35 @@ func (c *pageEncoder) compress(b []byte) (codec uint32, out []byte) {
 	}
 	c.fw.Write(b) // a bytes.Buffer does not fail
 	c.fw.Close()
+	if !inflationOK(uint64(len(b)), uint64(c.buf.Len())) {
+		// Too compressible for a reader to accept: Huffman coding alone
+		// spends at least a bit on every byte, at most 8× smaller.
+		c.buf.Reset()
+		if c.fh == nil {
+			c.fh, _ = flate.NewWriter(&c.buf, flate.HuffmanOnly)
+		} else {
+			c.fh.Reset(&c.buf)
+		}
+		c.fh.Write(b)
+		c.fh.Close()
+	}
 	if c.buf.Len() >= len(b) {
 		return codecRaw, b
 	}
 	return codecDeflate, c.buf.Bytes()
+}
+
+// maxInflation bounds how many times its stored size a compressed page
+// or chunk may inflate to. DEFLATE alone allows 1032×, which would let a
+// page of 16 KB claim 16 MiB of records, and 8M events of some 700 MB;
+// real traces' pages inflate up to 61× (the 64 KiB pages of the trace of
+// go build std), and the writer codes a page that would inflate more
+// with Huffman codes alone, which inflate at most 8×.
+const maxInflation = 128
+
+// inflationOK reports whether stored bytes may inflate to raw bytes.
+func inflationOK(raw, stored uint64) bool {
+	return raw/maxInflation <= stored && raw <= maxInflation*stored
 }
 
 // inflate decompresses data, stored with codec, into dst, which must have
@@ -414,6 +445,9 @@ func (c *pageCodec) inflate(dst, data []byte, codec uint32) error {
 	case codecDeflate:
 	default:
 		return fmt.Errorf("unknown codec %d", codec)
+	}
+	if !inflationOK(uint64(len(dst)), uint64(len(data))) {
+		return fmt.Errorf("%d bytes compressed to %d, more than %d× smaller", len(dst), len(data), maxInflation)
 	}
 	c.br.Reset(data)
 	if c.fr == nil {

@@ -16,12 +16,13 @@ import (
 // is the compact format (compressed event pages, narrow timeline files)
 // and lets the manifest list files this reader does not know (see
 // FileSum.Optional). Version 4 adds lanes.idx, which lets Open read
-// lanes.tab lazily. Open reads only version 4: a store of an older
-// version is rebuilt from its trace.
-const SchemaVersion = 4
+// lanes.tab lazily. Version 5 bounds how far a compressed page or chunk
+// inflates (128×). Open reads only version 5: a store of an older version
+// is rebuilt from its trace.
+const SchemaVersion = 5
 
 // oldestSchemaVersion is the oldest version Open reads.
-const oldestSchemaVersion = 4
+const oldestSchemaVersion = 5
 
 // PageSize is the default size of a page of the event log: the record
 // bytes it holds before compression.

@@ -2,17 +2,20 @@ package tracestore
 
 import (
 	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/pctab/pctab/internal/allocs"
+	xtrace "golang.org/x/exp/trace"
 )
 
 var (
@@ -414,6 +417,89 @@ func TestPageHeaderCounts(t *testing.T) {
 				t.Errorf("%s = %#x: read the log without error", f.name, v)
 			}
 			s.Close()
+		}
+	}
+}
+
+// bombPage returns a page of n identical events whose records DEFLATE
+// shrinks far more than maxInflation allows, stored with codec deflate
+// at DEFLATE's best compression, its header and checksum consistent.
+func bombPage(t *testing.T, n int) []byte {
+	t.Helper()
+	evs := make([]Event, n)
+	for k := range evs {
+		evs[k] = Event{Index: uint64(k), Kind: xtrace.EventSync, G: 1, P: 2, M: 3}
+	}
+	st := newRecState(0)
+	var recs []byte
+	for k := range evs {
+		recs = appendEvent(recs, &evs[k], &st)
+	}
+	var z bytes.Buffer
+	w, _ := flate.NewWriter(&z, flate.BestCompression)
+	w.Write(recs)
+	w.Close()
+	if inflationOK(uint64(len(recs)), uint64(z.Len())) {
+		t.Fatalf("%d record bytes compress to %d, within %d×", len(recs), z.Len(), maxInflation)
+	}
+	p := []byte(pageMagic)
+	for _, v := range []uint32{0, uint32(n), uint32(len(recs)), uint32(z.Len()), codecDeflate} {
+		p = binary.LittleEndian.AppendUint32(p, v)
+	}
+	p = binary.LittleEndian.AppendUint64(p, 0)
+	p = binary.LittleEndian.AppendUint64(p, 0)
+	p = append(p, z.Bytes()...)
+	binary.LittleEndian.PutUint32(p[4:], crc(p[8:]))
+	return p
+}
+
+// TestDeflateBomb: a page of a store of the largest page size whose few
+// kilobytes of DEFLATE claim 16 MiB of records and 8M events is refused
+// before its buffers are made, allocating no more than a few times its
+// own size (it would take some 700 MB).
+func TestDeflateBomb(t *testing.T) {
+	p := bombPage(t, MaxPageSize/2-2) // the first record is 5 bytes
+	var err error
+	got := allocs.Least(3, func() {
+		var c pageCodec
+		_, err = c.decodePage(nil, p, 7, 0x1234, MaxPageSize)
+	})
+	if err == nil || !strings.Contains(err.Error(), "page 7 (offset 0x1234)") || !strings.Contains(err.Error(), "more than 128×") {
+		t.Errorf("decoding a %d-byte page claiming %d events: %v", len(p), MaxPageSize/2-2, err)
+	}
+	if got > 4*uint64(len(p))+4096 {
+		t.Errorf("refusing a %d-byte page allocated %d bytes", len(p), got)
+	}
+	// The same data through inflate, as a chunk of spanattr.bin reaches it.
+	var c pageCodec
+	dst := make([]byte, binary.LittleEndian.Uint32(p[12:]))
+	if err := c.inflate(dst, p[pageHeader:], codecDeflate); err == nil || !strings.Contains(err.Error(), "more than 128×") {
+		t.Errorf("inflate: %v", err)
+	}
+}
+
+// TestTooCompressiblePage: the writer codes a page of identical events,
+// which DEFLATE shrinks past maxInflation, so that the reader accepts
+// it and gets the same events back.
+func TestTooCompressiblePage(t *testing.T) {
+	for _, n := range []int{MinPageSize/2 - 2, PageSize/2 - 2, MaxPageSize/2 - 2} {
+		evs := make([]Event, n)
+		for k := range evs {
+			evs[k] = Event{Index: 100 + uint64(k), Time: 5 + int64(k)*3, Kind: xtrace.EventSync, G: 1, P: 2, M: 3}
+		}
+		var e pageEncoder
+		p := e.appendPage(nil, evs)
+		raw, stored := binary.LittleEndian.Uint32(p[12:]), binary.LittleEndian.Uint32(p[16:])
+		if !inflationOK(uint64(raw), uint64(stored)) || binary.LittleEndian.Uint32(p[20:])&0xff != codecDeflate {
+			t.Errorf("%d events: %d record bytes stored in %d (codec %#x)", n, raw, stored, binary.LittleEndian.Uint32(p[20:]))
+		}
+		var c pageCodec
+		got, err := c.decodePage(nil, p, 0, 0, MaxPageSize)
+		if err != nil {
+			t.Fatalf("%d events: %v", n, err)
+		}
+		if !slices.Equal(got, evs) {
+			t.Errorf("%d events: decoded %d events, not the ones written", n, len(got))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package tracestore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,7 @@ func checkRealTrace(t *testing.T, path string) {
 	}
 	t.Logf("%s: %d bytes, %d events, %d lanes, %d spans; store %d bytes (%.2fx), built in %v",
 		filepath.Base(path), len(data), m.Events, m.Lanes, m.Spans, size, float64(size)/float64(len(data)), built.Round(time.Millisecond))
+	checkInflation(t, s)
 
 	// The truth: every event of the trace, and its stack's functions.
 	r, err := xtrace.NewReader(bytes.NewReader(data))
@@ -267,4 +269,26 @@ func checkRealTrace(t *testing.T, path string) {
 			}
 		}
 	}
+}
+
+// checkInflation checks that no page of s inflates more than maxInflation
+// times, and logs how far its pages inflate.
+func checkInflation(t *testing.T, s *Store) {
+	var most float64
+	var raw, stored int64
+	h := make([]byte, pageHeader)
+	for i := range s.m.Pages {
+		off, _ := s.pageBounds(i)
+		if _, err := s.events.ReadAt(h, off); err != nil {
+			t.Fatal(err)
+		}
+		r, st := binary.LittleEndian.Uint32(h[12:]), binary.LittleEndian.Uint32(h[16:])
+		if !inflationOK(uint64(r), uint64(st)) {
+			t.Errorf("page %d: %d record bytes stored in %d", i, r, st)
+		}
+		most = max(most, float64(r)/float64(st))
+		raw += int64(r)
+		stored += int64(st)
+	}
+	t.Logf("%d pages inflate %.1fx on the whole, at most %.1fx", s.m.Pages, float64(raw)/float64(stored), most)
 }

@@ -348,13 +348,11 @@ func FuzzPage(f *testing.F) {
 		if err == nil && 2*len(evs) > PageSize {
 			t.Fatalf("%d events from %d bytes", len(evs), len(p))
 		}
-		// The page's buffer (once) and its events: the ones it claims,
-		// fewer than half its record bytes, at most half a page.
-		claimed := uint64(len(evs))
-		if len(p) >= 12 {
-			claimed = max(claimed, min(uint64(binary.LittleEndian.Uint32(p[8:])), PageSize/2))
-		}
-		if got > 4*PageSize+claimed*uint64(unsafe.Sizeof(Event{}))*2+256<<10 {
+		// The page's buffer (once) and its events, fewer than half its
+		// record bytes, which are at most a page and at most maxInflation
+		// times the page's own bytes.
+		raw := min(uint64(PageSize), maxInflation*uint64(len(p)))
+		if got > 2*raw+raw/2*uint64(unsafe.Sizeof(Event{}))*5/4+256<<10 {
 			t.Fatalf("decoding a %d-byte page allocated %d bytes (%d events, err %v)", len(p), got, len(evs), err)
 		}
 	})
