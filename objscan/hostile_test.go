@@ -50,6 +50,61 @@ func sharedInlTreeELF(nfunc, entries int) []byte {
 	return synthELFText(pcln, false, uint64(4*nfunc))
 }
 
+// sharedNamePclntab returns a Go 1.20-layout pclntab whose nfunc functab
+// entries all point at one _func record, whose name is nameLen bytes long:
+// read one by one, the names cost nfunc times nameLen.
+func sharedNamePclntab(nfunc, nameLen int) []byte {
+	o := binary.LittleEndian
+	out := o.AppendUint32(nil, Go120Magic)
+	out = append(out, 0, 0, 1, 8)
+	funcnameOff := 8 + 8*8
+	cuOff := (funcnameOff + nameLen + 1 + 7) &^ 7
+	// No compilation units, files or tables: the functab follows the names.
+	for _, v := range []int{nfunc, 0, 0, funcnameOff, cuOff, cuOff, cuOff, cuOff} {
+		out = o.AppendUint64(out, uint64(v))
+	}
+	out = append(out, strings.Repeat("a", nameLen)...)
+	out = append(out, make([]byte, cuOff-len(out))...)
+	recOff := (2*nfunc + 1) * 4
+	for range nfunc {
+		out = o.AppendUint32(o.AppendUint32(out, 0), uint32(recOff))
+	}
+	out = o.AppendUint32(out, 0)
+	rec := make([]byte, 44) // entryOff 0, nameOff 0, no tables, pcdata or funcdata
+	o.PutUint32(rec[36:], ^uint32(0))
+	return append(out, rec...)
+}
+
+// inlStringsELF returns a Go 1.2-layout ELF of one function whose inline
+// tree of entries entries names, at successive offsets, the suffixes of
+// one runLen-byte string (or, with files, whose every entry's file is that
+// string): read one by one, the strings cost entries times runLen.
+func inlStringsELF(entries, runLen int, files bool) []byte {
+	l := synthLayout{Go12Magic, binary.LittleEndian, 8, 1}
+	pc := varintTable([2]int64{-1, 4})
+	funcs := []synthFunc{{name: "main.f", end: 4, fdata: []uint64{0, 0, 0, 0, 0},
+		tables: [][]byte{varintTable([2]int64{0, 4}), varintTable([2]int64{1, 4}), varintTable([2]int64{10, 4}), pc, pc, varintTable([2]int64{int64(entries - 1), 4})}}}
+	funcs[0].fdata[4] = uint64(0x800000 + len(buildSynth(l, funcs)))
+	pcln := buildSynth(l, funcs)
+	treeAt := len(pcln)
+	pcln = append(pcln, make([]byte, entries*inlEntrySizeOld)...)
+	runAt := len(pcln)
+	pcln = append(append(pcln, strings.Repeat("a", runLen)...), 0)
+	for j := range entries {
+		e := pcln[treeAt+j*inlEntrySizeOld:]
+		binary.LittleEndian.PutUint32(e[4:], 1) // file 1
+		if !files {
+			binary.LittleEndian.PutUint32(e[12:], uint32(runAt+j))
+		}
+	}
+	if files {
+		// File 1's offset, the file table's second word.
+		filetab := bytes.LastIndex(pcln[:treeAt], []byte("a.go\x00")) - 12
+		binary.LittleEndian.PutUint32(pcln[filetab+4:], uint32(runAt))
+	}
+	return synthELFText(pcln, false, 4)
+}
+
 // TestHostileInput opens small hostile files and checks that each gives an
 // error or a result, never a panic, allocating at most a small multiple of
 // its size.
@@ -65,6 +120,13 @@ func TestHostileInput(t *testing.T) {
 		wantErr string // "" means the file must open
 	}{
 		{"shared inline tree", sharedInlTreeELF(2000, 8000), ""},
+		// 8,000 functions sharing a 64,000-byte name: 525 MB and 1.7 s
+		// before names were read through strtab.
+		{"functions sharing a long name", synthELF(sharedNamePclntab(8000, 64000), false), ""},
+		// 4,000 inline entries naming the suffixes of a 100,000-byte
+		// string, or sharing it as their file: 408 MB and 427 MB.
+		{"inline names inside a long name", inlStringsELF(4000, 100000, false), ""},
+		{"inline files sharing a long name", inlStringsELF(4000, 100000, true), ""},
 		{"table past its function", synthELF(buildSynth(l, huge), false), "past the function's extent"},
 		// Issue 26, item 12: nfunc 0 gave a negative functab size.
 		{"nfunc 0", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 8, 0), "nfunc is 0"},
@@ -91,6 +153,36 @@ func TestHostileInput(t *testing.T) {
 				t.Logf("%d bytes: %v (allocated %d bytes)", len(tc.data), err, alloc)
 			}
 		})
+	}
+}
+
+// TestSharedStrings checks the strings of files whose functions and
+// inline entries share them, which strtab reads from one copy of their
+// table once they have scanned more than twice its size.
+func TestSharedStrings(t *testing.T) {
+	f, err := NewFile(bytes.NewReader(synthELF(sharedNamePclntab(100, 1000), false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.Funcs {
+		if got := f.Funcs[i].Name; got != strings.Repeat("a", 1000) {
+			t.Fatalf("function %d: name of %d bytes %.10q..., want 1000 a's", i, len(got), got)
+		}
+	}
+	for _, files := range []bool{false, true} {
+		f, err := NewFile(bytes.NewReader(inlStringsELF(100, 200, files)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree := f.Funcs[0].InlTree
+		if len(tree) != 100 {
+			t.Fatalf("files %v: %d inline entries, want 100", files, len(tree))
+		}
+		for j, c := range tree {
+			if files && c.File != strings.Repeat("a", 200) || !files && (c.File != "a.go" || c.Name != strings.Repeat("a", 200-j)) {
+				t.Fatalf("files %v: entry %d: name %.10q... (%d bytes), file %.10q... (%d bytes)", files, j, c.Name, len(c.Name), c.File, len(c.File))
+			}
+		}
 	}
 }
 

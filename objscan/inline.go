@@ -148,7 +148,7 @@ func (f *File) decodeInlTrees() error {
 			return formatErr("funcdata", -1, "inline tree of %s at %#x: its %d entries exceed what the file's %d bytes can hold with the trees before it (overlapping trees?)", fn.Name, addr, n, f.FileSize)
 		}
 		budget -= n
-		tree, err := f.decodeInlTree(fn, addr, n, names, &win)
+		tree, err := f.decodeInlTree(fn, addr, n, names, f.strs, &win)
 		if err != nil {
 			return err
 		}
@@ -218,12 +218,12 @@ func (f *File) InlineTree(fn *Func, n int) ([]InlinedCall, error) {
 		return nil, err
 	}
 	var win window
-	return f.decodeInlTree(fn, addr, uint64(n), map[uint32]string{}, &win)
+	return f.decodeInlTree(fn, addr, uint64(n), map[uint32]string{}, f.newStrtabs(), &win)
 }
 
 // decodeInlTree decodes the n entries of fn's inline tree at addr. names
-// caches the name strings by offset.
-func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, win *window) ([]InlinedCall, error) {
+// caches the name strings by offset; strs reads them and the file names.
+func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, strs *strtabs, win *window) ([]InlinedCall, error) {
 	size, _ := f.inlEntryLayout()
 	raw, err := f.im.view(win, addr, n*size)
 	if err != nil {
@@ -247,7 +247,7 @@ func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, 
 			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
 			nameOff = f.ByteOrder.Uint32(e[12:])
 			c.ParentPC = -1 // not recorded before go1.12
-			if name, err := f.FileName(fn, file); err == nil {
+			if name, err := f.fileName(fn, file, &strs.files); err == nil {
 				c.File = name
 			}
 		default:
@@ -257,14 +257,14 @@ func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, 
 			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
 			nameOff = f.ByteOrder.Uint32(e[12:])
 			c.ParentPC = int32(f.ByteOrder.Uint32(e[16:]))
-			if name, err := f.FileName(fn, file); err == nil {
+			if name, err := f.fileName(fn, file, &strs.files); err == nil {
 				c.File = name
 			}
 		}
 		name, ok := names[nameOff]
 		if !ok {
 			var err error
-			if name, err = cstring(f.names, uint64(nameOff), f.namesWhere()); err != nil {
+			if name, err = strs.names.at(uint64(nameOff)); err != nil {
 				return nil, fmt.Errorf("objscan: inline tree of %s, entry %d: %w", fn.Name, j, err)
 			}
 			names[nameOff] = name
@@ -297,6 +297,12 @@ func (f *File) namesWhere() string {
 // pcfile table gives it: a per-compilation-unit index from Go 1.16 on, an
 // index into the global file table before.
 func (f *File) FileName(fn *Func, idx int32) (string, error) {
+	files := f.fileStrtab()
+	return f.fileName(fn, idx, &files)
+}
+
+// fileName is FileName reading the name through files.
+func (f *File) fileName(fn *Func, idx int32, files *strtab) (string, error) {
 	if idx < 0 {
 		return "", fmt.Errorf("objscan: %s: negative file index %d", fn.Name, idx)
 	}
@@ -309,7 +315,7 @@ func (f *File) FileName(fn *Func, idx int32) (string, error) {
 		if r.err != nil {
 			return "", r.err
 		}
-		return cstring(f.pcln, uint64(off), "filetab")
+		return files.at(uint64(off))
 	}
 	if fn.CUOffset == ^uint32(0) {
 		return "", fmt.Errorf("objscan: %s has no compilation unit", fn.Name)
@@ -322,5 +328,5 @@ func (f *File) FileName(fn *Func, idx int32) (string, error) {
 	if off == ^uint32(0) {
 		return "", fmt.Errorf("objscan: %s file %d was removed by the linker", fn.Name, idx)
 	}
-	return cstring(f.filetab, uint64(off), "filetab")
+	return files.at(uint64(off))
 }

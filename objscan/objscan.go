@@ -109,6 +109,7 @@ type File struct {
 	closer      io.Closer
 	md          *moduledata // found by findModuledata, or nil
 	arrayBudget uint64      // pcdata+funcdata entries still allowed
+	strs        *strtabs    // reads the names while parsing; nil after
 }
 
 // Func is one function of the pclntab: the fields of the runtime's _func.

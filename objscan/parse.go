@@ -3,6 +3,7 @@ package objscan
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 )
 
 // parseHeader reads the pcHeader at the start of f.pcln: magic, byte order,
@@ -88,20 +89,80 @@ func (r *rd) uptr(off uint64) uint64 {
 	return r.f.ByteOrder.Uint64(r.d[off:])
 }
 
-// cstring returns the NUL-terminated string at off.
-func cstring(d []byte, off uint64, where string) (string, error) {
+// strtab reads the NUL-terminated strings of one table of the pclntab
+// (the function names, or the file names) while the pclntab is parsed.
+// The linker stores each string once, so that reading every function's
+// name scans the table about once. A hostile file can point thousands of
+// functions, or inline-tree entries, at one long string or into its
+// middle: read one by one, each copy and each scan for its NUL then costs
+// up to the table's size, and the whole file its size squared (a 512 KB
+// pclntab of 64,000 functions sharing a 256 KB name allocated 8.4 GB in
+// 40 s). Once the strings read have scanned more than twice the table,
+// strtab copies the table into one string, lists its NULs, and returns
+// every later string as a substring of that copy, its end found by binary
+// search: a table costs at most about ten times its size (the copy, and
+// 8 bytes per NUL), whatever points into it.
+type strtab struct {
+	d       []byte
+	where   string
+	scanned uint64 // bytes scanned by the strings read one by one
+	s       string // d, once scanned exceeds 2*len(d)
+	nuls    []int  // the offsets of d's NULs, likewise
+}
+
+// at returns the NUL-terminated string at off.
+func (t *strtab) at(off uint64) (string, error) {
+	d := t.d
 	if off >= uint64(len(d)) {
-		return "", formatErr(where, int64(off), "string offset past the end (%d bytes)", len(d))
+		return "", formatErr(t.where, int64(off), "string offset past the end (%d bytes)", len(d))
 	}
-	n := bytes.IndexByte(d[off:], 0)
-	if n < 0 {
-		return "", formatErr(where, int64(off), "string is not NUL-terminated")
+	if t.scanned/2 <= uint64(len(d)) {
+		n := bytes.IndexByte(d[off:], 0)
+		if n < 0 {
+			t.scanned += uint64(len(d)) - off
+			return "", formatErr(t.where, int64(off), "string is not NUL-terminated")
+		}
+		t.scanned += uint64(n) + 1
+		return string(d[off : off+uint64(n)]), nil
 	}
-	return string(d[off : off+uint64(n)]), nil
+	if t.nuls == nil {
+		t.s = string(d)
+		t.nuls = make([]int, 0, bytes.Count(d, []byte{0}))
+		for i := 0; ; {
+			n := bytes.IndexByte(d[i:], 0)
+			if n < 0 {
+				break
+			}
+			t.nuls = append(t.nuls, i+n)
+			i += n + 1
+		}
+	}
+	i, _ := slices.BinarySearch(t.nuls, int(off))
+	if i == len(t.nuls) {
+		return "", formatErr(t.where, int64(off), "string is not NUL-terminated")
+	}
+	return t.s[off:t.nuls[i]], nil
+}
+
+// strtabs are the string tables of a pclntab.
+type strtabs struct{ names, files strtab }
+
+// newStrtabs returns the string tables of f, whose tables are set.
+func (f *File) newStrtabs() *strtabs {
+	return &strtabs{names: strtab{d: f.names, where: f.namesWhere()}, files: f.fileStrtab()}
+}
+
+// fileStrtab returns the table of f's file names.
+func (f *File) fileStrtab() strtab {
+	if f.Magic == Go12Magic {
+		return strtab{d: f.pcln, where: "filetab"} // file names are at offsets in the pclntab
+	}
+	return strtab{d: f.filetab, where: "filetab"}
 }
 
 // parse parses the whole pclntab; f.pcln and f.PclntabAddr are set.
 func (f *File) parse() error {
+	defer func() { f.strs = nil }() // only parsing reads strings through it
 	if err := f.parseHeader(); err != nil {
 		return err
 	}
@@ -189,6 +250,7 @@ func (f *File) parse() error {
 		f.Sizes.PCTab = int64(pclnOff - pctabOff)
 	}
 	f.ftabOff = funcTabOff
+	f.strs = f.newStrtabs()
 	if f.Magic == Go118Magic || f.Magic == Go120Magic {
 		if err := f.textBase(hdrText); err != nil {
 			return err
@@ -370,7 +432,7 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 	if r.err != nil {
 		return 0, r.err
 	}
-	name, err := cstring(f.names, uint64(nameOff), "funcnametab")
+	name, err := f.strs.names.at(uint64(nameOff))
 	if err != nil {
 		return 0, formatErr("_func", int64(off+e), "function at entry %#x: bad name offset %#x: %v", fn.Entry, nameOff, err)
 	}
