@@ -153,6 +153,7 @@ func checkRealTrace(t *testing.T, path string) {
 	t.Logf("%s: %d bytes, %d events, %d lanes, %d spans; store %d bytes (%.2fx), built in %v",
 		filepath.Base(path), len(data), m.Events, m.Lanes, m.Spans, size, float64(size)/float64(len(data)), built.Round(time.Millisecond))
 	checkInflation(t, s)
+	checkSpanStacks(t, s)
 
 	// The truth: every event of the trace, and its stack's functions.
 	r, err := xtrace.NewReader(bytes.NewReader(data))

@@ -619,18 +619,10 @@ func (s *Store) spanStack(g int64) uint32 {
 	k := g / AttrChunk
 	if s.stackChunk != k+1 {
 		s.stackChunk = 0
-		lo, hi, rawLen, codec, err := s.attrChunk(k)
-		if err != nil {
-			return 0
-		}
-		raw := make([]byte, rawLen)
-		if s.stackCodec.inflate(raw, s.attrs[lo:hi], codec) != nil {
-			return 0
-		}
 		s.stacks = s.stacks[:0]
-		if decodeAttrs(raw, int(min(AttrChunk, s.m.Spans-k*AttrChunk)), func(_ int, _ SpanKind, _, stack uint32) {
+		if _, err := s.attrChunkRecords(k, &s.stackCodec, nil, func(_ int, _ SpanKind, _, stack uint32) {
 			s.stacks = append(s.stacks, stack)
-		}) != nil {
+		}); err != nil {
 			return 0
 		}
 		s.stackChunk = k + 1

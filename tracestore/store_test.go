@@ -591,3 +591,45 @@ func TestOldSchema(t *testing.T) {
 		t.Errorf("Open of a schema-3 store: %v", err)
 	}
 }
+
+// TestSpanStacks checks the spans' stacks, which come from spanattr.bin,
+// against the event log's: a span's stack is that of an event at its
+// start, or, for a state the trace found at its start (drawn from time
+// 0), that of some event of the trace.
+func TestSpanStacks(t *testing.T) {
+	s, _ := build(t, recordTrace(t))
+	checkSpanStacks(t, s)
+}
+
+func checkSpanStacks(t *testing.T, s *Store) {
+	m := s.Manifest()
+	at := map[int64]map[uint64]bool{} // time -> the stacks of its events
+	all := map[uint64]bool{}
+	if err := s.Events(0, m.Duration+1, func(e *Event) bool {
+		if at[e.Time] == nil {
+			at[e.Time] = map[uint64]bool{}
+		}
+		at[e.Time][e.Stack] = true
+		all[e.Stack] = true
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	withStack := 0
+	for l := range s.NumLanes() {
+		for i := range s.Lane(l).Spans {
+			sp := s.Span(l, i)
+			if sp.Stack == 0 {
+				continue
+			}
+			withStack++
+			if !at[sp.Start][uint64(sp.Stack)] && (sp.Start != 0 || !all[uint64(sp.Stack)]) {
+				t.Fatalf("lane %d span %d %+v: no event at %d has stack %d (%v)", l, i, sp, sp.Start, sp.Stack, at[sp.Start])
+			}
+		}
+	}
+	// Most spans are goroutine states, which begin at an event with a stack.
+	if withStack < int(m.Spans/10) {
+		t.Errorf("%d of %d spans have a stack", withStack, m.Spans)
+	}
+}
