@@ -413,7 +413,7 @@ func (c *pageEncoder) compress(b []byte) (codec uint32, out []byte) {
 		c.fh.Write(b)
 		c.fh.Close()
 	}
-	if c.buf.Len() >= len(b) {
+	if c.buf.Len() >= len(b) || !inflationOK(uint64(len(b)), uint64(c.buf.Len())) {
 		return codecRaw, b
 	}
 	return codecDeflate, c.buf.Bytes()

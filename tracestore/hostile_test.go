@@ -488,6 +488,17 @@ func TestTooCompressiblePage(t *testing.T) {
 		}
 		var e pageEncoder
 		p := e.appendPage(nil, evs)
+		if n > MinPageSize {
+			// DEFLATE alone shrinks these records past the bound, so the
+			// page must have been coded with Huffman codes alone.
+			var z bytes.Buffer
+			w, _ := flate.NewWriter(&z, pageLevel)
+			w.Write(e.recs)
+			w.Close()
+			if inflationOK(uint64(len(e.recs)), uint64(z.Len())) {
+				t.Fatalf("%d events: DEFLATE shrinks %d record bytes to %d, within the bound", n, len(e.recs), z.Len())
+			}
+		}
 		raw, stored := binary.LittleEndian.Uint32(p[12:]), binary.LittleEndian.Uint32(p[16:])
 		if !inflationOK(uint64(raw), uint64(stored)) || binary.LittleEndian.Uint32(p[20:])&0xff != codecDeflate {
 			t.Errorf("%d events: %d record bytes stored in %d (codec %#x)", n, raw, stored, binary.LittleEndian.Uint32(p[20:]))

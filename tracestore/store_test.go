@@ -601,15 +601,18 @@ func TestSpanStacks(t *testing.T) {
 	checkSpanStacks(t, s)
 }
 
+// checkSpanStacks checks every span's stack in s against the stacks of
+// the events of its event log.
 func checkSpanStacks(t *testing.T, s *Store) {
+	type timeStack struct {
+		time  int64
+		stack uint64
+	}
 	m := s.Manifest()
-	at := map[int64]map[uint64]bool{} // time -> the stacks of its events
-	all := map[uint64]bool{}
+	at := map[timeStack]bool{} // the events' times and stacks
+	all := map[uint64]bool{}   // the events' stacks
 	if err := s.Events(0, m.Duration+1, func(e *Event) bool {
-		if at[e.Time] == nil {
-			at[e.Time] = map[uint64]bool{}
-		}
-		at[e.Time][e.Stack] = true
+		at[timeStack{e.Time, e.Stack}] = true
 		all[e.Stack] = true
 		return true
 	}); err != nil {
@@ -623,8 +626,8 @@ func checkSpanStacks(t *testing.T, s *Store) {
 				continue
 			}
 			withStack++
-			if !at[sp.Start][uint64(sp.Stack)] && (sp.Start != 0 || !all[uint64(sp.Stack)]) {
-				t.Fatalf("lane %d span %d %+v: no event at %d has stack %d (%v)", l, i, sp, sp.Start, sp.Stack, at[sp.Start])
+			if !at[timeStack{sp.Start, uint64(sp.Stack)}] && (sp.Start != 0 || !all[uint64(sp.Stack)]) {
+				t.Fatalf("lane %d span %d %+v: no event at %d has stack %d", l, i, sp, sp.Start, sp.Stack)
 			}
 		}
 	}
