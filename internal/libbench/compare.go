@@ -52,7 +52,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 	differ := false
 	for _, l := range o.Libraries {
 		for _, pkg := range l.Tests {
-			base, err := testRun(ctx, o, *stock, pkg, roots, log)
+			base, err := testRun(ctx, o, *stock, pkg, l.TestSkip, roots, log)
 			if err != nil {
 				return err
 			}
@@ -61,7 +61,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 				if fl.Baseline() {
 					continue
 				}
-				got, err := testRun(ctx, o, fl, pkg, roots, log)
+				got, err := testRun(ctx, o, fl, pkg, l.TestSkip, roots, log)
 				if err != nil {
 					return err
 				}
@@ -71,7 +71,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 					continue
 				}
 				if again == nil {
-					if again, err = testRun(ctx, o, *stock, pkg, roots, log); err != nil {
+					if again, err = testRun(ctx, o, *stock, pkg, l.TestSkip, roots, log); err != nil {
 						return err
 					}
 				}
@@ -90,9 +90,12 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 	return nil
 }
 
-func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg string, roots []string, log io.Writer) (*TestRun, error) {
+func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg, skip string, roots []string, log io.Writer) (*TestRun, error) {
 	fmt.Fprintf(log, "libbench: go test %s (%s)\n", pkg, fl.Name)
 	args := append([]string{"test", "-count=1", "-json"}, fl.BuildFlags()...)
+	if skip != "" {
+		args = append(args, "-skip", skip)
+	}
 	cmd := command(ctx, o.Toolchain, &fl, o.WorkDir, append(args, pkg)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
@@ -188,12 +191,17 @@ var (
 	// process ID ("I1126 15:01:37.180136   31995 klog_test.go:184]").
 	clockRE = regexp.MustCompile(`\b\d\d:\d\d:\d\d(\.\d+)?\b`)
 	klogRE  = regexp.MustCompile(`(?m)^([IWEF])\d{4} hh:mm:ss\s+\d+ `)
+	// Durations that tests log as time.Duration prints them ("6.752µs",
+	// "1m30s"), as sentry-go's do; not after a colon, where a line
+	// number stands.
+	durationRE = regexp.MustCompile(`(^|[^:\w.])(\d+h)?(\d+m)?\d+(\.\d+)?(ns|µs|us|ms|s)\b`)
 )
 
 // Normalize returns go test's output with what legitimately differs
 // between toolchains or runs replaced: the GOROOT directories in roots by
-// "$GOROOT", elapsed times by "(T)" and "Ts", clock times by "hh:mm:ss"
-// (and in klog's header the date by "MMDD", the process ID by "PID"), and
+// "$GOROOT", elapsed times by "(T)" and "Ts", other durations by "D",
+// clock times by "hh:mm:ss" (and in klog's header the date by "MMDD", the
+// process ID by "PID"), and
 // hexadecimal numbers (PC
 // offsets in tracebacks, pointers, goroutine arguments) by "0x?".
 // File names, line numbers, function names and the order of frames stay.
@@ -209,6 +217,7 @@ func Normalize(s string, roots []string) string {
 	s = pkgTimeRE.ReplaceAllString(s, "${1}${2}Ts")
 	s = clockRE.ReplaceAllString(s, "hh:mm:ss")
 	s = klogRE.ReplaceAllString(s, "${1}MMDD hh:mm:ss PID ")
+	s = durationRE.ReplaceAllString(s, "${1}D")
 	return hexRE.ReplaceAllString(s, "0x?")
 }
 

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"math"
 	"os"
 	"slices"
@@ -28,9 +30,24 @@ func TestVersions(t *testing.T) {
 			t.Errorf("library %s: module %s is not pinned in versions.txt", l.Name, l.Module)
 		}
 	}
-	// The harness imports zerolog.
-	if !bytes.Contains(harnessSource, []byte(`"github.com/rs/zerolog"`)) || !pinned["github.com/rs/zerolog"] {
-		t.Errorf("the harness's zerolog import is not pinned")
+	// Every module the harness imports is pinned.
+	hf, err := parser.ParseFile(token.NewFileSet(), "callerbench_test.go", harnessSource, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := 0
+	for _, imp := range hf.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		if first, _, _ := strings.Cut(path, "/"); !strings.Contains(first, ".") {
+			continue // the standard library
+		}
+		third++
+		if !slices.ContainsFunc(mods, func(m Module) bool { return path == m.Path || strings.HasPrefix(path, m.Path+"/") }) {
+			t.Errorf("the harness imports %s, which no pinned module provides", path)
+		}
+	}
+	if third == 0 {
+		t.Errorf("found no third-party import in the harness")
 	}
 	for _, bad := range []string{
 		"go.uber.org/zap",
@@ -304,6 +321,8 @@ func TestNormalize(t *testing.T) {
 		{"\t/usr/local/go/src/testing/testing.go:2036 +0x1f", "\t/root/.cache/pctab-toolchain/k/go/src/testing/testing.go:2036 +0x2b"},
 		{"main.f(0xc000012345, 0x2)", "main.f(0xc000098765, 0x3)"},
 		{"E1126 15:01:37.180136    1234 klog_test.go:242] test", "E1127 09:00:00.000001   54321 klog_test.go:242] test"},
+		{"exception_test.go:376: got 2 exceptions in 6.752µs", "exception_test.go:376: got 2 exceptions in 17.5ms"},
+		{"retry after 1m30s, 250ns, 2h0m0s", "retry after 45s, 3us, 1h5m0.5s"},
 	} {
 		if a, b := Normalize(tt.stock, roots), Normalize(tt.patched, roots); a != b {
 			t.Errorf("Normalize(%q) = %q, Normalize(%q) = %q", tt.stock, a, tt.patched, b)
@@ -316,6 +335,8 @@ func TestNormalize(t *testing.T) {
 		{"format_test.go:26", "format_test.go:27"},
 		{"E1126 15:01:37.180136    1234 klog_test.go:242] test", "E1126 15:01:37.180136    1234 klog_test.go:243] test"},
 		{"I1126 15:01:37.180136    1234 klog_test.go:242] test", "E1126 15:01:37.180136    1234 klog_test.go:242] test"},
+		{"exception_test.go:376: got 2 exceptions in 6.752µs", "exception_test.go:377: got 2 exceptions in 6.752µs"},
+		{"logger_test.go:12s", "logger_test.go:13s"},
 	} {
 		if a, b := Normalize(tt.stock, roots), Normalize(tt.patched, roots); a == b {
 			t.Errorf("Normalize makes %q and %q equal: %q", tt.stock, tt.patched, a)

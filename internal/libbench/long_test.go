@@ -157,7 +157,7 @@ func TestTestsMatchStock(t *testing.T) {
 	}
 	// The compared output holds the failing tests' stacks: frames of the
 	// tests and of the standard library, with their files and lines.
-	stock, err := testRun(context.Background(), o, o.Flavours[0], "github.com/pkg/errors", []string{o.Toolchain.StockRoot}, &log)
+	stock, err := testRun(context.Background(), o, o.Flavours[0], "github.com/pkg/errors", "", []string{o.Toolchain.StockRoot}, &log)
 	if err != nil {
 		t.Fatal(err)
 	}

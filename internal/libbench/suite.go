@@ -69,6 +69,11 @@ type Library struct {
 	Targets []Target // benchmarks
 	Pairs   []Pair   // the price of caller information
 	Tests   []string // packages whose tests Compare runs
+	// TestSkip, if set, is the go test -skip pattern of tests that
+	// Compare leaves out: tests whose output two stock runs do not
+	// repeat (random IDs, goroutines racing) and that print no stack or
+	// caller.
+	TestSkip string
 }
 
 // A Target is one run of a package's test binary.
@@ -196,6 +201,36 @@ func Suite() []Library {
 				{"zerolog: Caller vs none", k("ZerologCaller/caller"), k("ZerologCaller/nocaller")},
 			},
 			Tests: []string{"github.com/rs/zerolog"},
+		},
+		{
+			Name:    "hclog",
+			Module:  "github.com/hashicorp/go-hclog",
+			Hot:     "hclog.intLogger.logPlain with IncludeLocation: runtime.Caller(callerOffset) for the file:line of every line",
+			Targets: []Target{{Package: "github.com/hashicorp/go-hclog", Bench: "^BenchmarkLogger$"}, {Package: HarnessPackage, Bench: "^BenchmarkHclogLocation$"}},
+			Pairs: []Pair{
+				{"hclog: IncludeLocation on vs off", k("HclogLocation/location"), k("HclogLocation/nolocation")},
+			},
+			Tests: []string{"github.com/hashicorp/go-hclog"},
+		},
+		{
+			Name:    "go-errors",
+			Module:  "github.com/go-errors/errors",
+			Hot:     "errors.New, Errorf, Wrap: runtime.Callers(2, stack[:50]); Error.Stack: each frame's function, file and line (runtime.FuncForPC, FileLine) and its source line",
+			Targets: []Target{{Package: "github.com/go-errors/errors", Bench: "^BenchmarkStackFormat$"}, {Package: HarnessPackage, Bench: "^BenchmarkGoErrorsNew$"}},
+			Pairs: []Pair{
+				{"go-errors: New vs errors.New", k("GoErrorsNew/goerrors"), k("GoErrorsNew/std")},
+			},
+			Tests: []string{"github.com/go-errors/errors"},
+		},
+		{
+			Name:    "sentry-go",
+			Module:  "github.com/getsentry/sentry-go",
+			Hot:     "sentry.NewStacktrace: runtime.Callers and CallersFrames over the whole stack; ExtractStacktrace: the stack a pkg/errors, pingcap/errors or go-errors error carries",
+			Targets: []Target{{Package: "github.com/getsentry/sentry-go", Bench: "^Benchmark(NewStacktrace|ExtractStacktrace)$"}},
+			Tests:   []string{"github.com/getsentry/sentry-go"},
+			// Their log lines carry random event IDs, in the order
+			// concurrent sends happen to take.
+			TestSkip: "^TestHTTPTransport$|^TestHTTPTransport_FlushWithContext$",
 		},
 	}
 }

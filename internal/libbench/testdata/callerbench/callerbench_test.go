@@ -1,15 +1,20 @@
 // Package callerbench benchmarks caller information in libraries whose own
 // benchmarks have no pair with and without it: log/slog with and without
-// HandlerOptions.AddSource, and zerolog with and without Caller. libbench
+// HandlerOptions.AddSource, zerolog with and without Caller, go-hclog with
+// and without IncludeLocation, and go-errors' New against the standard
+// library's. libbench
 // copies it into its work module (as package libbench.pctab/callerbench).
 package callerbench
 
 import (
+	stderrors "errors"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	goerrors "github.com/go-errors/errors"
+	"github.com/hashicorp/go-hclog"
 	"github.com/rs/zerolog"
 )
 
@@ -67,4 +72,46 @@ func BenchmarkZerologCaller(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHclogLocation logs five pairs with go-hclog, with and without
+// IncludeLocation (intLogger.logPlain calls runtime.Caller on every line
+// and prints the caller's file and line).
+func BenchmarkHclogLocation(b *testing.B) {
+	for _, loc := range []bool{false, true} {
+		name := "nolocation"
+		if loc {
+			name = "location"
+		}
+		b.Run(name, func(b *testing.B) {
+			logger := hclog.New(&hclog.LoggerOptions{Name: "bench", Output: io.Discard, IncludeLocation: loc})
+			b.ReportAllocs()
+			for b.Loop() {
+				logger.Info("a typical log message", "string", "some string", "status", 200,
+					"duration", 23*time.Millisecond, "ok", true, "count", 123456)
+			}
+		})
+	}
+}
+
+// sinkErr keeps the errors BenchmarkGoErrorsNew makes from being optimized
+// away.
+var sinkErr error
+
+// BenchmarkGoErrorsNew makes an error with go-errors' New, which captures
+// up to 50 PCs of its caller's stack (runtime.Callers), and with the
+// standard library's errors.New, which captures none.
+func BenchmarkGoErrorsNew(b *testing.B) {
+	b.Run("goerrors", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkErr = goerrors.New("a typical error")
+		}
+	})
+	b.Run("std", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkErr = stderrors.New("a typical error")
+		}
+	})
 }
