@@ -29,7 +29,7 @@ type TestRun struct {
 }
 
 // Compare runs the tests of every library's Tests packages (go test
-// -count=1 -json, in the work module, printed in a canonical order by
+// -count=1 -json -vet=off, in the work module, printed in a canonical order by
 // ByTest) with the stock toolchain and in every
 // patched flavour, and compares each patched run's normalized output and
 // exit status with stock's. Where they differ it runs stock again: output
@@ -92,7 +92,7 @@ func Compare(ctx context.Context, o Options, w, log io.Writer) error {
 
 func testRun(ctx context.Context, o Options, fl toolchain.Flavour, pkg, skip string, roots []string, log io.Writer) (*TestRun, error) {
 	fmt.Fprintf(log, "libbench: go test %s (%s)\n", pkg, fl.Name)
-	args := append([]string{"test", "-count=1", "-json"}, fl.BuildFlags()...)
+	args := append([]string{"test", "-count=1", "-json", "-vet=off"}, fl.BuildFlags()...)
 	if skip != "" {
 		args = append(args, "-skip", skip)
 	}

@@ -221,7 +221,7 @@ func buildTests(ctx context.Context, o Options, log io.Writer) (map[string]strin
 		mu.Lock()
 		fmt.Fprintf(log, "libbench: go test -c %s (%s, layout %d)\n", b.pkg, b.fl.Name, b.fl.Layout)
 		mu.Unlock()
-		args := append([]string{"test", "-c", "-o", b.bin}, b.fl.BuildFlags()...)
+		args := append([]string{"test", "-c", "-vet=off", "-o", b.bin}, b.fl.BuildFlags()...)
 		_, err := goCmd(ctx, o.Toolchain, &b.fl, o.WorkDir, append(args, b.pkg)...)
 		return err
 	})
