@@ -253,6 +253,11 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 	defer b.cleanup()
 	b.stats, b.probe = opts.stats, opts.probe
 	tr, err := newTraceReader(cr)
+	if v := oldFormat(cr.head); err != nil && v != 0 {
+		// x/exp/trace reads a trace of the old format whole before it
+		// produces an event: a cut one gives nothing to keep.
+		return nil, fmt.Errorf("tracestore: reading the trace (Go 1.%d's format, read whole: a cut or corrupt one gives no store; %d bytes read): %w", v, cr.n, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
 	}
@@ -365,13 +370,17 @@ func (b *builder) addChecked(ev *trace.Event) (err error) {
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r    io.Reader
+	n    int64
+	head []byte // the first 16 bytes read: the trace's header
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if len(c.head) < 16 {
+		c.head = append(c.head, p[:min(n, 16-len(c.head))]...)
+	}
 	return n, err
 }
 

@@ -125,13 +125,39 @@ func TestRealTraces(t *testing.T) {
 	}
 }
 
+// TestOldFormatTrace builds a store of a trace of Go 1.21
+// (testdata/go1.21-small.trace: four goroutines in a task and regions,
+// recorded with go1.21.13), whose format x/exp/trace converts. MeasureTrace
+// cannot split its bytes, and says so (ErrOldFormat); it used to report
+// "event type 65 where a batch starts". A cut one fails to build with an
+// error that names the format: x/exp/trace reads such a trace whole.
+func TestOldFormatTrace(t *testing.T) {
+	path := filepath.Join("testdata", "go1.21-small.trace")
+	checkRealTrace(t, path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := MeasureTrace(bytes.NewReader(data)); !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "Go 1.21") {
+		t.Errorf("MeasureTrace: %v, want ErrOldFormat naming Go 1.21", err)
+	}
+	for _, n := range []int{len(data) / 2, len(data) - 1} {
+		_, err := Build(bytes.NewReader(data[:n]), filepath.Join(t.TempDir(), "store"), Options{})
+		if err == nil || !strings.Contains(err.Error(), "Go 1.21") || strings.Contains(err.Error(), "header") {
+			t.Errorf("build of the trace cut to %d bytes: %v; want an error that names the Go 1.21 format", n, err)
+		}
+	}
+}
+
 func checkRealTrace(t *testing.T, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms, err := MeasureTrace(bytes.NewReader(data))
-	if err != nil || ms.Total != int64(len(data)) {
+	if errors.Is(err, ErrOldFormat) {
+		t.Logf("MeasureTrace: %v", err)
+	} else if err != nil || ms.Total != int64(len(data)) {
 		t.Fatalf("MeasureTrace: %+v, %v", ms, err)
 	}
 	dir := filepath.Join(t.TempDir(), "store")

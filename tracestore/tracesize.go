@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -36,9 +37,30 @@ const (
 	evEndOfGeneration   = 52
 )
 
+// ErrOldFormat is returned (wrapped) by MeasureTrace for a trace in the
+// format of Go 1.21 and older, which Build reads (x/exp/trace converts
+// it) but which has no batch framing to split.
+var ErrOldFormat = errors.New("the trace format of Go 1.21 and older has no batch framing to measure")
+
+// oldFormat returns the minor version of a trace header of Go 1.21 or
+// older ("go 1.21 trace\x00\x00\x00"), or 0.
+func oldFormat(header []byte) int {
+	s, ok := strings.CutPrefix(string(header), "go 1.")
+	if !ok {
+		return 0
+	}
+	v, _, ok := strings.Cut(s, " trace")
+	n, err := strconv.Atoi(v)
+	if !ok || err != nil || n >= 22 {
+		return 0
+	}
+	return n
+}
+
 // MeasureTrace reads an execution trace of Go 1.22 or later and returns
 // how its bytes divide between its events, stack table, string dictionary
-// and the rest, from the trace's batch framing alone.
+// and the rest, from the trace's batch framing alone. For an older trace
+// it returns an error wrapping ErrOldFormat.
 func MeasureTrace(r io.Reader) (TraceSize, error) {
 	var s TraceSize
 	total, err := scanBatches(r, func(b batch) {
@@ -92,6 +114,9 @@ func scanBatches(r io.Reader, visit func(batch)) (int64, error) {
 	}
 	if !strings.HasPrefix(string(header), "go 1.") || !strings.HasSuffix(strings.TrimRight(string(header), "\x00"), " trace") {
 		return 0, fmt.Errorf("tracestore: not an execution trace (header %q)", header)
+	}
+	if v := oldFormat(header); v != 0 {
+		return 0, fmt.Errorf("tracestore: a trace of Go 1.%d: %w", v, ErrOldFormat)
 	}
 	br.n = 16
 	for {

@@ -125,7 +125,11 @@ var buildCommand = &cli.Command{
 				return err
 			}
 			ts, err := tracestore.MeasureTrace(f)
-			if err != nil {
+			measured := true
+			if errors.Is(err, tracestore.ErrOldFormat) {
+				// A trace of Go 1.21 or older has no batch framing to split.
+				ts, measured = tracestore.TraceSize{Total: m.TraceBytes}, false
+			} else if err != nil {
 				if m.Truncated == nil {
 					return err
 				}
@@ -149,7 +153,7 @@ var buildCommand = &cli.Command{
 			fmt.Fprintln(tw, "part\ttrace bytes\tstore bytes\tstore files\t")
 			row := func(part string, tb int64, files ...string) {
 				t := "-"
-				if tb >= 0 {
+				if tb >= 0 && measured {
 					t = strconv.FormatInt(tb, 10)
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t\n", part, t, sum(files...), strings.Join(files, " "))

@@ -48,6 +48,19 @@ func TestBuildFailsCleanly(t *testing.T) {
 	}
 }
 
+// TestBuildOldFormat checks that build of a trace of Go 1.21 or older,
+// which x/exp/trace reads, succeeds and prints the store's sizes: it wrote
+// the store, then failed measuring the trace's parts ("event type 65 where
+// a batch starts").
+func TestBuildOldFormat(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	out := runCmd(t, "build", filepath.Join("..", "..", "tracestore", "testdata", "go1.21-small.trace"), store)
+	if !strings.Contains(out, "78 events") || !strings.Contains(out, "total") {
+		t.Errorf("build printed:\n%s", out)
+	}
+	t.Log(out)
+}
+
 // TestServeHosts checks the Host names serve allows: -addr's host, the
 // address bound, and -allowhost's list; loopback names are the handler's.
 func TestServeHosts(t *testing.T) {
