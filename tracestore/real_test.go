@@ -149,6 +149,124 @@ func TestOldFormatTrace(t *testing.T) {
 	}
 }
 
+// TestCgoCallbackThreads checks the goroutines' states against x/exp/trace
+// on a trace of cgo callbacks from threads that C creates, one after
+// another (testdata/cgo-callback-threads.trace, Go 1.26.11: 20 threads of
+// two callbacks each, pthread_create then pthread_join). Each thread's
+// callbacks run on the goroutine of the extra M it borrows, whose ID comes
+// back with the M: the trace has GoCreateSyscall and GoDestroySyscall for
+// the same goroutine 20 times. The store kept only its first life, as if
+// a goroutine that ended could not appear again (12 of its 240 spans).
+func TestCgoCallbackThreads(t *testing.T) {
+	checkRealTrace(t, filepath.Join("testdata", "cgo-callback-threads.trace"))
+}
+
+// checkGoroutineStates checks every goroutine's state lane in s against
+// the trace's state transitions, as x/exp/trace reads them: its spans (one
+// per stretch of time in a known state: running, runnable, waiting or in
+// a syscall) and the time they cover.
+func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
+	t.Helper()
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := func(s xtrace.GoState) bool {
+		return s == xtrace.GoRunning || s == xtrace.GoRunnable || s == xtrace.GoWaiting || s == xtrace.GoSyscall
+	}
+	type state struct {
+		since       int64 // -1: no known state yet
+		st          xtrace.GoState
+		spans, busy int64
+	}
+	want := map[int64]*state{}
+	var base, genStart, last int64
+	first := true
+	for {
+		e, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := int64(e.Time())
+		if first {
+			base, first = tm, false
+		}
+		tm -= base
+		last = tm
+		if e.Kind() == xtrace.EventSync {
+			genStart = tm
+		}
+		if e.Kind() != xtrace.EventStateTransition {
+			continue
+		}
+		st := e.StateTransition()
+		if st.Resource.Kind != xtrace.ResourceGoroutine {
+			continue
+		}
+		from, to := st.Goroutine()
+		g := want[int64(st.Resource.Goroutine())]
+		if g == nil {
+			g = &state{since: -1}
+			want[int64(st.Resource.Goroutine())] = g
+		}
+		if from == xtrace.GoUndetermined {
+			// In state to since the generation began.
+			if g.since >= 0 && known(g.st) {
+				if g.st == to {
+					continue
+				}
+				g.busy += genStart - g.since
+				g.spans++
+			}
+			g.since, g.st = genStart, to
+			continue
+		}
+		if known(from) {
+			g.busy += tm - max(g.since, 0)
+			g.spans++
+		}
+		g.since, g.st = tm, to
+	}
+	for _, g := range want {
+		if g.since >= 0 && known(g.st) {
+			g.busy += last - g.since
+			g.spans++
+		}
+	}
+	got := map[int64]*state{}
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
+		if ln.Track != TrackGoroutine || ln.Layer != LayerState {
+			continue
+		}
+		g := &state{spans: ln.Spans}
+		for k := range ln.Spans {
+			g.busy += s.Span(l, k).Dur
+		}
+		got[ln.ID] = g
+	}
+	bad := 0
+	for id, w := range want {
+		g := got[id]
+		if g == nil {
+			g = &state{}
+		}
+		if g.spans != w.spans || g.busy != w.busy {
+			if bad++; bad <= 10 {
+				t.Errorf("goroutine %d: the store has %d state spans covering %d ns; the trace, %d covering %d ns", id, g.spans, g.busy, w.spans, w.busy)
+			}
+		}
+	}
+	for id, g := range got {
+		if want[id] == nil && g.spans > 0 {
+			t.Errorf("goroutine %d: the store has %d state spans, the trace none", id, g.spans)
+		}
+	}
+}
+
 func checkRealTrace(t *testing.T, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -180,6 +298,7 @@ func checkRealTrace(t *testing.T, path string) {
 		filepath.Base(path), len(data), m.Events, m.Lanes, m.Spans, size, float64(size)/float64(len(data)), built.Round(time.Millisecond))
 	checkInflation(t, s)
 	checkSpanStacks(t, s)
+	checkGoroutineStates(t, data, s)
 
 	// The truth: every event of the trace, and its stack's functions.
 	r, err := xtrace.NewReader(bytes.NewReader(data))

@@ -174,14 +174,19 @@ func (b *builder) goState(g int64, from, to trace.GoState, t int64, reason strin
 			s.Name = b.str(reason)
 		}
 		b.gState[g] = b.open(key, s, "")
-	} else if to == trace.GoNotExist {
+	} else if to == trace.GoNotExist && from != trace.GoSyscall {
+		// A goroutine that ends in a syscall (GoDestroySyscall) is the
+		// goroutine of an extra M that a C thread borrowed for cgo
+		// callbacks: its ID comes back with the M (GoCreateSyscall), so
+		// its lanes stay open.
 		return b.retire(g)
 	}
 	return nil
 }
 
 // retire drops the row state of goroutine g, which has exited, unless it
-// has regions or ranges still open: goroutine IDs are not reused, so its
+// has regions or ranges still open: goroutine IDs are not reused (but for
+// the goroutines of extra Ms, which goState does not retire), so its
 // lanes are complete. Its lanes' records go to the lane file (spillLane):
 // what stays in memory is a bit in retired, where the row state costs
 // some 250 bytes per goroutine and a lane's record some 100. Spans a
