@@ -341,8 +341,8 @@ type rowSet struct {
 	lane   []int32 // depth -> lane, -1 until its first span
 }
 
-// maxRows is the number of rows a layer of a track may have (a lane's
-// depth is 16 bits in lanes.tab, and a viewer shows no more): regions
+// maxRows is the number of rows a layer of a track may have (a viewer
+// shows no more; decodeLane refuses a deeper lane): regions
 // nested deeper than that, leaked ones as a rule, share the last row,
 // where each starts no earlier than the previous ends. Each row is a lane,
 // which costs some 100 bytes to build where a leaked region costs the
