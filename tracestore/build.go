@@ -253,7 +253,7 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 	defer b.cleanup()
 	b.stats, b.probe = opts.stats, opts.probe
 	tr, err := newTraceReader(cr)
-	if v := oldFormat(cr.head); err != nil && v != 0 {
+	if v := oldFormat(cr.head); err != nil && v >= 11 { // x/exp/trace reads Go 1.11 and later
 		// x/exp/trace reads a trace of the old format whole before it
 		// produces an event: a cut one gives nothing to keep.
 		return nil, fmt.Errorf("tracestore: reading the trace (Go 1.%d's format, read whole: a cut or corrupt one gives no store; %d bytes read): %w", v, cr.n, err)

@@ -141,6 +141,11 @@ func TestOldFormatTrace(t *testing.T) {
 	if _, err := MeasureTrace(bytes.NewReader(data)); !errors.Is(err, ErrOldFormat) || !strings.Contains(err.Error(), "Go 1.21") {
 		t.Errorf("MeasureTrace: %v, want ErrOldFormat naming Go 1.21", err)
 	}
+	// A trace of Go 1.10, which x/exp/trace does not read: its header.
+	_, err = Build(strings.NewReader("go 1.10 trace\x00\x00\x00"), filepath.Join(t.TempDir(), "store"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "unsupported trace version go 1.10") || strings.Contains(err.Error(), "read whole") {
+		t.Errorf("build of a Go 1.10 trace: %v; want x/exp/trace's unsupported version", err)
+	}
 	for _, n := range []int{len(data) / 2, len(data) - 1} {
 		_, err := Build(bytes.NewReader(data[:n]), filepath.Join(t.TempDir(), "store"), Options{})
 		if err == nil || !strings.Contains(err.Error(), "Go 1.21") || strings.Contains(err.Error(), "header") {
