@@ -107,8 +107,29 @@ var buildCommand = &cli.Command{
 				return err
 			}
 			defer f.Close()
+			if *histPath != "" {
+				// The label index reads the trace a second time.
+				if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+					return fmt.Errorf("%s: build -labels reads the trace twice, so it must be a regular file, not a pipe or device: save it to a file first", args[0])
+				}
+			}
 			start := time.Now()
-			m, err := tracestore.Build(f, args[1], tracestore.Options{Source: args[0], PageSize: *pageSize, MemLimit: int64(mem)})
+			// The trace's parts are measured as it is read, so that a
+			// pipe (/dev/stdin) is read once.
+			pr, pw := io.Pipe()
+			type measurement struct {
+				ts  tracestore.TraceSize
+				err error
+			}
+			measure := make(chan measurement, 1)
+			go func() {
+				ts, err := tracestore.MeasureTrace(pr)
+				io.Copy(io.Discard, pr) // what it did not read
+				measure <- measurement{ts, err}
+			}()
+			m, err := tracestore.Build(io.TeeReader(f, pw), args[1], tracestore.Options{Source: args[0], PageSize: *pageSize, MemLimit: int64(mem)})
+			pw.Close()
+			ms := <-measure
 			if err != nil {
 				return err
 			}
@@ -121,10 +142,7 @@ var buildCommand = &cli.Command{
 			if m.Truncated != nil {
 				fmt.Fprintf(env.Stderr, "pctab-trace: warning: %s: %s\n", args[0], m.Truncated)
 			}
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				return err
-			}
-			ts, err := tracestore.MeasureTrace(f)
+			ts, err := ms.ts, ms.err
 			measured := true
 			if errors.Is(err, tracestore.ErrOldFormat) {
 				// A trace of Go 1.21 or older has no batch framing to split.

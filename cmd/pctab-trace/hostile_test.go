@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -59,6 +61,48 @@ func TestBuildOldFormat(t *testing.T) {
 		t.Errorf("build printed:\n%s", out)
 	}
 	t.Log(out)
+}
+
+// TestBuildFromPipe checks that build reads a trace from a pipe
+// (curl .../debug/pprof/trace | pctab-trace build /dev/stdin STORE): it
+// wrote the store, then failed with "seek /dev/stdin: illegal seek"
+// measuring the trace's parts. With -labels, which reads the trace twice,
+// it fails before it builds, and says why.
+func TestBuildFromPipe(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("needs /dev/fd")
+	}
+	data, err := os.ReadFile(traceFile(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipe := func() string {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		go func() {
+			w.Write(data)
+			w.Close()
+		}()
+		return fmt.Sprintf("/dev/fd/%d", r.Fd())
+	}
+	store := filepath.Join(t.TempDir(), "store")
+	out := runCmd(t, "build", pipe(), store)
+	if !strings.Contains(out, "total") {
+		t.Errorf("build printed:\n%s", out)
+	}
+	hist := filepath.Join(t.TempDir(), "history.json")
+	os.WriteFile(hist, []byte(`{"schema_version":1,"trampolines":1024,"bindings":[]}`), 0o666)
+	store2 := filepath.Join(t.TempDir(), "store2")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"build", "-labels", hist, pipe(), store2}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "regular file") {
+		t.Errorf("build -labels from a pipe: exit %d, stderr:\n%s", code, &stderr)
+	}
+	if _, err := os.Stat(store2); !os.IsNotExist(err) {
+		t.Errorf("build -labels from a pipe left %s: %v", store2, err)
+	}
 }
 
 // TestServeHosts checks the Host names serve allows: -addr's host, the
