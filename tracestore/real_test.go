@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go/version"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -121,6 +122,73 @@ func TestRealTraces(t *testing.T) {
 			}
 			path := cachedTrace(t, tr.name, tr.record)
 			checkRealTrace(t, path)
+		})
+	}
+}
+
+// TestRealTraceKinds records traces of the kinds testdata/tracekinds.txtar
+// makes, with the local toolchain and, with PCTAB_LONG=1, with each Go
+// release from go1.21 (the old format, which x/exp/trace converts) on, and
+// checks their stores against x/exp/trace (checkRealTrace): goroutines in
+// tasks and nested regions with GOMAXPROCS changed twice, with and
+// without CPU samples, a trace of nothing, a flight recorder's snapshot
+// (Go 1.25 and later), cgo callbacks from Go threads and from threads C
+// creates (with a C compiler), and in the long run 100,000 short-lived
+// goroutines and regions nested 10,000 deep.
+func TestRealTraceKinds(t *testing.T) {
+	toolchains := []string{""}
+	for _, v := range testbuild.ReleaseVersions {
+		if version.Compare(v, "go1.21") >= 0 {
+			toolchains = append(toolchains, v)
+		}
+	}
+	_, ccErr := exec.LookPath("gcc")
+	kinds := []struct {
+		name       string
+		args       []string
+		cgo, long  bool
+		minVersion string
+	}{
+		{name: "mixed", args: []string{"-mode", "mixed"}, long: true},
+		{name: "mixed-cpu", args: []string{"-mode", "mixed", "-cpu"}},
+		{name: "tiny", args: []string{"-mode", "tiny"}},
+		{name: "flight", args: []string{"-mode", "flight"}, minVersion: "go1.25"},
+		{name: "cgo", args: []string{"-mode", "cgo"}, cgo: true},
+		{name: "cbthread", args: []string{"-mode", "cbthread"}, cgo: true},
+		{name: "many", args: []string{"-mode", "many"}, long: true},
+		{name: "deep", args: []string{"-mode", "deep"}, long: true},
+	}
+	for _, tc := range toolchains {
+		name := tc
+		if name == "" {
+			name = "local"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+			defer cancel()
+			cfg := testbuild.Config{Archive: "tracekinds", Toolchain: tc, CGO: ccErr == nil}
+			bin := testbuild.Build(t, cfg)
+			ver := tc
+			if ver == "" {
+				ver = goVersion(t)
+			}
+			for _, k := range kinds {
+				t.Run(k.name, func(t *testing.T) {
+					switch {
+					case k.cgo && !cfg.CGO:
+						t.Skipf("needs a C compiler: %v", ccErr)
+					case k.minVersion != "" && version.Compare(ver, k.minVersion) < 0:
+						t.Skipf("needs %s", k.minVersion)
+					case k.long:
+						testenv.SkipUnlessLong(t, "records a long trace")
+					}
+					path := cachedTrace(t, "kinds-"+k.name+"-"+filepath.Base(bin), func(p string) error {
+						_, err := testbuild.Exec(ctx, cfg, bin, append(k.args, "-o", p)...)
+						return err
+					})
+					checkRealTrace(t, path)
+				})
+			}
 		})
 	}
 }
