@@ -73,6 +73,74 @@ func TestTaskBegunBeforeTrace(t *testing.T) {
 	}
 }
 
+// TestRegionBegunBeforeTrace builds a flight recorder's snapshot
+// (testdata/flight-region-begun-before.trace, Go 1.27.3) of a goroutine
+// that spends 2.5 s in region "outer-long", running short "inner" regions
+// in it: the snapshot holds the last 0.5 s, the inner regions and the
+// outer one's end, not its begin. The store drew no "outer-long", though
+// the goroutine is in it for the whole snapshot (go tool trace shows it
+// from the trace's start); it is drawn from time 0 now, in a row of its
+// own, as a task begun before the trace is.
+func TestRegionBegunBeforeTrace(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "flight-region-begun-before.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The truth: the region ends without a begin.
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base, end int64 = -1, -1
+	begins := 0
+	for {
+		e, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base < 0 {
+			base = int64(e.Time())
+		}
+		if k := e.Kind(); (k == xtrace.EventRegionBegin || k == xtrace.EventRegionEnd) && e.Region().Type == "outer-long" {
+			if k == xtrace.EventRegionBegin {
+				begins++
+			} else {
+				end = int64(e.Time()) - base
+			}
+		}
+	}
+	if begins != 0 || end < 0 {
+		t.Fatalf("the trace has %d begins of outer-long and its end at %d: want only an end", begins, end)
+	}
+	s, _ := build(t, data)
+	var outer []Span
+	inner := 0
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
+		if ln.Layer != LayerRegion {
+			continue
+		}
+		for i := range ln.Spans {
+			sp := s.Span(l, i)
+			switch s.String(sp.Name) {
+			case "outer-long":
+				outer = append(outer, sp)
+			case "inner":
+				inner++
+			}
+		}
+	}
+	if len(outer) != 1 || outer[0].Start != 0 || outer[0].End() != end {
+		t.Errorf("outer-long spans %+v; want one from 0 to %d", outer, end)
+	}
+	if inner == 0 {
+		t.Errorf("no inner regions")
+	}
+}
+
 // FuzzRows drives the builder's rows with spans that begin and end in any
 // order, at any times, as a malformed trace can: the store must open.
 func FuzzRows(f *testing.F) {

@@ -76,7 +76,15 @@ func (b *builder) timeline(ev *trace.Event, e *Event) error {
 			break
 		}
 		i := rs.innermost(rg.Type)
-		if i < 0 { // began before the trace: not drawn
+		if i < 0 {
+			// Began before the trace, as a flight recorder's snapshot
+			// shows a goroutine's long regions: drawn from time 0, as go
+			// tool trace does and as a task begun before the trace is,
+			// in a row of its own.
+			o := b.open(key, Span{Start: 0, Kind: SpanRegion, Name: b.str(rg.Type)}, rg.Type)
+			if err := b.close(key, o, t); err != nil {
+				return err
+			}
 			break
 		}
 		// Regions nest: close the inner ones that did not end.
