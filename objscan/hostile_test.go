@@ -165,8 +165,8 @@ func TestSharedStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range f.Funcs {
-		if got := f.Funcs[i].Name; got != strings.Repeat("a", 1000) {
-			t.Fatalf("function %d: name of %d bytes %.10q..., want 1000 a's", i, len(got), got)
+		if got := f.Funcs[i].Name; got != strings.Repeat("a", 1000) || f.Funcs[i].NameOff != 0 {
+			t.Fatalf("function %d: name of %d bytes %.10q... at %#x, want 1000 a's at 0", i, len(got), got, f.Funcs[i].NameOff)
 		}
 	}
 	for _, files := range []bool{false, true} {
@@ -179,10 +179,77 @@ func TestSharedStrings(t *testing.T) {
 			t.Fatalf("files %v: %d inline entries, want 100", files, len(tree))
 		}
 		for j, c := range tree {
-			if files && c.File != strings.Repeat("a", 200) || !files && (c.File != "a.go" || c.Name != strings.Repeat("a", 200-j)) {
-				t.Fatalf("files %v: entry %d: name %.10q... (%d bytes), file %.10q... (%d bytes)", files, j, c.Name, len(c.Name), c.File, len(c.File))
+			if files && c.File != strings.Repeat("a", 200) || !files && (c.File != "a.go" || c.Name != strings.Repeat("a", 200-j) || c.NameOff != tree[0].NameOff+uint32(j)) {
+				t.Fatalf("files %v: entry %d: name %.10q... (%d bytes, at %#x), file %.10q... (%d bytes)", files, j, c.Name, len(c.Name), c.NameOff, c.File, len(c.File))
 			}
 		}
+	}
+}
+
+// sharedFilesELF returns a Go 1.2-layout ELF whose file table has nfiles
+// entries naming one runLen-byte string, or, with suffixes set, its
+// suffixes at successive offsets: read one by one (FileName), the names
+// cost nfiles times runLen.
+func sharedFilesELF(nfiles, runLen int, suffixes bool) []byte {
+	l := synthLayout{Go12Magic, binary.LittleEndian, 8, 1}
+	funcs := synthFuncs(Go12Magic)
+	pcln := buildSynth(l, funcs)
+	pcln = append(pcln, make([]byte, -len(pcln)&3)...)
+	tabAt := len(pcln)
+	runAt := tabAt + 4*nfiles
+	pcln = binary.LittleEndian.AppendUint32(pcln, uint32(nfiles))
+	for i := 1; i < nfiles; i++ {
+		off := runAt
+		if suffixes {
+			off += i
+		}
+		pcln = binary.LittleEndian.AppendUint32(pcln, uint32(off))
+	}
+	pcln = append(append(pcln, strings.Repeat("a", runLen)...), 0)
+	binary.LittleEndian.PutUint32(pcln[8+8+(2*len(funcs)+1)*8:], uint32(tabAt))
+	return synthELF(pcln, false)
+}
+
+// TestFileNames reads every name of file tables whose entries share one
+// long string, or name its suffixes, through FileNames: the names and
+// their offsets must be right, and reading them must cost about the
+// table, not the string's size per entry (FileName allocates 256 MB).
+func TestFileNames(t *testing.T) {
+	const nfiles, runLen = 4000, 64000
+	for _, suffixes := range []bool{false, true} {
+		data := sharedFilesELF(nfiles, runLen, suffixes)
+		f, err := NewFile(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runAt := uint32(len(f.Pclntab()) - runLen - 1)
+		fn := &f.Funcs[0]
+		var names []string
+		var offs []uint32
+		alloc := allocs.Least(3, func() {
+			names, offs = names[:0], offs[:0]
+			r := f.FileNames()
+			for i := 1; i < nfiles; i++ {
+				name, off, err := r.Name(fn, int32(i))
+				if err != nil {
+					t.Fatalf("suffixes %v: file %d: %v", suffixes, i, err)
+				}
+				names, offs = append(names, name), append(offs, off)
+			}
+		})
+		for j := range names {
+			want := runAt
+			if suffixes {
+				want += uint32(j + 1)
+			}
+			if offs[j] != want || len(names[j]) != runLen-int(want-runAt) || strings.Trim(names[j], "a") != "" {
+				t.Fatalf("suffixes %v: file %d at %#x, %d bytes; want %#x, %d a's", suffixes, j+1, offs[j], len(names[j]), want, runLen-int(want-runAt))
+			}
+		}
+		if limit := 16*uint64(len(data)) + 1<<20; alloc > limit {
+			t.Errorf("suffixes %v: reading %d names of a %d-byte file allocated %d bytes, more than %d", suffixes, nfiles-1, len(data), alloc, limit)
+		}
+		t.Logf("suffixes %v: %d bytes, %d names read, %d bytes allocated", suffixes, len(data), nfiles-1, alloc)
 	}
 }
 

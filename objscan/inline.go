@@ -247,7 +247,7 @@ func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, 
 			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
 			nameOff = f.ByteOrder.Uint32(e[12:])
 			c.ParentPC = -1 // not recorded before go1.12
-			if name, err := f.fileName(fn, file, &strs.files); err == nil {
+			if name, _, err := f.fileName(fn, file, &strs.files); err == nil {
 				c.File = name
 			}
 		default:
@@ -257,7 +257,7 @@ func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, 
 			c.Line = int32(f.ByteOrder.Uint32(e[8:]))
 			nameOff = f.ByteOrder.Uint32(e[12:])
 			c.ParentPC = int32(f.ByteOrder.Uint32(e[16:]))
-			if name, err := f.fileName(fn, file, &strs.files); err == nil {
+			if name, _, err := f.fileName(fn, file, &strs.files); err == nil {
 				c.File = name
 			}
 		}
@@ -269,7 +269,7 @@ func (f *File) decodeInlTree(fn *Func, addr, n uint64, names map[uint32]string, 
 			}
 			names[nameOff] = name
 		}
-		c.Name = name
+		c.Name, c.NameOff = name, nameOff
 	}
 	return tree, nil
 }
@@ -295,38 +295,70 @@ func (f *File) namesWhere() string {
 
 // FileName returns the name of file number idx of function fn, as the
 // pcfile table gives it: a per-compilation-unit index from Go 1.16 on, an
-// index into the global file table before.
+// index into the global file table before. A caller that reads many names
+// reads them through FileNames.
 func (f *File) FileName(fn *Func, idx int32) (string, error) {
 	files := f.fileStrtab()
-	return f.fileName(fn, idx, &files)
+	name, _, err := f.fileName(fn, idx, &files)
+	return name, err
 }
 
-// fileName is FileName reading the name through files.
-func (f *File) fileName(fn *Func, idx int32, files *strtab) (string, error) {
+// FileNames reads file names as FileName does, through one reader of the
+// table of file names (see strtab), for a caller that reads many: a
+// hostile file table whose entries all name one long string, or point
+// into its middle, then costs about ten times the table once, where
+// FileName costs the string's length for each entry.
+type FileNames struct {
+	f *File
+	t strtab
+}
+
+// FileNames returns a reader of f's file names.
+func (f *File) FileNames() *FileNames { return &FileNames{f: f, t: f.fileStrtab()} }
+
+// Name returns the name of file number idx of fn, as FileName does, and
+// its offset in the table of file names: the pclntab before Go 1.16, the
+// filetab from Go 1.16 on.
+func (r *FileNames) Name(fn *Func, idx int32) (name string, off uint32, err error) {
+	return r.f.fileName(fn, idx, &r.t)
+}
+
+// fileName is FileName reading the name through files; it also returns
+// the name's offset in files.
+func (f *File) fileName(fn *Func, idx int32, files *strtab) (string, uint32, error) {
+	off, err := f.fileOffset(fn, idx)
+	if err != nil {
+		return "", 0, err
+	}
+	name, err := files.at(uint64(off))
+	return name, off, err
+}
+
+// fileOffset returns the offset of the name of file number idx of fn in
+// the table of file names, from the global file table (before Go 1.16)
+// or fn's compilation unit's.
+func (f *File) fileOffset(fn *Func, idx int32) (uint32, error) {
 	if idx < 0 {
-		return "", fmt.Errorf("objscan: %s: negative file index %d", fn.Name, idx)
+		return 0, fmt.Errorf("objscan: %s: negative file index %d", fn.Name, idx)
 	}
 	if f.Magic == Go12Magic {
 		if idx == 0 || int(idx) >= f.Files {
-			return "", fmt.Errorf("objscan: %s: file index %d out of range [1,%d)", fn.Name, idx, f.Files)
+			return 0, fmt.Errorf("objscan: %s: file index %d out of range [1,%d)", fn.Name, idx, f.Files)
 		}
 		r := &rd{f: f, where: "filetab", d: f.filetab}
 		off := r.u32(4 * uint64(idx))
-		if r.err != nil {
-			return "", r.err
-		}
-		return files.at(uint64(off))
+		return off, r.err
 	}
 	if fn.CUOffset == ^uint32(0) {
-		return "", fmt.Errorf("objscan: %s has no compilation unit", fn.Name)
+		return 0, fmt.Errorf("objscan: %s has no compilation unit", fn.Name)
 	}
 	r := &rd{f: f, where: "cutab", d: f.cutab}
 	off := r.u32(4 * (uint64(fn.CUOffset) + uint64(idx)))
 	if r.err != nil {
-		return "", fmt.Errorf("objscan: %s file %d: %w", fn.Name, idx, r.err)
+		return 0, fmt.Errorf("objscan: %s file %d: %w", fn.Name, idx, r.err)
 	}
 	if off == ^uint32(0) {
-		return "", fmt.Errorf("objscan: %s file %d was removed by the linker", fn.Name, idx)
+		return 0, fmt.Errorf("objscan: %s file %d was removed by the linker", fn.Name, idx)
 	}
-	return files.at(uint64(off))
+	return off, nil
 }

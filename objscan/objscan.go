@@ -126,6 +126,8 @@ type Func struct {
 	CUOffset    uint32
 	Offset      uint32 // offset of the _func record within the functab part of the pclntab
 
+	NameOff uint32 // offset of Name in the funcnametab (Go 1.16+), or in the pclntab (Go 1.2-1.15)
+
 	PCSP   uint32   // pctab offset of the pcsp table; 0 = none
 	PCFile uint32   // pctab offset of the pcfile table
 	PCLn   uint32   // pctab offset of the pcln table
@@ -157,6 +159,9 @@ type InlinedCall struct {
 	Parent int16  // index of the parent entry, -1 if the parent is the outer function
 	File   string // call site file (old layout only)
 	Line   int32  // call site line (old layout only)
+	// NameOff is the entry's nameOff field: the offset of Name in the
+	// funcnametab (Go 1.16+), or in the pclntab (Go 1.2-1.15).
+	NameOff uint32
 }
 
 // TableKind names the role of a PC-value table.

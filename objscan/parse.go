@@ -436,7 +436,7 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 	if err != nil {
 		return 0, formatErr("_func", int64(off+e), "function at entry %#x: bad name offset %#x: %v", fn.Entry, nameOff, err)
 	}
-	fn.Name = name
+	fn.Name, fn.NameOff = name, nameOff
 	return p, nil
 }
 
