@@ -105,6 +105,25 @@ func inlStringsELF(entries, runLen int, files bool) []byte {
 	return synthELFText(pcln, false, 4)
 }
 
+// badInlFilesELF returns a Go 1.2-layout ELF of one function with a
+// nameLen-byte name whose inline tree's entries entries all name a file
+// that does not exist: formatting the name into each entry's dropped
+// error cost entries times nameLen.
+func badInlFilesELF(entries, nameLen int) []byte {
+	l := synthLayout{Go12Magic, binary.LittleEndian, 8, 1}
+	pc := varintTable([2]int64{-1, 4})
+	funcs := []synthFunc{{name: strings.Repeat("a", nameLen), end: 4, fdata: []uint64{0, 0, 0, 0, 0},
+		tables: [][]byte{varintTable([2]int64{0, 4}), varintTable([2]int64{1, 4}), varintTable([2]int64{10, 4}), pc, pc, varintTable([2]int64{int64(entries - 1), 4})}}}
+	funcs[0].fdata[4] = uint64(0x800000 + len(buildSynth(l, funcs)))
+	pcln := buildSynth(l, funcs)
+	treeAt := len(pcln)
+	pcln = append(pcln, make([]byte, entries*inlEntrySizeOld)...)
+	for j := range entries {
+		binary.LittleEndian.PutUint32(pcln[treeAt+j*inlEntrySizeOld+4:], 99) // file 99 of 3
+	}
+	return synthELFText(pcln, false, 4)
+}
+
 // TestHostileInput opens small hostile files and checks that each gives an
 // error or a result, never a panic, allocating at most a small multiple of
 // its size.
@@ -127,6 +146,10 @@ func TestHostileInput(t *testing.T) {
 		// string, or sharing it as their file: 408 MB and 427 MB.
 		{"inline names inside a long name", inlStringsELF(4000, 100000, false), ""},
 		{"inline files sharing a long name", inlStringsELF(4000, 100000, true), ""},
+		// 4,000 inline entries of a function with a 100,000-byte name, each
+		// naming a file that does not exist: 1.2 GB before the entries'
+		// errors were formatted only when printed.
+		{"inline entries' missing files, long function name", badInlFilesELF(4000, 100000), ""},
 		{"table past its function", synthELF(buildSynth(l, huge), false), "past the function's extent"},
 		// Issue 26, item 12: nfunc 0 gave a negative functab size.
 		{"nfunc 0", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 8, 0), "nfunc is 0"},

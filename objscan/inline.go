@@ -339,26 +339,46 @@ func (f *File) fileName(fn *Func, idx int32, files *strtab) (string, uint32, err
 // or fn's compilation unit's.
 func (f *File) fileOffset(fn *Func, idx int32) (uint32, error) {
 	if idx < 0 {
-		return 0, fmt.Errorf("objscan: %s: negative file index %d", fn.Name, idx)
+		return 0, &fileError{fn.Name, idx, "negative index", nil}
 	}
 	if f.Magic == Go12Magic {
 		if idx == 0 || int(idx) >= f.Files {
-			return 0, fmt.Errorf("objscan: %s: file index %d out of range [1,%d)", fn.Name, idx, f.Files)
+			return 0, &fileError{fn.Name, idx, "out of range", fmt.Errorf("the file table's indexes are [1,%d)", f.Files)}
 		}
 		r := &rd{f: f, where: "filetab", d: f.filetab}
 		off := r.u32(4 * uint64(idx))
 		return off, r.err
 	}
 	if fn.CUOffset == ^uint32(0) {
-		return 0, fmt.Errorf("objscan: %s has no compilation unit", fn.Name)
+		return 0, &fileError{fn.Name, idx, "no compilation unit", nil}
 	}
 	r := &rd{f: f, where: "cutab", d: f.cutab}
 	off := r.u32(4 * (uint64(fn.CUOffset) + uint64(idx)))
 	if r.err != nil {
-		return 0, fmt.Errorf("objscan: %s file %d: %w", fn.Name, idx, r.err)
+		return 0, &fileError{fn.Name, idx, "reading the cutab", r.err}
 	}
 	if off == ^uint32(0) {
-		return 0, fmt.Errorf("objscan: %s file %d was removed by the linker", fn.Name, idx)
+		return 0, &fileError{fn.Name, idx, "removed by the linker", nil}
 	}
 	return off, nil
 }
+
+// fileError reports a file index of a function that names no file. It is
+// formatted only when printed: the inline tree entries drop theirs (their
+// file is optional), and a hostile file's function may have a long name,
+// which formatting for each of its entries would cost its size per entry.
+type fileError struct {
+	fn  string // the function's name
+	idx int32
+	why string
+	err error // the cause, or nil
+}
+
+func (e *fileError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("objscan: %s file %d: %s: %v", e.fn, e.idx, e.why, e.err)
+	}
+	return fmt.Sprintf("objscan: %s file %d: %s", e.fn, e.idx, e.why)
+}
+
+func (e *fileError) Unwrap() error { return e.err }
