@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -288,6 +289,31 @@ func TestInlTreeShared(t *testing.T) {
 		}
 		if &f.Funcs[i].InlTree[0] != &f.Funcs[0].InlTree[0] {
 			t.Fatalf("function %d has its own copy of the shared tree", i)
+		}
+	}
+}
+
+// TestInlineTrees decodes the trees of functions that share one through
+// InlineTrees: one slice for all, equal to the tree objscan decoded, and
+// to what InlineTree decodes for each.
+func TestInlineTrees(t *testing.T) {
+	f, err := NewFile(bytes.NewReader(sharedInlTreeELF(10, 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.InlineTrees()
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		tree, err := r.Tree(fn, len(fn.InlTree))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := r.Tree(&f.Funcs[0], len(fn.InlTree))
+		if !slices.Equal(tree, fn.InlTree) || &tree[0] != &first[0] {
+			t.Fatalf("function %d: a tree of %d entries, not the one shared slice equal to the %d objscan decoded", i, len(tree), len(fn.InlTree))
+		}
+		if one, err := f.InlineTree(fn, len(fn.InlTree)); err != nil || !slices.Equal(one, tree) {
+			t.Fatalf("function %d: InlineTree gives %d entries (%v), InlineTrees %d", i, len(one), err, len(tree))
 		}
 	}
 }
