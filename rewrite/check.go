@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"slices"
 
 	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
@@ -242,6 +243,16 @@ func checkVarintPCLn(r *verify.Result, fail func(string, ...any), name tableLabe
 	}
 }
 
+// sameInlTree reports whether two inline trees are the same but for
+// their entries' name offsets, which a converted pclntab's new
+// funcnametab changes (the names themselves are compared).
+func sameInlTree(a, b []objscan.InlinedCall) bool {
+	return slices.EqualFunc(a, b, func(x, y objscan.InlinedCall) bool {
+		x.NameOff = y.NameOff
+		return x == y
+	})
+}
+
 // tableLabel names a table of a function in Check's messages. It is
 // formatted only when a message is kept: a hostile file's functions may
 // share a long name, which formatting for every table cost its size per
@@ -271,6 +282,7 @@ func slotName(j int) string {
 func checkFuncs(rw, src *objscan.File, want *linearTables, fail func(string, ...any)) {
 	l := rw.Linear
 	converted := l.Mode == "replace" && isConverted(src)
+	trees := rw.InlineTrees()
 	for i := range src.Funcs {
 		a, b := &rw.Funcs[i], &src.Funcs[i]
 		sameFD := reflect.DeepEqual(a.FuncData, b.FuncData)
@@ -286,8 +298,8 @@ func checkFuncs(rw, src *objscan.File, want *linearTables, fail func(string, ...
 		if l.Mode == "replace" && b.InlTree != nil {
 			// The trees stay in the funcdata; a converted Go 1.2-1.15
 			// binary's have new name offsets.
-			tree, err := rw.InlineTree(a, len(b.InlTree))
-			if err != nil || !reflect.DeepEqual(tree, b.InlTree) {
+			tree, err := trees.Tree(a, len(b.InlTree))
+			if err != nil || !sameInlTree(tree, b.InlTree) {
 				fail("function %s: inline tree differs from the original's (%v)", a.Name, err)
 			}
 		}
@@ -487,16 +499,50 @@ func checkConverted(rw, orig *objscan.File, fail func(string, ...any)) {
 		return
 	}
 	// Go 1.2-1.15: one compilation unit maps file number i to file i.
-	if rw.Files != max(orig.Files-1, 0) {
-		fail("%d files, the original's file table has %d entries (want one fewer: entry 0 held its size)", rw.Files, orig.Files)
-		return
-	}
+	checkConvertedFiles(rw, orig, fail)
+}
+
+// checkConvertedFiles checks that file number i of the one compilation
+// unit of a pclntab converted from the Go 1.2-1.15 layout is file i of the
+// original's file table, and that the pcHeader's nfiles counts the
+// filetab's strings that the files name. Both tables are read through
+// objscan.FileNames, and compared a string at a time: names of equal
+// length that end at one NUL of the original's table, and whose offsets
+// in the two tables differ by the same amount, are suffixes of one string
+// in each, and only the longest is compared. Thousands of files naming
+// one long string, or its suffixes, cost the size of the tables, not the
+// string's size per file.
+func checkConvertedFiles(rw, orig *objscan.File, fail func(string, ...any)) {
 	cu := &objscan.Func{Name: "the one compilation unit"}
+	ra, ob := rw.FileNames(), orig.FileNames()
+	type file struct {
+		a, b string
+		key  [2]uint64 // the original's NUL, the rewritten offset minus the original's
+		ok   bool      // read from both, of equal length
+	}
+	files := make([]file, max(orig.Files, 1))
+	longest := map[[2]uint64]int{}
+	strs := map[uint64]bool{} // the rewritten names' NULs
 	for i := 1; i < orig.Files; i++ {
-		a, errA := rw.FileName(cu, int32(i))
-		b, errB := orig.FileName(cu, int32(i))
-		if errA != nil || errB != nil || a != b {
+		a, offA, errA := ra.Name(cu, int32(i))
+		b, offB, errB := ob.Name(cu, int32(i))
+		if errA != nil || errB != nil || len(a) != len(b) {
 			fail("file %d is %q (%v), the original's is %q (%v)", i, a, errA, b, errB)
+			continue
+		}
+		key := [2]uint64{uint64(offB) + uint64(len(b)), uint64(offA) - uint64(offB)}
+		files[i] = file{a, b, key, true}
+		if j, seen := longest[key]; !seen || len(b) > len(files[j].b) {
+			longest[key] = i
+		}
+		strs[uint64(offA)+uint64(len(a))] = true
+	}
+	if rw.Files != len(strs) {
+		fail("%d files, but the original's %d file names are %d strings of the filetab", rw.Files, max(orig.Files-1, 0), len(strs))
+	}
+	for i, c := range files {
+		if c.ok && longest[c.key] == i && c.a != c.b {
+			fail("file %d is %q, the original's is %q", i, c.a, c.b)
 		}
 	}
 }

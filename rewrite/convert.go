@@ -35,9 +35,11 @@ type inlPatch struct {
 //     use, a filetab of the file names, and one compilation unit whose cutab
 //     maps file number i to file i (entry 0, the old table's count, is
 //     ^uint32(0)), so that every pcfile value and inline tree file number
-//     names the same file. The inline trees, which stay in the read-only
-//     data in the release's format, get their name offsets rewritten to
-//     index the new funcnametab (the patches returned in np.inlPatches).
+//     names the same file. Both tables hold each string of the old table
+//     once (nameTable), and nfiles counts the filetab's strings. The
+//     inline trees, which stay in the read-only data in the release's
+//     format, get their name offsets rewritten to index the new
+//     funcnametab (the patches returned in np.inlPatches).
 //
 // The funcdata, findfunctab and inline trees of these releases are
 // outside the pclntab and keep their addresses.
@@ -108,79 +110,21 @@ func convertPclntab(f *objscan.File, lt *linearTables) (*newPclntab, error) {
 		np.remap = append(np.remap, span{name: "pcHeader", oldStart: 0, oldEnd: oldHdr, newStart: 0, newEnd: newHdrEnd},
 			span{name: "funcnametab, cutab and filetab", oldStart: h[2], oldEnd: h[5], newStart: newHdrEnd, newEnd: uint64(len(out)), interior: true})
 		np.lenFixOff = map[uint64][2]uint64{}
-		// The names are copied: read each record's name offset.
+		// The names are copied: each function keeps its name offset.
 		for i := range f.Funcs {
-			fn := &f.Funcs[i]
-			at := h[6] + uint64(fn.Offset) + ps
-			if at > n || n-at < 4 {
-				return nil, fmt.Errorf("function %s: _func record at %#x runs past the pclntab", fn.Name, at-ps)
-			}
-			nameOffs[i] = o.Uint32(old[at:])
+			nameOffs[i] = f.Funcs[i].NameOff
 		}
 		np.oldPCTabStart, np.oldFuncTabStart = h[5], h[6]
 	case objscan.Go12Magic:
-		names := map[string]uint32{}
-		addName := func(s string) uint32 {
-			off, ok := names[s]
-			if !ok {
-				off = uint32(uint64(len(out)) - newHdrEnd)
-				names[s] = off
-				out = append(out, s...)
-				out = append(out, 0)
-			}
-			return off
-		}
-		for i := range f.Funcs {
-			nameOffs[i] = addName(f.Funcs[i].Name)
-		}
-		// The inline trees' names, and where their name offsets are.
-		patched := map[uint64]uint32{}
-		for i := range f.Funcs {
-			fn := &f.Funcs[i]
-			if len(fn.InlTree) == 0 {
-				continue
-			}
-			addr, size, nameAt, ok, err := f.InlTreeAt(fn)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue
-			}
-			for j, c := range fn.InlTree {
-				at := addr + uint64(j)*uint64(size) + uint64(nameAt)
-				v := addName(c.Name)
-				if prev, dup := patched[at]; dup {
-					if prev != v {
-						return nil, fmt.Errorf("inline tree of %s at %#x: entry %d overlaps another tree's entry with another name", fn.Name, addr, j)
-					}
-					continue
-				}
-				patched[at] = v
-				np.inlPatches = append(np.inlPatches, inlPatch{at, v})
-			}
-		}
-		if uint64(len(out))-newHdrEnd > 1<<32-1 {
-			return nil, fmt.Errorf("function names take more than 4 GiB")
+		var err error
+		if out, err = convertGo12Names(f, out, newHdrEnd, nameOffs, np); err != nil {
+			return nil, err
 		}
 		// One compilation unit: file number i is file i of the old table.
-		out = appendZeros(out, alignUp(uint64(len(out)), 4))
-		cuOff = uint64(len(out))
 		files := max(f.Files, 1)
-		out = append(out, make([]byte, 4*files)...)
-		filetabOff = uint64(len(out))
-		o.PutUint32(out[cuOff:], ^uint32(0)) // entry 0 held the old table's size
-		dummy := &objscan.Func{Name: "file table"}
-		for i := 1; i < files; i++ {
-			s, err := f.FileName(dummy, int32(i))
-			if err != nil {
-				return nil, fmt.Errorf("file %d of the Go 1.2 file table: %w", i, err)
-			}
-			o.PutUint32(out[cuOff+4*uint64(i):], uint32(uint64(len(out))-filetabOff))
-			out = append(out, s...)
-			out = append(out, 0)
+		if out, cuOff, filetabOff, nfiles, err = convertGo12Files(f, out); err != nil {
+			return nil, err
 		}
-		nfiles = uint64(files - 1)
 		// The old functab (with the file table offset after it) and file
 		// table move to the new functab and cutab, which moduledata's ftab
 		// and filetab slices point at; moduledata.pclntable spans the
@@ -344,4 +288,114 @@ func convertParts(f *objscan.File, lt *linearTables, np *newPclntab) []Part {
 			Note: fmt.Sprintf("%s records: entry -> uint32 entryOff, funcdata pointers -> uint32 offsets from the text start, startLine (0) added; %d-byte aligned", rec, ps)},
 		{Name: "functab length field", New: lenNew, Note: funcTabNote(lt, len(f.Funcs), ps), kind: kindOutOfBand},
 	}
+}
+
+// convertGo12Names appends the funcnametab of a Go 1.2-1.15 pclntab, whose
+// names lie anywhere in it, to out, where the table starts at offset base:
+// the function names, then the names the inline trees use. It sets each
+// function's name offset in nameOffs, and the patches of the inline trees'
+// name offsets in np.
+func convertGo12Names(f *objscan.File, out []byte, base uint64, nameOffs []uint32, np *newPclntab) ([]byte, error) {
+	names := nameTable{byValue: true}
+	for i := range f.Funcs {
+		names.add(uint64(f.Funcs[i].NameOff), f.Funcs[i].Name)
+	}
+	inl, err := addInlNames(f, &names)
+	if err != nil {
+		return nil, err
+	}
+	out, offs, err := names.write(out, base)
+	if err != nil {
+		return nil, fmt.Errorf("function names: %w", err)
+	}
+	if uint64(len(out))-base > 1<<32-1 {
+		return nil, fmt.Errorf("function names take more than 4 GiB")
+	}
+	copy(nameOffs, offs)
+	np.inlPatches, err = inlPatchesOf(inl, offs)
+	return out, err
+}
+
+// inlName is an inline tree entry whose name offset a converted pclntab
+// rewrites.
+type inlName struct {
+	fn  *objscan.Func
+	j   int    // the entry's index in fn's tree
+	at  uint64 // the address of its nameOff field
+	ref int    // its name's index in the nameTable
+}
+
+// addInlNames adds the names of f's inline trees to names, and returns
+// where each entry's name offset is.
+func addInlNames(f *objscan.File, names *nameTable) ([]inlName, error) {
+	var inl []inlName
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		if len(fn.InlTree) == 0 {
+			continue
+		}
+		addr, size, nameAt, ok, err := f.InlTreeAt(fn)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for j, c := range fn.InlTree {
+			inl = append(inl, inlName{fn, j, addr + uint64(j)*uint64(size) + uint64(nameAt), names.add(uint64(c.NameOff), c.Name)})
+		}
+	}
+	return inl, nil
+}
+
+// inlPatchesOf returns the patches that give the entries inl their names'
+// offsets in the new funcnametab, offs: one per address.
+func inlPatchesOf(inl []inlName, offs []uint32) ([]inlPatch, error) {
+	var patches []inlPatch
+	patched := map[uint64]uint32{}
+	for _, e := range inl {
+		v := offs[e.ref]
+		if prev, dup := patched[e.at]; dup {
+			if prev != v {
+				return nil, fmt.Errorf("inline tree of %s: entry %d (name offset at %#x) overlaps another tree's entry with another name", e.fn.Name, e.j, e.at)
+			}
+			continue
+		}
+		patched[e.at] = v
+		patches = append(patches, inlPatch{e.at, v})
+	}
+	return patches, nil
+}
+
+// convertGo12Files appends the cutab of one compilation unit, whose file
+// number i is file i of a Go 1.2-1.15 pclntab's file table, and the
+// filetab of their names, to out. It returns the offsets of both in out,
+// and the number of strings in the filetab, the pcHeader's nfiles: each
+// string of the old table once (a real binary's file names are separate
+// strings, so one per file).
+func convertGo12Files(f *objscan.File, out []byte) (_ []byte, cuOff, filetabOff, nfiles uint64, _ error) {
+	out = appendZeros(out, alignUp(uint64(len(out)), 4))
+	cuOff = uint64(len(out))
+	files := max(f.Files, 1)
+	out = append(out, make([]byte, 4*files)...)
+	filetabOff = uint64(len(out))
+	f.ByteOrder.PutUint32(out[cuOff:], ^uint32(0)) // entry 0 held the old table's size
+	var names nameTable
+	r := f.FileNames()
+	dummy := &objscan.Func{Name: "file table"}
+	for i := 1; i < files; i++ {
+		s, off, err := r.Name(dummy, int32(i))
+		if err != nil {
+			return nil, 0, 0, 0, fmt.Errorf("file %d of the Go 1.2 file table: %w", i, err)
+		}
+		names.add(uint64(off), s)
+	}
+	out, offs, err := names.write(out, filetabOff)
+	if err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("file names: %w", err)
+	}
+	for i, off := range offs {
+		f.ByteOrder.PutUint32(out[cuOff+4*uint64(i+1):], off)
+	}
+	return out, cuOff, filetabOff, uint64(names.strings), nil
 }

@@ -2,6 +2,7 @@ package rewrite
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -34,6 +35,22 @@ var hostileTargets = []testbuild.Config{
 // returns the two errors.
 func rewriteBounded(t *testing.T, what string, data []byte) (errs [2]error) {
 	t.Helper()
+	for i, c := range rewriteCosts(t, what, data) {
+		errs[i] = c.err
+	}
+	return errs
+}
+
+// rewriteCost is what rewriteCosts measured of one mode.
+type rewriteCost struct {
+	alloc, out uint64 // bytes allocated and written
+	err        error
+}
+
+// rewriteCosts is rewriteBounded, returning what each mode allocated and
+// wrote too.
+func rewriteCosts(t *testing.T, what string, data []byte) (costs [2]rewriteCost) {
+	t.Helper()
 	for i, mode := range []Mode{Append, Replace} {
 		var out []byte
 		var err error
@@ -52,14 +69,14 @@ func rewriteBounded(t *testing.T, what string, data []byte) (errs [2]error) {
 		if err == nil && uint64(len(out)) > 4*uint64(len(data))+16<<20 {
 			t.Errorf("%s, %s mode: a %d-byte input made a %d-byte output", what, mode, len(data), len(out))
 		}
-		errs[i] = err
+		costs[i] = rewriteCost{alloc, uint64(len(out)), err}
 		if i == 0 && err != nil && !strings.HasPrefix(err.Error(), "rewrite: append mode:") {
 			// Refused before the modes part: replace mode would be too.
-			errs[1] = err
+			costs[1] = rewriteCost{err: err}
 			break
 		}
 	}
-	return errs
+	return costs
 }
 
 // TestTruncated rewrites real binaries cut short at many points (issue
@@ -404,5 +421,144 @@ func TestHostileHeaders(t *testing.T) {
 			}
 			t.Logf("%d fields, %d rewrites, %d refused", len(fields), runs, refused)
 		})
+	}
+}
+
+// sharedNames is a Go 1.15 build (linux/amd64) cut to its first keep
+// functions, whose pclntab bytes that freed hold a file table of nfiles
+// entries and then a runLen-byte string, for names to point into. Its
+// files name the string's last byte.
+type sharedNames struct {
+	data []byte                // the edited build
+	at   int                   // the pclntab's file offset
+	f    *objscan.File         // the build as it was
+	off  func(addr uint64) int // the file offset of an address
+	tab  uint64                // the file table's offset in the pclntab
+	run  uint64                // the string's
+}
+
+// newSharedNames cuts a Go 1.15 build to keep functions and lays out the
+// file table and string after what they use.
+func newSharedNames(t *testing.T, keep, nfiles, runLen int) *sharedNames {
+	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.15.15"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, f := pcHeaderAt(t, data)
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sharedNames{data: data, at: at, f: f, off: fileOffset(t, ef)}
+	s.tab = alignUp(usedByFuncs(f, keep), 8)
+	s.run = s.tab + 4*uint64(nfiles)
+	if s.run+uint64(runLen) >= uint64(len(f.Pclntab())) {
+		t.Fatalf("%d files and a %d-byte string do not fit after the first %d functions (%#x of %#x bytes)", nfiles, runLen, keep, s.tab, len(f.Pclntab()))
+	}
+	o, p := f.ByteOrder, data[at:]
+	// nfunc, and the file table's offset after the shorter ftab; the end
+	// entry is the next function's entry, there already.
+	o.PutUint64(p[8:], uint64(keep))
+	o.PutUint32(p[8+8+(2*keep+1)*8:], uint32(s.tab))
+	o.PutUint32(p[s.tab:], uint32(nfiles))
+	for i := 1; i < nfiles; i++ {
+		o.PutUint32(p[s.tab+4*uint64(i):], uint32(s.run)+uint32(runLen)-1)
+	}
+	copy(p[s.run:], strings.Repeat("a", runLen))
+	p[s.run+uint64(runLen)] = 0
+	// moduledata.filetab (words 6 to 8 of Go 1.5-1.15's) is the new table.
+	md, _, ok := f.Moduledata()
+	if !ok {
+		t.Fatal("no moduledata")
+	}
+	for i, v := range []uint64{f.PclntabAddr + s.tab, uint64(nfiles), uint64(nfiles)} {
+		o.PutUint64(data[s.off(md)+8*(6+i):], v)
+	}
+	return s
+}
+
+// usedByFuncs returns the end of what the first keep functions of a Go
+// 1.2-layout pclntab use: the ftab, their records, tables and names.
+func usedByFuncs(f *objscan.File, keep int) uint64 {
+	ps := uint64(f.PtrSize)
+	used := 8 + ps + (2*uint64(keep)+1)*ps + 4
+	for i := range keep {
+		fn := &f.Funcs[i]
+		rec := alignUp(uint64(fn.Offset)+ps+32+4*uint64(len(fn.PCData)), ps) + ps*uint64(len(fn.FuncData))
+		used = max(used, rec, uint64(fn.NameOff)+uint64(len(fn.Name))+1)
+		for k := objscan.KindPCSP; k < objscan.KindPCData+objscan.TableKind(len(fn.PCData)); k++ {
+			if off := fn.TableOffset(k); off != 0 {
+				used = max(used, uint64(off)+uint64(len(f.Table(off).Data)))
+			}
+		}
+	}
+	return used
+}
+
+// name returns the offset in the pclntab of the k'th name pointing into
+// the string: the string itself, or with suffixes its k'th suffix.
+func (s *sharedNames) name(k int, suffixes bool) uint32 {
+	if suffixes {
+		return uint32(s.run) + uint32(k)
+	}
+	return uint32(s.run)
+}
+
+// TestSharedNames rewrites Go 1.15 builds whose files, functions or inline
+// tree entries all name one long string, or its suffixes. Replace mode
+// rebuilds a Go 1.2 layout's names into a funcnametab and a filetab, and
+// wrote each name whole: 2,000 files sharing a 100,000-byte name made a
+// 2.1 MB input a 202 MB output and allocated 2.6 GB, reading them one by
+// one for each pass. Both modes must stay within the ceilings, and replace
+// mode must write a file that verifies.
+func TestSharedNames(t *testing.T) {
+	const keep, nfiles, runLen = 1000, 2000, 100000
+	s := newSharedNames(t, keep, nfiles, runLen)
+	ps, o := uint64(s.f.PtrSize), s.f.ByteOrder
+	cases := []struct {
+		name string
+		edit func(b []byte, suffixes bool)
+	}{
+		{"files", func(b []byte, suffixes bool) {
+			for i := 1; i < nfiles; i++ {
+				o.PutUint32(b[s.at+int(s.tab)+4*i:], s.name(i, suffixes))
+			}
+		}},
+		{"functions", func(b []byte, suffixes bool) {
+			for i := range keep {
+				o.PutUint32(b[s.at+int(uint64(s.f.Funcs[i].Offset)+ps):], s.name(i, suffixes))
+			}
+		}},
+		{"inline entries", func(b []byte, suffixes bool) {
+			k := 0
+			for i := range keep {
+				fn := &s.f.Funcs[i]
+				addr, size, nameAt, ok, err := s.f.InlTreeAt(fn)
+				if err != nil || !ok {
+					continue
+				}
+				for j := range fn.InlTree {
+					o.PutUint32(b[s.off(addr+uint64(j*size+nameAt)):], s.name(k%runLen, suffixes))
+					k++
+				}
+			}
+		}},
+	}
+	for _, tc := range cases {
+		for _, suffixes := range []bool{false, true} {
+			what := tc.name + " naming one long string"
+			if suffixes {
+				what = tc.name + " naming its suffixes"
+			}
+			bad := bytes.Clone(s.data)
+			tc.edit(bad, suffixes)
+			costs := rewriteCosts(t, what, bad)
+			if costs[1].err != nil {
+				t.Errorf("%s: replace mode: %v", what, costs[1].err)
+			}
+			for i, c := range costs {
+				t.Logf("%s, %s mode: %d bytes: allocated %d bytes, wrote %d bytes (%v)", what, []Mode{Append, Replace}[i], len(bad), c.alloc, c.out, c.err)
+			}
+		}
 	}
 }

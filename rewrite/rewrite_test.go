@@ -212,7 +212,7 @@ func checkConvertedFile(t *testing.T, f, orig *objscan.File) {
 		}
 		if b.InlTree != nil {
 			tree, err := f.InlineTree(a, len(b.InlTree))
-			if err != nil || !slices.Equal(tree, b.InlTree) {
+			if err != nil || !sameInlTree(tree, b.InlTree) {
 				t.Fatalf("%s: inline tree %+v (%v), the original's %+v", a.Name, tree, err, b.InlTree)
 			}
 			trees++

@@ -1,6 +1,7 @@
 package rewrite
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,6 +133,44 @@ func TestCheckVarintPCLn(t *testing.T) {
 		f := &objscan.File{Linear: &l}
 		if _, err := Check(f, f, 1); err == nil || !strings.Contains(err.Error(), "varint pcln") {
 			t.Errorf("%+v: Check = %v, want a refusal", l, err)
+		}
+	}
+}
+
+// TestNameTable builds tables from names of an old table: its strings in
+// the order added, a suffix of a longer name (added before or after it)
+// as an offset into it, an equal string at another old offset once by
+// value or again, and a name read back at each offset is the name added.
+func TestNameTable(t *testing.T) {
+	old := "xx\x00main.f\x00runtime.g\x00main.f\x00"
+	cstr := func(off int) string { return old[off : off+strings.IndexByte(old[off:], 0)] }
+	adds := []int{3, 15, 10, 13, 20, 10} // main.f, me.g, runtime.g, time.g, main.f (a copy), runtime.g
+	for _, tc := range []struct {
+		byValue bool
+		table   string
+		offs    []uint32
+	}{
+		{true, "main.f\x00runtime.g\x00", []uint32{0, 12, 7, 10, 0, 7}},
+		{false, "main.f\x00runtime.g\x00main.f\x00", []uint32{0, 12, 7, 10, 17, 7}},
+	} {
+		tab := nameTable{byValue: tc.byValue}
+		for i, off := range adds {
+			if got := tab.add(uint64(off), cstr(off)); got != i {
+				t.Fatalf("add %d returned %d", i, got)
+			}
+		}
+		out, offs, err := tab.write([]byte("hdr"), 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != "hdr"+tc.table || !slices.Equal(offs, tc.offs) || tab.strings != strings.Count(tc.table, "\x00") {
+			t.Errorf("byValue %v: table %q, offsets %v, %d strings; want %q, %v", tc.byValue, out, offs, tab.strings, "hdr"+tc.table, tc.offs)
+		}
+		for i, off := range offs {
+			s := string(out[3+off:])
+			if got := s[:strings.IndexByte(s, 0)]; got != cstr(adds[i]) {
+				t.Errorf("byValue %v: name %d reads back as %q, want %q", tc.byValue, i, got, cstr(adds[i]))
+			}
 		}
 	}
 }
