@@ -227,7 +227,7 @@ func (f *File) InlineTree(fn *Func, n int) ([]InlinedCall, error) {
 // share (one address, entry count and compilation unit) is decoded once.
 // Tree by tree through InlineTree, entries naming one long file name
 // cost its table's size for each tree (the 513 trees of a rewritten Go
-// 1.15 build whose 2,000 files share a 100,000-byte name: 170 MB).
+// 1.15 build whose 1,999 files share a 100,000-byte name: 170 MB).
 type InlineTrees struct {
 	f     *File
 	strs  *strtabs

@@ -507,7 +507,7 @@ func (s *sharedNames) name(k int, suffixes bool) uint32 {
 // TestSharedNames rewrites Go 1.15 builds whose files, functions or inline
 // tree entries all name one long string, or its suffixes. Replace mode
 // rebuilds a Go 1.2 layout's names into a funcnametab and a filetab, and
-// wrote each name whole: 2,000 files sharing a 100,000-byte name made a
+// wrote each name whole: 1,999 files sharing a 100,000-byte name made a
 // 2.1 MB input a 202 MB output and allocated 2.6 GB, reading them one by
 // one for each pass. Both modes must stay within the ceilings, and replace
 // mode must write a file that verifies.

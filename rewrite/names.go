@@ -15,7 +15,7 @@ import "fmt"
 // order they are added, as before; a hostile file whose thousands of
 // files, functions or inline entries name one long string, or point into
 // its middle, gets a table no larger than the old one's strings. (Written
-// name by name, 2,000 files of a 2.1 MB Go 1.15 build sharing a
+// name by name, 1,999 files of a 2.1 MB Go 1.15 build sharing a
 // 100,000-byte name became a 202 MB output, allocating 2.6 GB.)
 type nameTable struct {
 	byValue bool
