@@ -374,6 +374,11 @@ func (r *FileNames) Name(fn *Func, idx int32) (name string, off uint32, err erro
 	return r.f.fileName(fn, idx, &r.t)
 }
 
+// Table returns the table of file names that the offsets Name returns are
+// in: the pclntab before Go 1.16, the filetab from Go 1.16 on. Its names
+// end with a NUL byte.
+func (r *FileNames) Table() []byte { return r.t.d }
+
 // fileName is FileName reading the name through files; it also returns
 // the name's offset in files.
 func (f *File) fileName(fn *Func, idx int32, files *strtab) (string, uint32, error) {

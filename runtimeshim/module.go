@@ -355,10 +355,11 @@ func (m *Module) buildFuncs(f *objscan.File) error {
 	return nil
 }
 
-// buildFiles rebuilds filetab and cutab for the file indices the pcfile
-// tables use: cutab[cuOffset+fileno] is the offset in filetab of the name
-// objscan reads for that entry of the binary's cutab, or noFile when the
-// linker removed the file (or the entry cannot be read).
+// buildFiles rebuilds cutab for the file indices the pcfile tables use,
+// and filetab: cutab[cuOffset+fileno] is the offset in filetab, a copy of
+// the binary's table of file names, of the name objscan reads for that
+// entry of the binary's cutab, or noFile when the linker removed the file
+// (or the entry cannot be read).
 func (m *Module) buildFiles(f *objscan.File) error {
 	type key struct{ cu, file uint32 }
 	want := map[key]*objscan.Func{}
@@ -401,23 +402,16 @@ func (m *Module) buildFiles(f *objscan.File) error {
 	for i := range m.cutab {
 		m.cutab[i] = noFile
 	}
-	var b strings.Builder
-	offs := map[string]uint32{}
+	// The names stay where the binary has them, in a copy of its table
+	// of file names: entries that share a name, or name the end of
+	// another, cost nothing more (objscan.FileNames).
+	names := f.FileNames()
 	for k, fn := range want {
-		name, err := f.FileName(fn, int32(k.file))
-		if err != nil {
-			continue // the runtime prints "?" for such a file
-		}
-		off, ok := offs[name]
-		if !ok {
-			off = uint32(b.Len())
-			offs[name] = off
-			b.WriteString(name)
-			b.WriteByte(0)
-		}
-		m.cutab[k.cu+k.file] = off
+		if _, off, err := names.Name(fn, int32(k.file)); err == nil {
+			m.cutab[k.cu+k.file] = off
+		} // else the runtime prints "?" for such a file
 	}
-	m.filetab = b.String()
+	m.filetab = string(names.Table())
 	return nil
 }
 
