@@ -239,7 +239,8 @@ func (s *Shim) locationLines(addr uint64, calleeID uint8) ([]stackinput.Line, ui
 // innermost file and line there, as PCToLine gives them, must be the
 // physical function and the innermost file and line the shim finds. It
 // is the check for stacks that no runtime recorded, such as synthetic ones.
-// It keeps up to limit mismatches.
+// A function without a pcfile or pcln table has the runtime's answer,
+// "?" and 0, which gosym does not give. It keeps up to limit mismatches.
 func (s *Shim) CheckGosym(stacks []Stack, limit int) (CheckResult, error) {
 	var r CheckResult
 	obj := s.md.obj
@@ -280,6 +281,14 @@ func (s *Shim) CheckGosym(stacks []Stack, limit int) (CheckResult, error) {
 				// gosym reports no position where the tables end before
 				// the PC; the runtime reports "?".
 				m.Want.File = "?"
+			}
+			if fn := &obj.Funcs[idx]; fn.PCFile == 0 || fn.PCLn == 0 {
+				// A function without a pcfile or pcln table (the C code
+				// of the race runtime in a -race build): the runtime
+				// reports "?", 0, while gosym decodes the bytes at the
+				// start of the pctab as the table and reports lines such
+				// as -29.
+				m.Want.File, m.Want.Line = "?", 0
 			}
 			if m.What = diff(m.Want, m.Got, sym, sym); m.What != "" {
 				r.add(m, limit)

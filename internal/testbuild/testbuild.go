@@ -85,6 +85,9 @@ type Config struct {
 	// CGO sets CGO_ENABLED=1. By default builds use CGO_ENABLED=0, so that
 	// they do not depend on a C toolchain.
 	CGO bool
+	// Race builds with -race, which turns cgo on and links the race
+	// detector's C runtime (ThreadSanitizer) into the binary.
+	Race bool
 	// AllowDownload lets Compile download a toolchain that is missing from
 	// the module cache. Build ignores it and decides from testing.Short.
 	AllowDownload bool
@@ -122,6 +125,9 @@ func (c Config) String() string {
 			s += fmt.Sprintf(" %s=%q", f.name, f.val)
 		}
 	}
+	if c.Race {
+		s += " -race"
+	}
 	if c.cgoEnabled() {
 		s += " CGO_ENABLED=1"
 	}
@@ -129,7 +135,7 @@ func (c Config) String() string {
 }
 
 // cgoEnabled reports whether the build runs with CGO_ENABLED=1.
-func (c Config) cgoEnabled() bool { return c.CGO || c.LinkMode == "external" }
+func (c Config) cgoEnabled() bool { return c.CGO || c.Race || c.LinkMode == "external" }
 
 // Build compiles the archive described by cfg, or finds it in the cache, and
 // returns the path of the binary. The file is shared with other tests and
@@ -337,6 +343,9 @@ func (p *plan) key(archive []byte) string {
 		"buildmode", p.cfg.BuildMode, "linkmode", p.cfg.LinkMode,
 		"cgo", fmt.Sprint(p.cfg.cgoEnabled()),
 	}
+	if p.cfg.Race {
+		fields = append(fields, "race", "true") // absent otherwise, so that older keys stay valid
+	}
 	for i := 0; i < len(fields); i += 2 {
 		fmt.Fprintf(h, "\n%s %q", fields[i], fields[i+1])
 	}
@@ -429,6 +438,9 @@ func (p *plan) args(out string) []string {
 	}
 	if p.cfg.BuildMode != "" {
 		args = append(args, "-buildmode="+p.cfg.BuildMode)
+	}
+	if p.cfg.Race {
+		args = append(args, "-race")
 	}
 	if p.cfg.Package != "" {
 		return append(args, p.cfg.Package)

@@ -292,6 +292,7 @@ func TestCacheKey(t *testing.T) {
 		{Archive: "callers", GOOS: "linux", GOARCH: "amd64", BuildMode: "pie"},
 		{Archive: "callers", GOOS: "linux", GOARCH: "amd64", LinkMode: "external"},
 		{Archive: "callers", GOOS: "linux", GOARCH: "amd64", CGO: true},
+		{Archive: "callers", GOOS: "linux", GOARCH: "amd64", Race: true},
 	}
 	root, err := moduleRoot()
 	if err != nil {

@@ -17,7 +17,10 @@
 // runtime.panic* (bounds-check and other failure paths) are left out too:
 // they are cold paths that real stacks almost never hold, and a uniform
 // choice among call sites would otherwise walk into them at almost every
-// step.
+// step. So are functions without a pcsp table, and calls into them: the
+// C code that a -race build or an internally linked cgo program lists in
+// its pclntab (the race detector's ThreadSanitizer runtime), which no Go
+// traceback can unwind.
 //
 // # How a stack is drawn
 //
@@ -86,6 +89,8 @@ type Stats struct {
 	DecodeErrors  int // bytes (x86) or call-shaped words (arm64) that did not decode, skipped (callsites.Decoder.Calls)
 	Roots         int // functions no direct call reaches, with call sites
 	MissingFuncs  int // functions outside the text section read
+	NoTables      int // functions without a pcsp table (C code such as the race runtime's), left out
+	NoTableCalls  int // direct calls into them, left out
 	TextBytes     int // bytes of code read (every executable section)
 	LongestCalls  int // most call sites in one function
 	FuncsWithCall int // functions with at least one call site
@@ -144,6 +149,10 @@ func Build(f *objscan.File) (*Graph, error) {
 	var calls []callsites.Call
 	for i := range f.Funcs {
 		fn := &f.Funcs[i]
+		if fn.PCSP == 0 {
+			g.stats.NoTables++
+			continue
+		}
 		size := fn.Size
 		if size == 0 {
 			size = fn.End - fn.Entry
@@ -164,6 +173,10 @@ func Build(f *objscan.File) (*Graph, error) {
 			callee := funcAt(c.Target)
 			if callee < 0 {
 				g.stats.OutsideText++
+				continue
+			}
+			if f.Funcs[callee].PCSP == 0 {
+				g.stats.NoTableCalls++
 				continue
 			}
 			if cold(g.names[callee]) {

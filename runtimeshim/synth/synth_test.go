@@ -2,12 +2,14 @@ package synth
 
 import (
 	"context"
+	"os/exec"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/pctab/pctab/internal/objdump"
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 )
@@ -186,5 +188,71 @@ func TestBuildUnsupported(t *testing.T) {
 	defer f.Close()
 	if _, err := Build(f); err == nil {
 		t.Error("Build succeeded on linux/riscv64")
+	}
+}
+
+// TestRaceRuntime checks a -race build, whose pclntab also lists the
+// functions of the race detector's C runtime without any PC-value table
+// (no pcsp, pcfile or pcln): no Go traceback can pass through them, so the
+// graph holds no call site in or into them, and every stack it draws is
+// symbolized as debug/gosym does. debug/gosym decodes a missing line
+// table from the start of the pctab (reporting lines such as -29 for
+// _ZN11__sanitizer3DieEv), where the runtime reports "?":
+// CheckGosym must take the runtime's answer for such a frame.
+func TestRaceRuntime(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("-race needs cgo, and cgo a C compiler")
+	}
+	testenv.SkipUnlessLong(t, "builds the race runtime of the standard library")
+	bin := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Race: true})
+	f, err := objscan.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g, err := Build(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noTables []int
+	for i := range f.Funcs {
+		if f.Funcs[i].PCSP == 0 {
+			noTables = append(noTables, i)
+		}
+	}
+	if len(noTables) < 100 {
+		t.Fatalf("only %d functions without a pcsp table: is the race runtime linked in?", len(noTables))
+	}
+	for i := range f.Funcs {
+		for _, s := range g.Sites(i) {
+			if f.Funcs[i].PCSP == 0 || f.Funcs[s.Callee].PCSP == 0 {
+				t.Fatalf("site %#x: %s calls %s, one of them without a pcsp table", s.Ret, f.Funcs[i].Name, f.Funcs[s.Callee].Name)
+			}
+		}
+	}
+	stacks, err := g.Stacks(500, Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A frame inside a function without tables, which CheckGosym may be
+	// given by other callers.
+	for _, i := range noTables[:5] {
+		fn := &f.Funcs[i]
+		stacks = append(stacks, runtimeshim.Stack{PCs: []uint64{fn.Entry + 1}})
+	}
+	m, err := runtimeshim.NewModule(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := m.NewShim(runtimeshim.Encodings()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.CheckGosym(stacks, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Mismatched > 0 {
+		t.Errorf("%d of %d frames disagree with debug/gosym: %v", r.Mismatched, r.Frames, r.Mismatches)
 	}
 }
