@@ -287,7 +287,32 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	if le == macho.MagicFat || be == macho.MagicFat {
 		return nil, errors.New("universal (fat) Mach-O files are not supported; extract one architecture with lipo")
 	}
-	return nil, fmt.Errorf("unrecognized file format (magic % x): not ELF, Mach-O or PE", magic)
+	if name := otherFormat(magic[:]); name != "" {
+		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O and PE", magic, name)
+	}
+	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O and PE", magic)
+}
+
+// otherFormat names the container formats of files that are not ELF,
+// Mach-O or PE but that a Go toolchain writes (or that are often mistaken
+// for a binary), from their first four bytes; "" if none.
+func otherFormat(magic []byte) string {
+	be := binary.BigEndian.Uint32(magic)
+	switch {
+	case bytes.Equal(magic, []byte("!<ar")):
+		return "an ar archive (a -buildmode=c-archive library or a compiled package), not a linked binary"
+	case bytes.Equal(magic, []byte("\x00asm")):
+		return "a WebAssembly module (js/wasm or wasip1/wasm)"
+	case be>>16 == 0x01f7:
+		return "a 64-bit XCOFF file (aix/ppc64)"
+	case be>>16 == 0x01df:
+		return "a 32-bit XCOFF file (AIX)"
+	case be == 0x01eb || be == 0x8a97 || be == 0x0647: // debug/plan9obj's Magic386, MagicAMD64, MagicARM
+		return "a Plan 9 a.out file (plan9/386, amd64 or arm)"
+	case bytes.HasPrefix(magic, []byte("#!")):
+		return "a script, not a binary"
+	}
+	return ""
 }
 
 // safely runs a debug/* parser call that may panic on hostile input. The

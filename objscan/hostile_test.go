@@ -359,3 +359,30 @@ func TestTruncatedInput(t *testing.T) {
 	}
 	t.Logf("%d of %d cuts: ErrTruncated", truncatedErrs, len(data))
 }
+
+// TestOtherFormats checks that a file in a container format objscan does
+// not read is refused with the format's name: the c-archive and package
+// archives (ar), WebAssembly (js/wasm, wasip1/wasm), XCOFF (aix/ppc64)
+// and Plan 9 a.out (plan9/386, amd64, arm) builds of a Go program, and
+// scripts.
+func TestOtherFormats(t *testing.T) {
+	for _, tc := range []struct {
+		head []byte
+		want string
+	}{
+		{[]byte("!<arch>\n__.PKGDEF"), "ar archive"},
+		{[]byte("\x00asm\x01\x00\x00\x00"), "WebAssembly"},
+		{[]byte{0x01, 0xf7, 0x00, 0x0a, 0, 0, 0, 0}, "XCOFF"},
+		{[]byte{0x01, 0xdf, 0x00, 0x03, 0, 0, 0, 0}, "XCOFF"},
+		{[]byte{0x00, 0x00, 0x8a, 0x97, 0, 0, 0, 0}, "Plan 9 a.out"},
+		{[]byte{0x00, 0x00, 0x01, 0xeb, 0, 0, 0, 0}, "Plan 9 a.out"},
+		{[]byte{0x00, 0x00, 0x06, 0x47, 0, 0, 0, 0}, "Plan 9 a.out"},
+		{[]byte("#!/bin/sh\necho hi\n"), "script"},
+	} {
+		data := append(tc.head, make([]byte, 64)...)
+		_, err := NewFile(bytes.NewReader(data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ELF, Mach-O and PE") {
+			t.Errorf("% x: error %v, want one naming %q and the formats read (ELF, Mach-O and PE)", tc.head[:4], err, tc.want)
+		}
+	}
+}

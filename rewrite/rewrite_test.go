@@ -363,7 +363,7 @@ func TestMalformed(t *testing.T) {
 		want string
 	}{
 		{"empty", nil, Options{}, "reading file magic"},
-		{"not a binary", []byte("#!/bin/sh\necho hello\n"), Options{}, "unrecognized file format"},
+		{"not a binary", []byte("#!/bin/sh\necho hello\n"), Options{}, "a script, not a binary"},
 		{"truncated ELF", good[:100], Options{}, "ELF"},
 		{"truncated file", good[:len(good)/2], Options{}, "ELF: file is truncated: a 24-byte read at offset"},
 		{"bad pclntab magic", badMagic, Options{}, "unknown pcHeader magic"},
