@@ -38,6 +38,7 @@ type image struct {
 	loadSyms func() map[string]uint64
 	textSect uint64 // address of the first executable section, a last-resort text base
 	fileSize int64  // size of the file, or the largest int64 if unknown
+	gccgo    bool   // has gccgo's .go_export section: no pclntab to find
 }
 
 // wantSyms are the symbols objscan looks up, when the binary has a symbol
@@ -369,6 +370,9 @@ func openELF(r io.ReaderAt) (*image, error) {
 		im.ptrSize = 4
 	}
 	for _, s := range f.Sections {
+		if s.Name == ".go_export" {
+			im.gccgo = true
+		}
 		if s.Type == elf.SHT_NOBITS || s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 {
 			continue
 		}

@@ -386,3 +386,26 @@ func TestOtherFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestGccgo checks that an ELF file with gccgo's .go_export section and no
+// pclntab is refused as a gccgo build, and one without it as a file with
+// no pclntab.
+func TestGccgo(t *testing.T) {
+	elf := synthELF(make([]byte, 64), false)
+	rename := func(name string) []byte {
+		b := bytes.Replace(elf, []byte("\x00.gopclntab\x00"), []byte("\x00"+name+"\x00"), 1)
+		if bytes.Equal(b, elf) {
+			t.Fatal("no .gopclntab name to replace")
+		}
+		return b
+	}
+	gccgo, plain := rename(".go_export"), rename(".rodata.go")
+	_, err := NewFile(bytes.NewReader(gccgo))
+	if err == nil || !strings.Contains(err.Error(), "built by gccgo") {
+		t.Errorf("gccgo-like ELF: error %v, want one naming gccgo", err)
+	}
+	_, err = NewFile(bytes.NewReader(plain))
+	if err == nil || strings.Contains(err.Error(), "gccgo") || !strings.Contains(err.Error(), "no pclntab") {
+		t.Errorf("ELF without a pclntab: error %v, want \"no pclntab\" and no gccgo", err)
+	}
+}

@@ -94,6 +94,9 @@ func (f *File) scanMagic(fileSize int64) error {
 	if len(tried) > 0 {
 		return fmt.Errorf("objscan: no pclntab section or symbols, and no valid pcHeader found by scanning: %w", errors.Join(tried[:min(len(tried), 3)]...))
 	}
+	if f.im.gccgo {
+		return formatErr("binary", -1, "no pclntab: built by gccgo (it has a .go_export section), which writes DWARF line tables instead of a pclntab; pctab reads binaries of the gc toolchain")
+	}
 	return formatErr("binary", -1, "no pclntab: no .gopclntab/__gopclntab section, no runtime.pclntab symbols, and no pcHeader magic in any data section (is this a Go binary?)")
 }
 
