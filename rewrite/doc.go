@@ -62,8 +62,11 @@
 // Converting a Go 1.2-1.17 pclntab needs its moduledata (Go 1.5 and
 // later) and a table without dynamic relocations (not a PIE's
 // .data.rel.ro.gopclntab, not a PE file's, whose base relocations fix up
-// its absolute pointers); the .shstrtab that Go 1.2-1.7 linkers put after
-// .gopclntab in its segment moves to the end of the file. A layout replace
+// its absolute pointers). A Go 1.18-1.25 table has one absolute word,
+// pcHeader.textStart, and is refused in a PIE (.data.rel.ro.gopclntab) and
+// in a PE file with base relocations for the same reason. The .shstrtab
+// that Go 1.2-1.7 linkers put after .gopclntab in its segment moves to the
+// end of the file. A layout replace
 // mode cannot rewrite gets an error that says why.
 //
 // [Append] leaves every loaded byte alone and adds a non-allocated section,

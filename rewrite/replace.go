@@ -35,6 +35,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
 	pi := e.section(".gopclntab")
+	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" && (f.Magic == objscan.Go118Magic || f.Magic == objscan.Go120Magic) {
+		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go 1.18-1.25 linkers put it in PIE and shared builds to relocate pcHeader.textStart at load time (Go 1.26 dropped the field); replace mode would have to move that dynamic relocation and the writable segment's layout")
+	}
 	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" {
 		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE and shared builds to relocate its absolute entry PCs and funcdata pointers at load time; replace mode would have to rewrite those dynamic relocations")
 	}

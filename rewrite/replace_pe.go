@@ -151,7 +151,11 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 			return nil, fmt.Errorf("data directory %d (RVA %#x, %d bytes) lies in the pclntab", d, va, size)
 		}
 	}
-	if err := peRelocsOutside(data, pf, imageBase, pR, pS); err != nil {
+	textStart := uint32(0) // RVA of pcHeader.textStart, which Go 1.18-1.25 linkers relocate
+	if f.Magic == objscan.Go118Magic || f.Magic == objscan.Go120Magic {
+		textStart = pR + 8 + 2*uint32(f.PtrSize)
+	}
+	if err := peRelocsOutside(data, pf, imageBase, pR, pS, textStart); err != nil {
 		return nil, err
 	}
 
@@ -311,8 +315,10 @@ func tailName(name string) string {
 func alignUp32(x, a uint32) uint32 { return uint32(alignUp(uint64(x), uint64(a))) }
 
 // peRelocsOutside checks that no base relocation of data lies in the
-// pclntab (pS bytes at RVA pR): replace mode drops those bytes.
-func peRelocsOutside(data []byte, pf *pe.File, imageBase uint64, pR, pS uint32) error {
+// pclntab (pS bytes at RVA pR): replace mode drops those bytes. textStart
+// is the RVA of the pcHeader's textStart word in a Go 1.18+ layout, 0 in
+// older ones: the one word of the table that Go 1.18-1.25 linkers relocate.
+func peRelocsOutside(data []byte, pf *pe.File, imageBase uint64, pR, pS, textStart uint32) error {
 	var dir pe.DataDirectory
 	switch oh := pf.OptionalHeader.(type) {
 	case *pe.OptionalHeader64:
@@ -352,6 +358,9 @@ func peRelocsOutside(data []byte, pf *pe.File, imageBase uint64, pR, pS uint32) 
 				continue // padding
 			}
 			rva := page + uint32(e&0xfff)
+			if rva >= pR && rva < pR+pS && rva == textStart {
+				return fmt.Errorf("a base relocation (type %d) at RVA %#x relocates pcHeader.textStart, which Go 1.18-1.25 linkers write (Go 1.26 dropped it); it would have to move with the table, which replace mode does not do", e>>12, rva)
+			}
 			if rva >= pR && rva < pR+pS {
 				return fmt.Errorf("a base relocation (type %d) at RVA %#x lies in the pclntab; it would have to move with the table", e>>12, rva)
 			}
