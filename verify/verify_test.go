@@ -5,7 +5,10 @@ import (
 
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/internal/testenv"
+	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
+	"github.com/pctab/pctab/varintpc"
 )
 
 func open(t *testing.T, cfg testbuild.Config) *objscan.File {
@@ -81,5 +84,52 @@ func TestReleases(t *testing.T) {
 				t.Fatalf("%d tables of %d, %d PCs, %d mismatches: %q", res.Tables, len(f.Tabs), res.PCs, res.Mismatches, res.Examples)
 			}
 		})
+	}
+}
+
+// TestHugeTable checks that a table of many runs, as in a generated
+// function of megabytes, is verified in bounded time: the varint lookups,
+// each of which walks the table from its start, are sampled at run ends
+// once a lookup at every PC would walk more than maxVarintWalk entries,
+// and still catch a wrong table. Before, a 7.4 MB binary with one 3.6 MB
+// function ran for hours.
+func TestHugeTable(t *testing.T) {
+	defer func(old uint64) { maxVarintWalk = old }(maxVarintWalk)
+	maxVarintWalk = 1 << 20
+	const nruns = 1 << 14 // 2^14 × 2^15 / 2 = 2^28 steps if every PC were looked up
+	var tab pcvalue.Table
+	for i := 0; i < nruns; i++ {
+		tab.Runs = append(tab.Runs, pcvalue.Run{PC: uint32(2 * i), Value: int32(i % 7)})
+	}
+	tab.Len = 2 * nruns
+	data := varintpc.Encode(tab)
+	f := &objscan.File{
+		PCQuantum: 1,
+		Funcs:     []objscan.Func{{Name: "main.huge", Entry: 0x1000, End: 0x1000 + 4*nruns, Size: 4 * nruns}},
+		Tabs:      []objscan.Table{{Offset: 1, Data: data, Len: tab.Len, Refs: []objscan.Ref{{Func: 0, Kind: objscan.KindPCLn}}}},
+	}
+	res, err := File(f, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() {
+		t.Fatalf("mismatches: %v", res.Examples)
+	}
+	if res.PCs != 2*nruns {
+		t.Errorf("%d PCs checked, want %d", res.PCs, 2*nruns)
+	}
+	// A lookup at every PC, in the table and past it to the function's
+	// end, would make 2 × 2^15 + 2 × 2^15 varint lookups; sampled, at most
+	// the ends of every 2^7-th run and the ends of the uncovered span.
+	variants := int64(0)
+	for _, v := range linearpc.Variants() {
+		variants++
+		if !v.Pooled() {
+			variants++
+		}
+	}
+	other := 2*nruns*(1+variants) + 2*nruns*(1+variants)
+	if varint := res.Lookups - other; varint > 2*(nruns/128+2)+4 {
+		t.Errorf("%d varint lookups, want at most %d", varint, 2*(nruns/128+2)+4)
 	}
 }
