@@ -27,7 +27,7 @@ func (f *File) inlTreeSlot() int {
 	if f.releaseMagic() != Go12Magic {
 		return FuncDataInlTree
 	}
-	switch v := goMinor(f.GoVersion); {
+	switch v := f.layoutMinor(); {
 	case v < 0 || v >= 13:
 		return 4
 	case v >= 9:
@@ -41,7 +41,7 @@ func (f *File) inlIndex() int {
 	if f.releaseMagic() != Go12Magic {
 		return PCDataInlTreeIdx
 	}
-	switch v := goMinor(f.GoVersion); {
+	switch v := f.layoutMinor(); {
 	case v < 0 || v >= 13:
 		return PCDataInlTreeIdx
 	case v >= 9:
@@ -53,7 +53,7 @@ func (f *File) inlIndex() int {
 // inlLayout19 reports whether inline tree entries use the 16-byte layout of
 // go1.9–go1.11: parent (int32), file, line, nameOff, and no parentPc.
 func (f *File) inlLayout19() bool {
-	v := goMinor(f.GoVersion)
+	v := f.layoutMinor()
 	return f.releaseMagic() == Go12Magic && v >= 9 && v <= 11
 }
 
@@ -83,6 +83,30 @@ func (f *File) releaseMagic() uint32 {
 		return Go118Magic
 	}
 	return Go120Magic
+}
+
+// decodeInlTreesAnyRelease decodes each function's inline tree. A
+// go1.2-layout binary of unknown version (a build before Go 1.13 stripped
+// of its symbols, without build info or runtime.buildVersion) is read as
+// go1.13-1.15 (inlTreeSlot); if its trees do not decode so, they are read
+// as go1.12's, whose inline trees sit in other FUNCDATA and PCDATA slots.
+func (f *File) decodeInlTreesAnyRelease() error {
+	err := f.decodeInlTrees()
+	if err == nil || f.Magic != Go12Magic || goMinor(f.GoVersion) >= 0 {
+		return err
+	}
+	for i := range f.Funcs {
+		f.Funcs[i].InlTree = nil
+	}
+	f.guessedMinor = 12
+	if f.decodeInlTrees() == nil {
+		return nil
+	}
+	for i := range f.Funcs {
+		f.Funcs[i].InlTree = nil
+	}
+	f.guessedMinor = 0
+	return err
 }
 
 // decodeInlTrees decodes each function's inline tree.

@@ -109,7 +109,10 @@ type File struct {
 	closer      io.Closer
 	md          *moduledata // found by findModuledata, or nil
 	arrayBudget uint64      // pcdata+funcdata entries still allowed
-	strs        *strtabs    // reads the names while parsing; nil after
+	// guessedMinor is the release whose inline trees a go1.2-layout
+	// binary of unknown version has (decodeInlTreesAnyRelease); 0 if none.
+	guessedMinor int
+	strs         *strtabs // reads the names while parsing; nil after
 }
 
 // Func is one function of the pclntab: the fields of the runtime's _func.
@@ -219,7 +222,7 @@ func (f *File) KindName(k TableKind) string {
 		return k.String()
 	}
 	var names []string
-	switch v := goMinor(f.GoVersion); {
+	switch v := f.layoutMinor(); {
 	case v >= 0 && v <= 8:
 		names = []string{"StackMapIndex"}
 	case v >= 9 && v <= 12:
@@ -323,6 +326,16 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// layoutMinor returns the minor version of the release whose formats f
+// has: GoMinor, or for a go1.2-layout binary of unknown version the release
+// its inline trees were read as; -1 if neither is known.
+func (f *File) layoutMinor() int {
+	if v := goMinor(f.GoVersion); v >= 0 || f.guessedMinor == 0 {
+		return v
+	}
+	return f.guessedMinor
 }
 
 // GoMinor returns the minor version of the release that built f

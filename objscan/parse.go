@@ -263,7 +263,7 @@ func (f *File) parse() error {
 		return err
 	}
 	f.resolveGoFunc()
-	if err := f.decodeInlTrees(); err != nil {
+	if err := f.decodeInlTreesAnyRelease(); err != nil {
 		return err
 	}
 	f.Sizes.Total = int64(len(f.pcln))

@@ -1,6 +1,7 @@
 package objscan
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
@@ -74,4 +75,48 @@ func TestKindName(t *testing.T) {
 			t.Errorf("%s: the inline tree index %d is named %q", tc.version, idx, f.KindName(KindPCData+TableKind(idx)))
 		}
 	}
+}
+
+// TestStrippedGo112 opens a go1.12 build stripped of its symbols (-s -w):
+// it has no build info and no runtime.buildVersion, so its version is
+// unknown, and its inline trees, read first as go1.13-1.15's, are read as
+// go1.12's. Every function's inline tree must equal the unstripped
+// build's, whose version is known.
+func TestStrippedGo112(t *testing.T) {
+	testenv.SkipUnlessLong(t, "builds cmd/gofmt with go1.12.17, downloading it")
+	cfg := testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.12.17"}
+	full, err := Open(testbuild.Build(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	cfg.Ldflags = "-s -w"
+	stripped, err := Open(testbuild.Build(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stripped.Close()
+	if stripped.GoVersion != "" || full.GoVersion != "go1.12.17" {
+		t.Fatalf("versions %q and %q, want \"\" and go1.12.17", stripped.GoVersion, full.GoVersion)
+	}
+	if len(stripped.Funcs) != len(full.Funcs) {
+		t.Fatalf("%d functions, the unstripped build has %d", len(stripped.Funcs), len(full.Funcs))
+	}
+	trees := 0
+	for i := range full.Funcs {
+		a, b := &full.Funcs[i], &stripped.Funcs[i]
+		if a.Name != b.Name || !slices.Equal(a.InlTree, b.InlTree) {
+			t.Fatalf("function %d: %s with %d inlined calls, stripped %s with %d", i, a.Name, len(a.InlTree), b.Name, len(b.InlTree))
+		}
+		if len(a.InlTree) > 0 {
+			trees++
+		}
+	}
+	if trees == 0 {
+		t.Fatal("no inline tree")
+	}
+	if got, want := stripped.KindName(KindPCData+1), full.KindName(KindPCData+1); got != want {
+		t.Errorf("PCDATA 1 is %s, the unstripped build's %s", got, want)
+	}
+	t.Logf("%d functions, %d inline trees equal", len(full.Funcs), trees)
 }
