@@ -142,7 +142,7 @@ func TestRealTraceKinds(t *testing.T) {
 			toolchains = append(toolchains, v)
 		}
 	}
-	_, ccErr := exec.LookPath("gcc")
+	cgo := testbuild.CgoAvailable()
 	kinds := []struct {
 		name       string
 		args       []string
@@ -166,7 +166,7 @@ func TestRealTraceKinds(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 			defer cancel()
-			cfg := testbuild.Config{Archive: "tracekinds", Toolchain: tc, CGO: ccErr == nil}
+			cfg := testbuild.Config{Archive: "tracekinds", Toolchain: tc, CGO: cgo}
 			bin := testbuild.Build(t, cfg)
 			ver := tc
 			if ver == "" {
@@ -176,7 +176,7 @@ func TestRealTraceKinds(t *testing.T) {
 				t.Run(k.name, func(t *testing.T) {
 					switch {
 					case k.cgo && !cfg.CGO:
-						t.Skipf("needs a C compiler: %v", ccErr)
+						t.Skip("needs a gcc that targets the GOOS and GOARCH of the test")
 					case k.minVersion != "" && version.Compare(ver, k.minVersion) < 0:
 						t.Skipf("needs %s", k.minVersion)
 					case k.long:
