@@ -46,17 +46,7 @@ func TestHostileFileIndex(t *testing.T) {
 	for i := len(b); i < len(victim.Data); i++ {
 		victim.Data[i] = 0
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	m, err := NewModule(f)
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if alloc, limit := after.TotalAlloc-before.TotalAlloc, 8*uint64(len(data)); alloc > limit {
-		t.Errorf("NewModule allocated %d bytes for a %d-byte binary, more than %d", alloc, len(data), limit)
-	}
+	m, _ := newModuleBounded(t, f, len(data))
 	if n, most := len(m.cutab), f.Sizes.CUTab/4; int64(n) > most {
 		t.Errorf("rebuilt cutab has %d entries, the binary's has %d", n, most)
 	}
@@ -110,18 +100,8 @@ func TestSharedFileNames(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint32(cutab[i:], off)
 		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		m, err := NewModule(f)
-		runtime.ReadMemStats(&after)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if alloc, limit := after.TotalAlloc-before.TotalAlloc, 8*uint64(len(data)); alloc > limit {
-			t.Errorf("suffixes %v: NewModule allocated %d bytes for a %d-byte binary, more than %d", suffixes, alloc, len(data), limit)
-		}
-		t.Logf("suffixes %v: %d files of one %d-byte name, %d bytes allocated", suffixes, len(cutab)/4, len(filetab)-1, after.TotalAlloc-before.TotalAlloc)
+		m, alloc := newModuleBounded(t, f, len(data))
+		t.Logf("suffixes %v: %d files of one %d-byte name, %d bytes allocated", suffixes, len(cutab)/4, len(filetab)-1, alloc)
 		s, err := m.NewShim(Encodings()[0])
 		if err != nil {
 			t.Fatal(err)
@@ -150,4 +130,23 @@ func TestSharedFileNames(t *testing.T) {
 			t.Fatal("no function's file checked")
 		}
 	}
+}
+
+// newModuleBounded returns NewModule(f) and the bytes it allocated, and
+// fails the test if that is more than 8 times the size of the binary.
+func newModuleBounded(t *testing.T, f *objscan.File, size int) (*Module, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	m, err := NewModule(f)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if limit := 8 * uint64(size); alloc > limit {
+		t.Errorf("NewModule allocated %d bytes for a %d-byte binary, more than %d", alloc, size, limit)
+	}
+	return m, alloc
 }

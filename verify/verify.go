@@ -23,11 +23,14 @@ import (
 
 // Result summarizes a verification run.
 type Result struct {
-	Tables     int      `json:"tables"`             // distinct tables checked
-	PCs        int64    `json:"pcs"`                // (table, PC) pairs checked, variants not counted separately
-	Lookups    int64    `json:"lookups"`            // lookups compared, all encodings included
-	Mismatches int64    `json:"mismatches"`         // disagreements found
-	Examples   []string `json:"examples,omitempty"` // the first few mismatches, described
+	Tables     int   `json:"tables"`     // distinct tables checked
+	PCs        int64 `json:"pcs"`        // (table, PC) pairs checked, variants not counted separately
+	Lookups    int64 `json:"lookups"`    // lookups compared, all encodings included
+	Mismatches int64 `json:"mismatches"` // disagreements found
+	// VarintSampled counts the tables whose varint lookups were checked
+	// at run ends only, not at every PC (maxVarintWalk).
+	VarintSampled int      `json:"varint_sampled_tables,omitempty"`
+	Examples      []string `json:"examples,omitempty"` // the first few mismatches, described
 }
 
 // OK reports whether the run found no mismatch.
@@ -92,6 +95,7 @@ func File(f *objscan.File, workers int) (*Result, error) {
 		total.PCs += r.PCs
 		total.Lookups += r.Lookups
 		total.Mismatches += r.Mismatches
+		total.VarintSampled += r.VarintSampled
 		for _, e := range r.Examples {
 			if len(total.Examples) < maxExamples {
 				total.Examples = append(total.Examples, e)
@@ -131,8 +135,12 @@ func checkTable(res *Result, f *objscan.File, i int, t pcvalue.Table, funcLen ui
 	runs := uint64(len(t.Runs))
 	stride := uint64(1) // check the varint lookup at the ends of every stride-th run
 	full := uint64(t.Len)*runs/2 <= maxVarintWalk
+	fullPast := funcLen <= t.Len || uint64(funcLen-t.Len)*runs <= maxVarintWalk
 	if !full {
 		stride = (runs*runs/2 + maxVarintWalk - 1) / maxVarintWalk
+	}
+	if !full || !fullPast {
+		res.VarintSampled++
 	}
 	ri := 0
 	for pc := uint32(0); pc < t.Len; pc++ {
@@ -166,7 +174,6 @@ func checkTable(res *Result, f *objscan.File, i int, t pcvalue.Table, funcLen ui
 		}
 	}
 	// Past the table's end, up to the function's longest table: not covered.
-	fullPast := funcLen <= t.Len || uint64(funcLen-t.Len)*runs <= maxVarintWalk
 	for pc := t.Len; pc < funcLen; pc++ {
 		if fullPast || pc == t.Len || pc == funcLen-1 {
 			v, _, err := varintpc.Lookup(tab.Data, uintptr(pc*q), q, true)
