@@ -63,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // schemaVersion is the schema_version of rewrite-binary's JSON
 // (testdata/rewrite.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const schemaVersion = 2
+const schemaVersion = 3
 
 // rewriteJSON is the JSON form of one rewrite: the schema version, the
 // files, the result and, with -estimate, pctab-stats' estimate and the gap
