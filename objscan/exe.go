@@ -268,6 +268,9 @@ func truncated(err error, r io.ReaderAt) error {
 
 // openFormat reads the container format of the file in r, of size bytes.
 func openFormat(r io.ReaderAt, size int64) (*image, error) {
+	if size == 0 {
+		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O and PE binaries")
+	}
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
 		return nil, fmt.Errorf("reading file magic: %w", truncated(err, r))

@@ -364,7 +364,7 @@ func TestTruncatedInput(t *testing.T) {
 // not read is refused with the format's name: the c-archive and package
 // archives (ar), WebAssembly (js/wasm, wasip1/wasm), XCOFF (aix/ppc64)
 // and Plan 9 a.out (plan9/386, amd64, arm) builds of a Go program, and
-// scripts.
+// scripts; and that an empty file is called empty, not truncated.
 func TestOtherFormats(t *testing.T) {
 	for _, tc := range []struct {
 		head []byte
@@ -384,6 +384,9 @@ func TestOtherFormats(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ELF, Mach-O and PE") {
 			t.Errorf("% x: error %v, want one naming %q and the formats read (ELF, Mach-O and PE)", tc.head[:4], err, tc.want)
 		}
+	}
+	if _, err := NewFile(bytes.NewReader(nil)); err == nil || !strings.Contains(err.Error(), "empty file") || errors.Is(err, ErrTruncated) {
+		t.Errorf("empty file: error %v, want \"empty file\", not ErrTruncated", err)
 	}
 }
 

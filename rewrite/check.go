@@ -12,11 +12,17 @@ import (
 	"github.com/pctab/pctab/internal/par"
 	"github.com/pctab/pctab/linearpc"
 	"github.com/pctab/pctab/objscan"
+	"github.com/pctab/pctab/pcvalue"
 	"github.com/pctab/pctab/varintpc"
 	"github.com/pctab/pctab/verify"
 )
 
 const maxExamples = 20
+
+// maxVarintWalk bounds the bytes that checkVarintPCLn's lookups of one
+// table walk (each walks the table from its start); a variable so that
+// tests can lower it.
+var maxVarintWalk uint64 = 1 << 30
 
 // Check verifies a rewritten binary. For every distinct (linear table,
 // function length) pair it compares, at every PC of the function, the
@@ -223,6 +229,7 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 		res.PCs += r.PCs
 		res.Lookups += r.Lookups
 		res.Mismatches += r.Mismatches
+		res.VarintSampled += r.VarintSampled
 		for _, e := range r.Examples {
 			if len(res.Examples) < maxExamples {
 				res.Examples = append(res.Examples, e)
@@ -235,24 +242,63 @@ func Check(rewritten, orig *objscan.File, workers int) (*verify.Result, error) {
 // checkVarintPCLn checks a pcln table that a cfps-varint-pcln binary
 // stores in varint at the start of stored: its bytes must be the original
 // table's, and a checked varint lookup of them must give the original's
-// value at each of the n PC units the function covers (past the table,
-// with derived lengths, the value at the function's last unit).
+// value (from the original's decoded runs) at each of the n PC units the
+// function covers (past the table, with derived lengths, the value at the
+// function's last unit). A lookup walks the table from its start, so when
+// a lookup at every unit would walk more than maxVarintWalk bytes, only
+// the first and last unit of every k-th run are looked up, k chosen to
+// keep within it, and the table counts in r.VarintSampled.
 func checkVarintPCLn(r *verify.Result, fail func(string, ...any), name tableLabel, stored []byte, tab *objscan.Table, n uint32, size uint64, q uint32) {
 	if len(stored) < len(tab.Data) || !bytes.Equal(stored[:len(tab.Data)], tab.Data) {
 		fail("%s: the stored varint bytes differ from the original's %d bytes", name, len(tab.Data))
 		return
 	}
+	t, _, err := varintpc.Decode(tab.Data)
+	if err != nil || len(t.Runs) == 0 {
+		fail("%s: the original varint table does not decode: %v", name, err)
+		return
+	}
+	last := max(uint32(size)/q, 1) - 1 // the function's last unit
+	stride := uint64(1)
+	if work := uint64(n) * uint64(len(tab.Data)); work > maxVarintWalk {
+		stride = (uint64(len(t.Runs))*uint64(len(tab.Data)) + maxVarintWalk - 1) / maxVarintWalk
+		r.VarintSampled++
+	}
+	ri := 0
 	for pc := uint32(0); pc < n; pc++ {
-		vpc := min(pc, max(uint32(size)/q, 1)-1)
-		want, _, err1 := varintpc.Lookup(tab.Data, uintptr(vpc*q), q, vpc < tab.Len)
-		got, _, err2 := varintpc.Lookup(stored, uintptr(vpc*q), q, vpc < tab.Len)
+		vpc := min(pc, last)
+		for ri+1 < len(t.Runs) && t.Runs[ri+1].PC <= vpc {
+			ri++
+		}
 		r.PCs++
+		if stride > 1 && !runEdge(t.Runs, ri, vpc, t.Len, stride) && pc != n-1 {
+			continue
+		}
+		want := int32(-1)
+		if vpc < t.Len {
+			want = t.Runs[ri].Value
+		}
+		got, _, err := varintpc.Lookup(stored, uintptr(vpc*q), q, vpc < t.Len)
 		r.Lookups++
-		if err1 != nil || err2 != nil || got != want {
-			fail("%s pc %#x: stored varint %d (%v), original %d (%v)", name, pc*q, got, err2, want, err1)
+		if err != nil || got != want {
+			fail("%s pc %#x: stored varint %d (%v), original %d", name, pc*q, got, err, want)
 			return
 		}
 	}
+}
+
+// runEdge reports whether unit pc, in run ri of runs (a table of tlen
+// units), is the first or last unit of a run checked when every stride-th
+// run is, or of the last run.
+func runEdge(runs []pcvalue.Run, ri int, pc, tlen uint32, stride uint64) bool {
+	if uint64(ri)%stride != 0 && ri != len(runs)-1 {
+		return false
+	}
+	end := tlen
+	if ri+1 < len(runs) {
+		end = runs[ri+1].PC
+	}
+	return pc == runs[ri].PC || pc+1 == end || pc == tlen
 }
 
 // sameInlTree reports whether two inline trees are the same but for

@@ -362,7 +362,7 @@ func TestMalformed(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{"empty", nil, Options{}, "reading file magic"},
+		{"empty", nil, Options{}, "empty file (0 bytes)"},
 		{"not a binary", []byte("#!/bin/sh\necho hello\n"), Options{}, "a script, not a binary"},
 		{"truncated ELF", good[:100], Options{}, "ELF"},
 		{"truncated file", good[:len(good)/2], Options{}, "ELF: file is truncated: a 24-byte read at offset"},
@@ -1492,7 +1492,8 @@ func fileOffset(t *testing.T, ef *elf.File) func(addr uint64) int {
 
 // TestPCLnVarint rewrites real builds of every target to cfps-varint-pcln
 // (cf-palette-short, pcln left varint, as the pctab toolchain's
-// pctab_varln writes): Check passes at every PC, objscan reads the
+// pctab_varln writes): Check passes at every PC, and at run ends when
+// its walk is bounded, objscan reads the
 // variant, every pcln table is the original's bytes, a flipped byte in
 // them fails Check, and the layouts it does not support are refused.
 func TestPCLnVarint(t *testing.T) {
@@ -1545,6 +1546,16 @@ func TestPCLnVarint(t *testing.T) {
 			if lnBytes == 0 || res.LinearBytes <= int64(lnBytes) || res.NewPclntab >= cfps.NewPclntab+int64(lnBytes) {
 				t.Errorf("%d bytes of varint pcln; tables %d bytes, pclntab %d (cf-palette-short's %d)", lnBytes, res.LinearBytes, res.NewPclntab, cfps.NewPclntab)
 			}
+			// With lookups bounded to a few bytes' walk, the pcln tables
+			// are sampled at run ends, and still agree.
+			func() {
+				defer func(old uint64) { maxVarintWalk = old }(maxVarintWalk)
+				maxVarintWalk = 64
+				vr, err := Check(f, orig, 0)
+				if err != nil || !vr.OK() || vr.VarintSampled == 0 || vr.Lookups >= res.Verify.Lookups {
+					t.Errorf("sampled: Check %v, %d tables sampled, %d lookups (%d unsampled), %v", err, vr.VarintSampled, vr.Lookups, res.Verify.Lookups, vr.Examples)
+				}
+			}()
 			// Flip a byte of the last pcln table stored.
 			var last uint32
 			for i := range l.Funcs {
