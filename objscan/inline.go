@@ -90,10 +90,20 @@ func (f *File) releaseMagic() uint32 {
 // of its symbols, without build info or runtime.buildVersion) is read as
 // go1.13-1.15 (inlTreeSlot); if its trees do not decode so, they are read
 // as go1.12's, whose inline trees sit in other FUNCDATA and PCDATA slots.
+// One whose _func records are Go 1.2-1.11's (guessRecordRelease) is read
+// as go1.9-1.11's, and if its trees do not decode so, as a release before
+// Go 1.9, which wrote none.
 func (f *File) decodeInlTreesAnyRelease() error {
 	err := f.decodeInlTrees()
 	if err == nil || f.Magic != Go12Magic || goMinor(f.GoVersion) >= 0 {
 		return err
+	}
+	if f.guessedMinor == 9 || f.guessedMinor == 11 {
+		for i := range f.Funcs {
+			f.Funcs[i].InlTree = nil
+		}
+		f.guessedMinor = 8
+		return nil
 	}
 	for i := range f.Funcs {
 		f.Funcs[i].InlTree = nil

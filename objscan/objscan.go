@@ -109,8 +109,9 @@ type File struct {
 	closer      io.Closer
 	md          *moduledata // found by findModuledata, or nil
 	arrayBudget uint64      // pcdata+funcdata entries still allowed
-	// guessedMinor is the release whose inline trees a go1.2-layout
-	// binary of unknown version has (decodeInlTreesAnyRelease); 0 if none.
+	// guessedMinor is the release whose _func records and inline trees
+	// a go1.2-layout binary of unknown version has (guessRecordRelease,
+	// decodeInlTreesAnyRelease); 0 if none.
 	guessedMinor int
 	strs         *strtabs // reads the names while parsing; nil after
 }

@@ -303,6 +303,11 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 	}
 	f.Funcs = make([]Func, nfunc)
 	minorVer := goMinor(f.GoVersion)
+	if minorVer < 0 && f.Magic == Go12Magic {
+		if v := f.guessRecordRelease(tabOff, nfunc, fieldSize, read); v > 0 {
+			f.guessedMinor, minorVer = v, v
+		}
+	}
 	// Real _func records never overlap, so their pcdata and funcdata arrays
 	// together fit in the pclntab. A hostile functab that points many entries
 	// at one huge record would otherwise allocate quadratically.
@@ -337,6 +342,49 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 		f.Sizes.FuncTab = max(int64(funcsEnd)-f.Sizes.Header, 0)
 	}
 	return nil
+}
+
+// guessRecordRelease returns the release a go1.2-layout pclntab of
+// unknown version (a build stripped with -s -w before Go 1.13) has _func
+// records of, from their words: 11 for Go 1.10-1.11's, 9 for Go 1.2-1.9's,
+// 0 for Go 1.12-1.15's (or if it cannot tell).
+//
+// Before Go 1.12 a record ends in an int32 nfuncdata, where Go 1.12 has a
+// funcID, two unused bytes and a uint8 nfuncdata. Read as Go 1.12's, a
+// little-endian int32 count puts its low byte in funcID and 0 in
+// nfuncdata, and real Go 1.12-1.15 records almost all have funcdata
+// (argument and locals pointer maps): so no record has a nonzero last
+// byte, and some have a nonzero first byte. (A big-endian count reads as
+// Go 1.12's nfuncdata, and is left to the Go 1.12 reading.) The fourth
+// word is the funcID from Go 1.10, below 256, and the frame size before
+// it, often larger.
+func (f *File) guessRecordRelease(tabOff, nfunc, fieldSize uint64, read func(uint64) uint64) int {
+	if f.ByteOrder != binary.LittleEndian {
+		return 0
+	}
+	ps := uint64(f.PtrSize)
+	counts, frames := 0, false
+	for i := uint64(0); i < nfunc; i++ {
+		off := read(tabOff + (2*i+1)*fieldSize)
+		if off > uint64(len(f.pcln)) || uint64(len(f.pcln))-off < ps+32 {
+			return 0
+		}
+		rec := f.pcln[off+ps : off+ps+32] // after the entry
+		if rec[31] != 0 {
+			return 0
+		}
+		if rec[28] != 0 {
+			counts++
+		}
+		frames = frames || binary.LittleEndian.Uint32(rec[8:]) >= 256
+	}
+	switch {
+	case counts == 0:
+		return 0
+	case frames:
+		return 9
+	}
+	return 11
 }
 
 // parseFunc reads the _func record at off and returns the offset just past it.

@@ -77,46 +77,68 @@ func TestKindName(t *testing.T) {
 	}
 }
 
-// TestStrippedGo112 opens a go1.12 build stripped of its symbols (-s -w):
-// it has no build info and no runtime.buildVersion, so its version is
-// unknown, and its inline trees, read first as go1.13-1.15's, are read as
-// go1.12's. Every function's inline tree must equal the unstripped
-// build's, whose version is known.
-func TestStrippedGo112(t *testing.T) {
-	testenv.SkipUnlessLong(t, "builds cmd/gofmt with go1.12.17, downloading it")
-	cfg := testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.12.17"}
-	full, err := Open(testbuild.Build(t, cfg))
-	if err != nil {
-		t.Fatal(err)
+// TestStrippedOld opens go1.9-1.12 builds stripped of their symbols (-s
+// -w): they have no build info and no runtime.buildVersion, so their
+// version is unknown. A go1.12 build's inline trees, read first as
+// go1.13-1.15's, are read as go1.12's; go1.9-1.11 builds' _func records,
+// which end in an int32 nfuncdata, are told from go1.12's by their last
+// bytes, and go1.9's, whose fourth word is the frame size, from
+// go1.10-1.11's, where it is the funcID (guessRecordRelease). Every
+// function's funcID, funcdata and inline tree, and the PCDATA tables'
+// names, must equal the unstripped build's, whose version is known.
+func TestStrippedOld(t *testing.T) {
+	testenv.SkipUnlessLong(t, "builds cmd/gofmt with go1.9.7, go1.10.8, go1.11.13 and go1.12.17, downloading them")
+	for _, version := range []string{"go1.9.7", "go1.10.8", "go1.11.13", "go1.12.17"} {
+		t.Run(version, func(t *testing.T) {
+			cfg := testbuild.Config{Package: "cmd/gofmt", Toolchain: version}
+			full, err := Open(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer full.Close()
+			cfg.Ldflags = "-s -w"
+			stripped, err := Open(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stripped.Close()
+			if stripped.GoVersion != "" || full.GoVersion != version {
+				t.Fatalf("versions %q and %q, want \"\" and %s", stripped.GoVersion, full.GoVersion, version)
+			}
+			compareStripped(t, full, stripped)
+		})
 	}
-	defer full.Close()
-	cfg.Ldflags = "-s -w"
-	stripped, err := Open(testbuild.Build(t, cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stripped.Close()
-	if stripped.GoVersion != "" || full.GoVersion != "go1.12.17" {
-		t.Fatalf("versions %q and %q, want \"\" and go1.12.17", stripped.GoVersion, full.GoVersion)
-	}
+}
+
+// compareStripped requires a stripped build's functions to equal the
+// unstripped build's: names, funcIDs, funcdata, inline trees, and the
+// names of the PCDATA tables.
+func compareStripped(t *testing.T, full, stripped *File) {
+	t.Helper()
 	if len(stripped.Funcs) != len(full.Funcs) {
 		t.Fatalf("%d functions, the unstripped build has %d", len(stripped.Funcs), len(full.Funcs))
 	}
-	trees := 0
+	trees, funcdata := 0, 0
 	for i := range full.Funcs {
 		a, b := &full.Funcs[i], &stripped.Funcs[i]
-		if a.Name != b.Name || !slices.Equal(a.InlTree, b.InlTree) {
-			t.Fatalf("function %d: %s with %d inlined calls, stripped %s with %d", i, a.Name, len(a.InlTree), b.Name, len(b.InlTree))
+		if a.Name != b.Name || a.FuncID != b.FuncID || !slices.Equal(a.FuncData, b.FuncData) || !slices.Equal(a.InlTree, b.InlTree) {
+			t.Fatalf("function %d: %s funcID %d, %d funcdata, %d inlined calls; stripped %s funcID %d, %d funcdata, %d inlined calls",
+				i, a.Name, a.FuncID, len(a.FuncData), len(a.InlTree), b.Name, b.FuncID, len(b.FuncData), len(b.InlTree))
 		}
 		if len(a.InlTree) > 0 {
 			trees++
 		}
+		if len(a.FuncData) > 0 {
+			funcdata++
+		}
 	}
-	if trees == 0 {
-		t.Fatal("no inline tree")
+	if trees == 0 || funcdata == 0 {
+		t.Fatalf("%d inline trees, %d functions with funcdata", trees, funcdata)
 	}
-	if got, want := stripped.KindName(KindPCData+1), full.KindName(KindPCData+1); got != want {
-		t.Errorf("PCDATA 1 is %s, the unstripped build's %s", got, want)
+	for k := KindPCData; k < KindPCData+3; k++ {
+		if got, want := stripped.KindName(k), full.KindName(k); got != want {
+			t.Errorf("PCDATA %d is %s, the unstripped build's %s", k-KindPCData, got, want)
+		}
 	}
-	t.Logf("%d functions, %d inline trees equal", len(full.Funcs), trees)
+	t.Logf("%d functions, %d with funcdata, %d inline trees equal", len(full.Funcs), funcdata, trees)
 }
