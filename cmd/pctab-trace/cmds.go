@@ -45,6 +45,34 @@ func (t *timeFlag) Set(s string) error {
 	return nil
 }
 
+// checkRange checks the time range [from, to) of -from and -to (from
+// defaults to 0): given -to, it must be after from. An empty or reversed
+// range is a usage error.
+func checkRange(from, to timeFlag) error {
+	if !to.set || to.ns > from.ns {
+		return nil
+	}
+	what := "reversed"
+	if to.ns == from.ns {
+		what = "empty"
+	}
+	return cli.Usagef("-from %d -to %d: the time range [from, to) is %s: want -to after -from (ns or durations since the trace's start)", from.ns, to.ns, what)
+}
+
+// defaultTo sets an unset -to to end, the trace's end, and checks that
+// -from is before it: a -from past the trace's end is an empty range
+// too.
+func defaultTo(from timeFlag, to *timeFlag, end int64) error {
+	if to.set {
+		return nil
+	}
+	to.ns = end
+	if from.ns >= end {
+		return cli.Usagef("-from %d: the time range [from, the trace's end) is empty: the trace ends at %d ns", from.ns, end-1)
+	}
+	return nil
+}
+
 // byteSize is a flag of bytes, with an optional unit.
 type byteSize int64
 
@@ -352,6 +380,9 @@ var queryCommand = &cli.Command{
 			if *show < 0 {
 				return cli.Usagef("-show %d: want 0 or more", *show)
 			}
+			if err := checkRange(from, to); err != nil {
+				return err
+			}
 			if *label != "" {
 				return queryLabel(env, args[0], *label, from, to, *asJSON, *show)
 			}
@@ -374,8 +405,8 @@ var queryCommand = &cli.Command{
 			}
 			defer s.Close()
 			m := s.Manifest()
-			if !to.set {
-				to.ns = m.Duration + 1
+			if err := defaultTo(from, &to, m.Duration+1); err != nil {
+				return err
 			}
 			res := queryResult{SchemaVersion: querySchemaVersion, Store: args[0], Func: *fn, Line: *line, From: from.ns, To: to.ns, Pages: m.Pages, Kinds: map[string]uint64{}, First: []queryEvent{}}
 			visit := func(e *tracestore.Event) bool {
@@ -465,13 +496,16 @@ var aggCommand = &cli.Command{
 			if *top < 0 {
 				return cli.Usagef("-top %d: want 0 or more lanes", *top)
 			}
+			if err := checkRange(from, to); err != nil {
+				return err
+			}
 			s, err := tracestore.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			if !to.set {
-				to.ns = s.Manifest().Duration + 1
+			if err := defaultTo(from, &to, s.Manifest().Duration+1); err != nil {
+				return err
 			}
 			res := aggResult{SchemaVersion: aggSchemaVersion, Store: args[0], From: from.ns, To: to.ns, Lanes: []laneAgg{}}
 			for l := range s.NumLanes() {

@@ -31,6 +31,27 @@ func TestAggTopNegative(t *testing.T) {
 	}
 }
 
+// TestFromPastEnd checks that a -from at or after the trace's end, with
+// no -to, is a usage error that says where the trace ends, as a
+// reversed -from and -to are (TestCommandLine): query and agg printed the
+// range [from, end) reversed, and nothing in it.
+func TestFromPastEnd(t *testing.T) {
+	tr := traceFile(t)
+	store := filepath.Join(t.TempDir(), "store")
+	runCmd(t, "build", tr, store)
+	for _, args := range [][]string{
+		{"agg", "-from", "1h", store},
+		{"query", "-from", "1h", "-func", "main.main", store},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "the trace ends at") {
+			t.Errorf("%s: exit %d, stderr:\n%s", strings.Join(args, " "), code, &stderr)
+		}
+	}
+	// Within the trace, -from alone is fine.
+	runCmd(t, "agg", "-from", "1", store)
+}
+
 // TestBuildFailsCleanly checks that a build that fails leaves no STORE.
 func TestBuildFailsCleanly(t *testing.T) {
 	dir := t.TempDir()

@@ -193,6 +193,13 @@ func TestCommandLine(t *testing.T) {
 		{Name: "help query", Args: []string{"help", "query"}, Stdout: []string{"-func", "-line", "-from"}, NoStderr: true},
 		{Name: "serve without STORE", Args: []string{"serve"}, Code: cli.ExitUsage, Stderr: []string{"want STORE"}, NoStdout: true},
 		{Name: "query bad -line, no store", Args: []string{"query", "-line", "x.go:y", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"not FILE:LINE"}, NoStdout: true},
+		// An empty or reversed time range is a usage error, found before
+		// the store is opened.
+		{Name: "query reversed range", Args: []string{"query", "-from", "5", "-to", "3", "-func", "main.main", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"-from 5 -to 3", "reversed"}, NoStdout: true},
+		{Name: "query empty range", Args: []string{"query", "-from", "1s", "-to", "1000ms", "-func", "main.main", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"-from 1000000000 -to 1000000000", "empty"}, NoStdout: true},
+		{Name: "query -label reversed range", Args: []string{"query", "-from", "5", "-to", "3", "-label", "k=v", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"-from 5 -to 3"}, NoStdout: true},
+		{Name: "query -to 0", Args: []string{"query", "-to", "0", "-func", "main.main", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"-from 0 -to 0", "empty"}, NoStdout: true},
+		{Name: "agg reversed range", Args: []string{"agg", "-from", "5", "-to", "3", "no-such-store"}, Code: cli.ExitUsage, Stderr: []string{"-from 5 -to 3", "reversed"}, NoStdout: true},
 	}...))
 }
 
