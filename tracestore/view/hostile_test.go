@@ -28,6 +28,7 @@ import (
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/labels"
 	"github.com/pctab/pctab/tracestore/labels/labelstest"
+	"github.com/pctab/pctab/trampoline"
 )
 
 // serve calls h for a GET of target from a loopback Host, in process.
@@ -529,6 +530,44 @@ func TestLabelRequests(t *testing.T) {
 		}
 		if n != lc.Samples || len(lc.Funcs) > MaxLabelFuncs {
 			t.Errorf("%s: %d samples, %d in the columns, %d functions", c.target, lc.Samples, n, len(lc.Funcs))
+		}
+	}
+}
+
+// TestEmptyOrReversedRanges checks that every request with a time range
+// [t0, t1) answers an empty or reversed one with a 400 that says so:
+// /api/pixel answered 404 "no span", and /api/func and /api/label a 400
+// that did not say what was wrong ("bad label query: <nil>").
+func TestEmptyOrReversedRanges(t *testing.T) {
+	s := recordStore(t)
+	// An index without labels: /api/label checks its range all the same.
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "go1.21-small.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ib bytes.Buffer
+	if _, err := labels.Build(bytes.NewReader(data), trampoline.History{}, 0, &ib); err != nil {
+		t.Fatal(err)
+	}
+	x, err := labels.Read(ib.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(s, Options{Labels: x})
+	for _, c := range []struct{ api, rest string }{
+		{"tile", "px=10&lo=0&hi=1"},
+		{"active", "from=0&n=1"},
+		{"pixel", "lane=0"},
+		{"func", "name=runtime.gopark&px=10"},
+		{"label", "label=query%3Dq1&px=10"},
+	} {
+		for _, r := range [][2]int64{{10, 10}, {10, 5}, {math.MaxInt64, math.MinInt64}} {
+			target := fmt.Sprintf("/api/%s?t0=%d&t1=%d&%s", c.api, r[0], r[1], c.rest)
+			w := serve(h, target)
+			want := fmt.Sprintf("t0=%d, t1=%d: the time range [t0, t1) is empty or reversed", r[0], r[1])
+			if w.Code != 400 || !strings.Contains(w.Body.String(), want) {
+				t.Errorf("%s: %d %q, want 400 and %q", target, w.Code, w.Body.String(), want)
+			}
 		}
 	}
 }

@@ -37,7 +37,7 @@
 //	                                    functions (Options.Labels)
 //
 // Pixel columns cut [t0, t1) exactly (tracestore.PixelStart), for any
-// t0 < t1. The handler serves only requests whose Host header names a
+// t0 < t1; an empty or reversed range gets a 400 that says so. The handler serves only requests whose Host header names a
 // loopback host or one of Options.Hosts, bounds each request's lanes,
 // pixels and response bytes (MaxLanes, MaxPixels, MaxCells; a lane at most
 // once; MaxActiveScan lanes examined by /api/active), bounds the requests computed at once (Options.MaxInFlight), and
@@ -46,9 +46,11 @@
 package view
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -315,6 +317,23 @@ func params(r *http.Request, names ...string) ([]int64, error) {
 	return out, nil
 }
 
+// timeRange checks a request's time range [t0, t1): t0 < t1, or a 400
+// that says which bound is wrong.
+func timeRange(t0, t1 int64) error {
+	if t1 <= t0 {
+		return fmt.Errorf("t0=%d, t1=%d: the time range [t0, t1) is empty or reversed: want t0 < t1", t0, t1)
+	}
+	return nil
+}
+
+// pixels checks a request's pixel columns: px in [1, MaxPixels].
+func pixels(px int64) error {
+	if px < 1 || px > MaxPixels {
+		return fmt.Errorf("px=%d: want px in [1, %d]", px, MaxPixels)
+	}
+	return nil
+}
+
 // laneList reads the lanes of a request: "lanes" (comma-separated lane
 // numbers) or the range "lo" to "hi".
 func (h *handler) laneList(r *http.Request) ([]int, error) {
@@ -397,8 +416,8 @@ func (h *handler) tile(w http.ResponseWriter, r *http.Request) {
 	}
 	t0, t1, px := p[0], p[1], p[2]
 	lanes, err := h.laneList(r)
-	if err == nil && (px < 1 || px > MaxPixels || t1 <= t0) {
-		err = fmt.Errorf("px must be in [1, %d] and t0 < t1", MaxPixels)
+	if err == nil {
+		err = cmp.Or(timeRange(t0, t1), pixels(px))
 	}
 	if err == nil && int64(len(lanes))*px > MaxCells {
 		err = fmt.Errorf("%d lanes of %d pixels: more than %d cells", len(lanes), px, MaxCells)
@@ -473,8 +492,8 @@ const activeChunk = 256
 
 func (h *handler) active(w http.ResponseWriter, r *http.Request) {
 	p, err := params(r, "t0", "t1")
-	if err == nil && p[1] <= p[0] {
-		err = fmt.Errorf("t0=%d, t1=%d: want t0 < t1", p[0], p[1])
+	if err == nil {
+		err = timeRange(p[0], p[1])
 	}
 	var from, n int
 	if err == nil {
@@ -573,8 +592,11 @@ func (h *handler) span(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) pixel(w http.ResponseWriter, r *http.Request) {
 	p, err := params(r, "lane", "t0", "t1")
+	if err == nil {
+		err = timeRange(p[1], p[2])
+	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		http.Error(w, fmt.Sprintf("bad pixel: %v", err), http.StatusBadRequest)
 		return
 	}
 	if p[0] < 0 || p[0] >= int64(h.s.NumLanes()) {
@@ -620,8 +642,12 @@ func (h *handler) fn(w http.ResponseWriter, r *http.Request) {
 	}
 	t0, t1, px := p[0], p[1], p[2]
 	name := r.URL.Query().Get("name")
-	if px < 1 || px > MaxPixels || t1 <= t0 || name == "" {
-		http.Error(w, "bad function query", http.StatusBadRequest)
+	err = cmp.Or(timeRange(t0, t1), pixels(px))
+	if err == nil && name == "" {
+		err = errors.New("no function name")
+	}
+	if err != nil {
+		http.Error(w, fmt.Sprintf("bad function query: %v", err), http.StatusBadRequest)
 		return
 	}
 	out := FuncCounts{SchemaVersion: SchemaVersion, Func: name, Counts: make([]uint32, px)}
@@ -663,7 +689,10 @@ func (h *handler) label(w http.ResponseWriter, r *http.Request) {
 	}
 	t0, t1, px := p[0], p[1], p[2]
 	l, err := labels.ParseLabel(r.URL.Query().Get("label"))
-	if err != nil || px < 1 || px > MaxPixels || t1 <= t0 {
+	if err == nil {
+		err = cmp.Or(timeRange(t0, t1), pixels(px))
+	}
+	if err != nil {
 		http.Error(w, fmt.Sprintf("bad label query: %v", err), http.StatusBadRequest)
 		return
 	}
