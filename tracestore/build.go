@@ -230,83 +230,28 @@ func (t *Truncation) String() string {
 
 // buildInto writes the store into the empty directory dir.
 func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err error) {
-	// The trace's batch framing is read alongside, to say where its
-	// generations end.
-	pr, pw := io.Pipe()
-	framing := make(chan generations, 1)
-	go func() {
-		g := scanGenerations(pr)
-		io.Copy(io.Discard, pr) // what the scan did not read
-		framing <- g
-	}()
-	cr := &countingReader{r: io.TeeReader(r, pw)}
-	defer func() {
-		if pw != nil {
-			pw.CloseWithError(errors.New("build stopped"))
-			<-framing
-		}
-	}()
 	b, err := newBuilder(dir, ps, opts.MemLimit)
 	if err != nil {
 		return nil, err
 	}
 	defer b.cleanup()
 	b.stats, b.probe = opts.stats, opts.probe
-	tr, err := newTraceReader(cr)
-	if v := oldFormat(cr.head); err != nil && v >= 11 { // x/exp/trace reads Go 1.11 and later
-		// x/exp/trace reads a trace of the old format whole before it
-		// produces an event: a cut one gives nothing to keep.
-		return nil, fmt.Errorf("tracestore: reading the trace (Go 1.%d's format, read whole: a cut or corrupt one gives no store; %d bytes read): %w", v, cr.n, err)
-	}
+	er, err := NewEventReader(r)
 	if err != nil {
-		return nil, fmt.Errorf("tracestore: reading the trace header: %w", err)
+		return nil, err
 	}
-	var readErr error
-	for {
-		ev, err := readEvent(tr)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err == nil {
-			err = b.addChecked(&ev)
-			if b.probe != nil && b.events%probeEvents == 0 {
-				b.probe()
-			}
-		}
-		if errors.Is(err, errWrite) {
-			return nil, err
-		}
-		if err != nil {
-			readErr = err
-			break
-		}
+	defer er.Close()
+	if err := b.addAll(er); err != nil {
+		return nil, err
 	}
-	tr = nil // the reader's last generation, garbage from here
-	if readErr != nil && b.gens == 0 {
-		return nil, fmt.Errorf("tracestore: reading trace event %d (byte %d): the trace's first generation is cut or unreadable: %w", b.events, cr.n, readErr)
+	if er.Generations() == 0 {
+		return nil, fmt.Errorf("tracestore: the trace has no events (%d bytes)", er.BytesRead())
 	}
-	if b.gens == 0 {
-		return nil, fmt.Errorf("tracestore: the trace has no events (%d bytes)", cr.n)
-	}
-	atByte := cr.n
-	// Read the rest, for its size.
-	if _, err := io.Copy(io.Discard, cr); err != nil {
-		return nil, fmt.Errorf("tracestore: reading the trace: %w", err)
-	}
-	pw.Close()
-	fr := <-framing
-	pw = nil
 	m, err = b.finish()
 	if err != nil {
 		return nil, err
 	}
-	m.Source, m.TraceBytes = opts.Source, cr.n
-	if readErr != nil {
-		t := &Truncation{Error: readErr.Error(), AtByte: atByte, EventsKept: b.events, Generations: b.gens}
-		t.BytesKept = fr.end(b.gens, atByte)
-		t.BytesDropped = cr.n - t.BytesKept
-		m.Truncated = t
-	}
+	m.Source, m.TraceBytes, m.Truncated = opts.Source, er.BytesRead(), er.Truncated()
 	if err := writeManifest(dir, m); err != nil {
 		return nil, err
 	}
@@ -330,6 +275,31 @@ func buildInto(r io.Reader, dir string, ps int, opts Options) (m *Manifest, err 
 		return nil, err
 	}
 	return m, nil
+}
+
+// addAll adds the events of er. An event the builder cannot take (a
+// malformed trace's) ends the trace before it, as the reader's own errors
+// do (EventReader.Cut); an error writing the store ends the build.
+func (b *builder) addAll(er *EventReader) error {
+	for {
+		ev, err := er.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = b.addChecked(&ev)
+		if b.probe != nil && b.events%probeEvents == 0 {
+			b.probe()
+		}
+		if errors.Is(err, errWrite) {
+			return err
+		}
+		if err != nil {
+			er.Cut(err)
+		}
+	}
 }
 
 // manifestReserve is what coarseBudget reckons the manifest takes.
@@ -417,10 +387,6 @@ type builder struct {
 	// goroutine's or proc's first event in a generation, a transition from
 	// an undetermined state, says what state it has been in since then.
 	genStart int64
-	// gens counts the generations with events; syncPending is set from a
-	// Sync event to the next event.
-	gens        int
-	syncPending bool
 
 	// event log
 	evFile   *os.File
@@ -618,10 +584,6 @@ func (b *builder) add(ev *trace.Event) error {
 	if ev.Kind() == trace.EventSync {
 		clear(b.stacks) // stack handles are per generation
 		b.genStart = t
-		b.syncPending = true
-	} else if b.syncPending {
-		b.gens++
-		b.syncPending = false
 	}
 	e := Event{Index: b.events, Time: t, Kind: ev.Kind(), G: int64(ev.Goroutine()), P: int64(ev.Proc()), M: int64(ev.Thread())}
 	st := ev.Stack()

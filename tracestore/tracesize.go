@@ -133,19 +133,19 @@ func scanBatches(r io.Reader, visit func(batch)) (int64, error) {
 			continue
 		}
 		if b != evEventBatch && b != evExperimentalBatch {
-			return start, fmt.Errorf("tracestore: trace byte %d: event type %d where a batch starts", start, b)
+			return start, &framingError{start, fmt.Sprintf("event type %d where a batch starts", b)}
 		}
 		exp := b == evExperimentalBatch
 		if exp {
 			if _, err := br.ReadByte(); err != nil {
-				return start, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
+				return start, &framingError{start, "truncated batch header"}
 			}
 		}
 		var hdr [4]uint64 // generation, M, timestamp, size
 		for i := range hdr {
 			v, err := binary.ReadUvarint(br)
 			if err != nil {
-				return start, fmt.Errorf("tracestore: trace byte %d: truncated batch header", start)
+				return start, &framingError{start, "truncated batch header"}
 			}
 			hdr[i] = v // the runtime writes the size as a padded varint
 		}
@@ -153,21 +153,35 @@ func scanBatches(r io.Reader, visit func(batch)) (int64, error) {
 		kind := byte(0)
 		if size > 0 {
 			if kind, err = br.ReadByte(); err != nil {
-				return start, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
+				return start, &framingError{start, fmt.Sprintf("batch of %d bytes truncated", size)}
 			}
 			if n, err := io.CopyN(io.Discard, br, int64(size-1)); err != nil || n != int64(size-1) {
-				return start, fmt.Errorf("tracestore: trace byte %d: batch of %d bytes truncated", start, size)
+				return start, &framingError{start, fmt.Sprintf("batch of %d bytes truncated", size)}
 			}
 		}
 		visit(batch{start: start, bytes: br.n - start, gen: hdr[0], exp: exp, kind: kind})
 	}
 }
 
+// A framingError is a fault in a trace's batch framing, in the batch
+// that starts at byte At.
+type framingError struct {
+	At   int64
+	What string
+}
+
+func (e *framingError) Error() string {
+	return fmt.Sprintf("tracestore: trace byte %d: %s", e.At, e.What)
+}
+
 // generations are the byte offsets where a trace's generations start, as
-// its framing says, and where the framing's whole batches end.
+// its framing says, their numbers, and where the framing's whole batches
+// end.
 type generations struct {
 	starts []int64
+	gens   []uint64
 	framed int64
+	err    error // why the framing ends before the trace does, if it does
 }
 
 // scanGenerations reads a trace's framing for its generations. It stops
@@ -175,12 +189,13 @@ type generations struct {
 func scanGenerations(r io.Reader) generations {
 	var g generations
 	prev, first := uint64(0), true
-	g.framed, _ = scanBatches(r, func(b batch) {
+	g.framed, g.err = scanBatches(r, func(b batch) {
 		if b.endOfGen {
 			return
 		}
 		if first || b.gen != prev {
 			g.starts = append(g.starts, b.start)
+			g.gens = append(g.gens, b.gen)
 		}
 		prev, first = b.gen, false
 	})
