@@ -18,16 +18,34 @@ import (
 // A malformed trace yields an error. golang.org/x/exp/trace may panic on
 // some malformed inputs; ReadTrace turns such a panic into an error.
 func ReadTrace(r io.Reader) (c *Corpus, err error) {
-	events := 0
 	defer func() {
 		if p := recover(); p != nil {
-			c, err = nil, fmt.Errorf("stackinput: trace parser failed after %d events: %v", events, p)
+			c, err = nil, fmt.Errorf("stackinput: trace parser failed on the trace's header: %v", p)
 		}
 	}()
 	tr, err := trace.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("stackinput: reading trace header: %w", err)
 	}
+	return ReadTraceEvents(tr)
+}
+
+// An EventReader reads a trace's events, such as a *trace.Reader, or a
+// tracestore.EventReader, which ends a cut trace after its last whole
+// generation.
+type EventReader interface {
+	// ReadEvent returns the next event, or io.EOF at the end.
+	ReadEvent() (trace.Event, error)
+}
+
+// ReadTraceEvents is ReadTrace of the events that er reads.
+func ReadTraceEvents(er EventReader) (c *Corpus, err error) {
+	events := 0
+	defer func() {
+		if p := recover(); p != nil {
+			c, err = nil, fmt.Errorf("stackinput: trace parser failed after %d events: %v", events, p)
+		}
+	}()
 	c = NewCorpus("execution trace")
 	var gen uint32
 	handles := make(map[trace.Stack]uint32) // stack handles of the current generation
@@ -47,7 +65,7 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 		c.Samples = append(c.Samples, Sample{Goroutine: g, Thread: m, Generation: gen, Stack: idx, CPU: cpu, Trap: cpu, Time: now})
 	}
 	for {
-		e, err := tr.ReadEvent()
+		e, err := er.ReadEvent()
 		if errors.Is(err, io.EOF) {
 			break
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
+	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/trampoline"
 	"github.com/pctab/pctab/trampoline/resolve"
 )
@@ -19,16 +20,22 @@ import (
 // labelsSchemaVersion versions the -json output of pctab-stats labels
 // (testdata/labels.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const labelsSchemaVersion = 1
+// Version 2 added truncated.
+const labelsSchemaVersion = 2
 
 // labelsJSON is the JSON form of a labels run: the schema version, the
-// binary, its trampolines, the profile written and the counts.
+// binary, its trampolines, the profile written and the counts, and what
+// was dropped of a cut trace.
 type labelsJSON struct {
 	SchemaVersion int    `json:"schema_version"`
 	Binary        string `json:"binary"`
 	Trampolines   int    `json:"trampolines"`
 	Output        string `json:"output"`
 	resolve.Stats
+	// Truncated, if set, says that the trace (-trace) was cut or turned
+	// unreadable: the profile holds the samples of its whole
+	// generations, as pctab-trace build keeps their events.
+	Truncated *tracestore.Truncation `json:"truncated,omitempty"`
 }
 
 // labelsCommand is "pctab-stats labels": trampoline labels onto CPU samples.
@@ -37,7 +44,9 @@ var labelsCommand = &cli.Command{
 	Args:  "-history FILE (-trace FILE | -pprof FILE) -o FILE [-json] BINARY",
 	Short: "label CPU samples by trampoline",
 	Long: "Labels attaches trampoline labels to the CPU samples of a trace or profile of\n" +
-		"BINARY and writes a labelled pprof profile.",
+		"BINARY and writes a labelled pprof profile. Of a trace that is cut or turns\n" +
+		"unreadable part way, it labels the samples of the whole generations, as\n" +
+		"pctab-trace build keeps their events, and says where the trace was cut.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		lf := &labelsFlags{
 			hist:      fs.String("history", "", "trampoline history `file` written by trampoline.WriteHistory (required)"),
@@ -46,7 +55,7 @@ var labelsCommand = &cli.Command{
 			out:       fs.String("o", "", "write the labelled pprof profile to `file` (required)"),
 			asJSON:    fs.Bool("json", false, "print the counts as JSON"),
 		}
-		return func(env *cli.Env, args []string) error { return runLabels(lf, args, env.Stdout) }
+		return func(env *cli.Env, args []string) error { return runLabels(lf, args, env.Stdout, env.Stderr) }
 	},
 }
 
@@ -57,7 +66,7 @@ type labelsFlags struct {
 }
 
 // runLabels runs pctab-stats labels with flags lf on the arguments args.
-func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
+func runLabels(lf *labelsFlags, args []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 || *lf.hist == "" || *lf.out == "" || (*lf.tracePath == "") == (*lf.pprofPath == "") {
 		return cli.Usagef("need -history, -o, exactly one of -trace and -pprof, and one binary")
 	}
@@ -81,6 +90,7 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 	}
 	var p *profile.Profile
 	var st resolve.Stats
+	var cut *tracestore.Truncation
 	if *lf.pprofPath != "" {
 		f, err := os.Open(*lf.pprofPath)
 		if err != nil {
@@ -96,13 +106,8 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 			return err
 		}
 	} else {
-		f, err := os.Open(*lf.tracePath)
-		if err != nil {
-			return err
-		}
-		c, err := stackinput.ReadTrace(f)
-		f.Close()
-		if err != nil {
+		var c *stackinput.Corpus
+		if c, cut, err = readTrace(*lf.tracePath); err != nil {
 			return err
 		}
 		p, st, err = resolve.Trace(c, tr, h)
@@ -121,10 +126,37 @@ func runLabels(lf *labelsFlags, args []string, stdout io.Writer) error {
 	if err := of.Close(); err != nil {
 		return err
 	}
+	if cut != nil {
+		fmt.Fprintf(stderr, "pctab-stats: warning: %s: %s\n", *lf.tracePath, cut)
+	}
 	if *lf.asJSON {
-		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st})
+		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st, cut})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
 		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *lf.out)
+	if cut != nil {
+		fmt.Fprintf(stdout, "the trace is cut: the samples are those of its first %d generations (%d bytes), without its last %d bytes (it turned unreadable after byte %d)\n",
+			cut.Generations, cut.BytesKept, cut.BytesDropped, cut.AtByte)
+	}
 	return nil
+}
+
+// readTrace reads the stacks of the execution trace at path: of a cut
+// trace, those of its whole generations, and what was dropped.
+func readTrace(path string) (*stackinput.Corpus, *tracestore.Truncation, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	er, err := tracestore.NewEventReader(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("labels: %s: %w", path, err)
+	}
+	defer er.Close()
+	c, err := stackinput.ReadTraceEvents(er)
+	if err != nil {
+		return nil, nil, fmt.Errorf("labels: %s: %w", path, err)
+	}
+	return c, er.Truncated(), nil
 }

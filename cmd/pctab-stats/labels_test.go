@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +17,10 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
 	"github.com/pctab/pctab/trampoline"
+	xtrace "golang.org/x/exp/trace"
 )
 
 //go:noinline
@@ -170,5 +175,82 @@ func TestLabelsHostile(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want a failure saying %q", code, stderr.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestLabelsCutTraceHelper is the child's side of TestLabelsCutTrace.
+func TestLabelsCutTraceHelper(t *testing.T) { labelstest.MultiGenHelper(t) }
+
+// TestLabelsCutTrace runs labels -trace on a trace cut short, of this
+// test binary's labelled workload: it failed, where pctab-trace build
+// keeps the trace's whole generations. It labels the samples x/exp/trace
+// reads before it fails, and says where the trace was cut: in its text,
+// on stderr, and in -json's truncated, as the store's manifest does.
+func TestLabelsCutTrace(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, h := labelstest.MultiGenWorkload(t, "TestLabelsCutTraceHelper")
+	cut := data[:len(data)/2]
+	dir := t.TempDir()
+	tp, hp, out := filepath.Join(dir, "cut.trace"), filepath.Join(dir, "history.json"), filepath.Join(dir, "labelled.pprof")
+	hb, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tp, cut, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hp, hb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The truth: the CPU samples x/exp/trace reads before its error, and
+	// what a store of the trace says it dropped.
+	var want int64
+	r, err := xtrace.NewReader(bytes.NewReader(cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := r.ReadEvent()
+		if err == io.EOF {
+			t.Fatal("x/exp/trace reads the cut trace to its end")
+		}
+		if err != nil {
+			break
+		}
+		if ev.Kind() == xtrace.EventStackSample {
+			want++
+		}
+	}
+	m, err := tracestore.Build(bytes.NewReader(cut), filepath.Join(dir, "store"), tracestore.Options{})
+	if err != nil || m.Truncated == nil {
+		t.Fatalf("the store of the cut trace: %v, truncated %v", err, m.Truncated)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"labels", "-json", "-history", hp, "-trace", tp, "-o", out, exe}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	checkJSONValue(t, "labels", stdout.Bytes())
+	var res labelsJSON
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	if res.Samples != want || want == 0 || res.Labelled == 0 {
+		t.Errorf("%d samples (%d labelled), x/exp/trace reads %d", res.Samples, res.Labelled, want)
+	}
+	if res.Truncated == nil || *res.Truncated != *m.Truncated {
+		t.Errorf("truncated %+v, the store's manifest %+v", res.Truncated, m.Truncated)
+	}
+	if !strings.Contains(stderr.String(), "warning: "+tp+": the trace is cut") {
+		t.Errorf("stderr:\n%s", stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"labels", "-history", hp, "-trace", tp, "-o", out, exe}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if w := fmt.Sprintf("the trace is cut: the samples are those of its first %d generations", m.Truncated.Generations); !strings.Contains(stdout.String(), w) {
+		t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pctab/pctab/tracestore"
+	"github.com/pctab/pctab/tracestore/labels/labelstest"
+	xtrace "golang.org/x/exp/trace"
 )
 
 // TestAggTopNegative is issue 26's item 9: agg -top -1 panicked. It is an
@@ -139,5 +144,61 @@ func TestServeHosts(t *testing.T) {
 	}
 	if got := allowedHosts("0.0.0.0:8080", "0.0.0.0:8080", "mybox"); !slices.Equal(got, []string{"mybox"}) {
 		t.Errorf("allowedHosts for 0.0.0.0 = %q", got)
+	}
+}
+
+// TestBuildLabelsCutTraceHelper is the child's side of
+// TestBuildLabelsCutTrace.
+func TestBuildLabelsCutTraceHelper(t *testing.T) { labelstest.MultiGenHelper(t) }
+
+// TestBuildLabelsCutTrace runs build -labels on a trace cut short: the
+// store kept the trace's whole generations, then the label index failed
+// on the cut. The index holds the samples of the generations the store
+// holds.
+func TestBuildLabelsCutTrace(t *testing.T) {
+	data, h := labelstest.MultiGenWorkload(t, "TestBuildLabelsCutTraceHelper")
+	dir := t.TempDir()
+	tr, hist, store := filepath.Join(dir, "cut.trace"), filepath.Join(dir, "h.json"), filepath.Join(dir, "store")
+	hb, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tr, data[:len(data)/2], 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hist, hb, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"build", "-labels", hist, tr, store}, &stdout, &stderr); code != 0 {
+		t.Fatalf("build -labels of a cut trace: exit %d\n%s", code, &stderr)
+	}
+	if !strings.Contains(stderr.String(), "warning: "+tr+": the trace is cut") || !strings.Contains(stdout.String(), "labels.idx:") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", &stdout, &stderr)
+	}
+	s, err := tracestore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	x, err := openLabels(store)
+	if err != nil || x == nil {
+		t.Fatalf("labels.idx: %v", err)
+	}
+	// Every sample the index holds is an event of the store.
+	var samples, events int
+	for _, l := range x.Labels() {
+		samples += len(x.Samples(l, -1<<63, 1<<63-1))
+	}
+	if err := s.Events(0, s.Manifest().Duration+1, func(e *tracestore.Event) bool {
+		if e.Kind == xtrace.EventStackSample {
+			events++
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if samples != events || samples == 0 {
+		t.Errorf("the index holds %d samples, the store %d", samples, events)
 	}
 }

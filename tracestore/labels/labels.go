@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/trampoline"
 	"github.com/pctab/pctab/trampoline/resolve"
 	"golang.org/x/exp/trace"
@@ -106,10 +107,19 @@ type Stats struct {
 	Through      int64 `json:"through"`      // through a trampoline frame
 	Labelled     int64 `json:"labelled"`     // given a label
 	Unattributed int64 `json:"unattributed"` // through a trampoline that held no binding at the time
+	// Truncated, if set, says that the trace was cut or turned
+	// unreadable, and what was dropped: the index holds the samples of
+	// its whole generations, as a store built from it holds their events
+	// (tracestore.EventReader).
+	Truncated *tracestore.Truncation `json:"truncated,omitempty"`
 }
 
 // Build reads the CPU samples of the execution trace r, labels each from
-// the history h, and writes the index to w. baseTime is the trace clock's
+// the history h, and writes the index to w. Of a cut or unreadable
+// trace, it indexes the samples of the whole generations, as
+// tracestore.Build keeps their events, and Stats.Truncated says what it
+// dropped; a trace whose first generation is unreadable is an error.
+// baseTime is the trace clock's
 // time that the index's times count from (a store's Manifest.BaseTime).
 // It holds every sample in memory; BuildWith bounds them.
 func Build(r io.Reader, h trampoline.History, baseTime int64, w io.Writer) (Stats, error) {
@@ -135,10 +145,11 @@ const SampleBytes = 24
 // BuildWith is Build with options.
 func BuildWith(r io.Reader, h trampoline.History, baseTime int64, w io.Writer, opts Options) (Stats, error) {
 	var st Stats
-	tr, err := trace.NewReader(r)
+	tr, err := tracestore.NewEventReader(r)
 	if err != nil {
 		return st, fmt.Errorf("labels: %w", err)
 	}
+	defer tr.Close()
 	bindings := indexHistory(h)
 	b := &builder{strIdx: map[string]int{"": 0}, strs: []string{""}, stackIdx: map[string]int{}, labelIdx: map[Label]int{{}: 0}, labels: []Label{{}}, samples: [][]Sample{nil}, opts: opts}
 	defer b.close()
@@ -189,6 +200,7 @@ func BuildWith(r io.Reader, h trampoline.History, baseTime int64, w io.Writer, o
 			}
 		}
 	}
+	st.Truncated = tr.Truncated()
 	return st, b.write(w, baseTime)
 }
 

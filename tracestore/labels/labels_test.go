@@ -2,6 +2,7 @@ package labels_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/pctab/pctab/tracestore/labels"
 	"github.com/pctab/pctab/tracestore/labels/labelstest"
 	"github.com/pctab/pctab/trampoline/resolve"
+	xtrace "golang.org/x/exp/trace"
 )
 
 // TestAgreesWithResolve builds a store and its label index of the
@@ -111,5 +113,70 @@ func TestAgreesWithResolve(t *testing.T) {
 	}
 	if os.Getenv("LABELS_KEEP") != "" {
 		os.WriteFile(os.Getenv("LABELS_KEEP")+".trace", data, 0o644)
+	}
+}
+
+// TestCutTraceHelper is the child's side of TestCutTrace.
+func TestCutTraceHelper(t *testing.T) { labelstest.MultiGenHelper(t) }
+
+// samplesBeforeError counts the CPU samples x/exp/trace reads of data
+// before its error, which it must give.
+func samplesBeforeError(t *testing.T, data []byte) int64 {
+	t.Helper()
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for {
+		ev, err := r.ReadEvent()
+		if err == io.EOF {
+			t.Fatalf("x/exp/trace reads the cut trace to its end")
+		}
+		if err != nil {
+			return n
+		}
+		if ev.Kind() == xtrace.EventStackSample {
+			n++
+		}
+	}
+}
+
+// TestCutTrace builds the label index of a trace cut short: Build failed,
+// where tracestore.Build keeps the trace's whole generations. It indexes
+// the samples x/exp/trace reads before it fails, and its Stats say what
+// was dropped, as the store's manifest does.
+func TestCutTrace(t *testing.T) {
+	data, h := labelstest.MultiGenWorkload(t, "TestCutTraceHelper")
+	for _, cut := range []int{len(data) / 2, len(data) - 1} {
+		cutData := data[:cut]
+		want := samplesBeforeError(t, cutData)
+		m, err := tracestore.Build(bytes.NewReader(cutData), filepath.Join(t.TempDir(), "store"), tracestore.Options{})
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		var ibuf bytes.Buffer
+		st, err := labels.Build(bytes.NewReader(cutData), h, m.BaseTime, &ibuf)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		t.Logf("cut at %d of %d: %+v, %s", cut, len(data), st, st.Truncated)
+		if st.Samples != want || want == 0 {
+			t.Errorf("cut at %d: %d samples, x/exp/trace reads %d", cut, st.Samples, want)
+		}
+		if st.Truncated == nil || m.Truncated == nil || *st.Truncated != *m.Truncated {
+			t.Errorf("cut at %d: the index says %v, the store %v", cut, st.Truncated, m.Truncated)
+		}
+		x, err := labels.Read(ibuf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, l := range x.Labels() {
+			n += int64(len(x.Samples(l, -1<<63, 1<<63-1)))
+		}
+		if n != want {
+			t.Errorf("cut at %d: the index holds %d samples, want %d", cut, n, want)
+		}
 	}
 }
