@@ -105,8 +105,7 @@ func (r *EventReader) Cut(err error) {
 // ReadEvent has returned io.EOF; nil for a whole trace.
 func (r *EventReader) Truncated() *Truncation { return r.trunc }
 
-// Events returns the number of events read (and not dropped by Cut);
-// Generations, how many generations they span.
+// Events returns the number of events read and not dropped by Cut.
 func (r *EventReader) Events() uint64 { return r.events }
 
 // Generations returns the number of generations the events read span.
@@ -159,6 +158,8 @@ func (r *EventReader) firstGenError(err error, atByte int64) error {
 	g := r.fr
 	var where string
 	switch {
+	case errors.Is(g.err, ErrOldFormat):
+		where = "(the format of Go 1.21 and older has no batch framing to say where)"
 	case g.err != nil && len(g.starts) <= 1:
 		// The framing breaks before a second generation: there is the
 		// fault.
@@ -168,7 +169,7 @@ func (r *EventReader) firstGenError(err error, atByte int64) error {
 			where = fmt.Sprintf("at byte %d: %s", fe.At, fe.What)
 		}
 	case len(g.starts) == 0:
-		where = fmt.Sprintf("the trace has no whole batch after its header (%d bytes)", r.cr.n)
+		where = fmt.Sprintf("(the trace, of %d bytes, has no whole batch after its header)", r.cr.n)
 	default:
 		end := g.framed
 		if len(g.starts) > 1 {

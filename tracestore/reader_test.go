@@ -83,6 +83,7 @@ func TestFirstGenerationFault(t *testing.T) {
 		data []byte
 		want string
 	}{
+		{"cut in the first batch's header", data[:19], "at byte 16: truncated batch header"},
 		{"cut in a batch", data[:(mid.start+mid.end)/2], fmt.Sprintf("at byte %d: batch of %d bytes truncated", mid.start, mid.size)},
 		{"not a batch", corrupt, fmt.Sprintf("at byte %d: event type 127 where a batch starts", mid.start)},
 		{"no sync batch", noSync, fmt.Sprintf("in its bytes [16, %d) (generation %d), whose batch framing is whole", len(noSync), batches[0].gen)},
