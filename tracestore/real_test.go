@@ -340,6 +340,103 @@ func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
 	}
 }
 
+// checkProcStates checks every proc's state lane against x/exp/trace's
+// reading of the trace: its running spans, their number and the time they
+// cover, split where the store splits them (at a Running to Running
+// transition of a later generation's start). x/exp/trace has no state of
+// a proc in a system call: the trace's ProcSyscall is ProcRunning, and its
+// ProcSyscallAbandoned ProcIdle, whatever the trace's version (Go 1.22 on),
+// so a proc in a syscall is drawn running in every version's store.
+func checkProcStates(t *testing.T, data []byte, s *Store) {
+	t.Helper()
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type state struct {
+		since       int64 // -1: not running
+		spans, busy int64
+	}
+	want := map[int64]*state{}
+	var base, genStart, last int64
+	first := true
+	for {
+		e, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := int64(e.Time())
+		if first {
+			base, first = tm, false
+		}
+		tm -= base
+		last = tm
+		if e.Kind() == xtrace.EventSync {
+			genStart = tm
+		}
+		if e.Kind() != xtrace.EventStateTransition || e.StateTransition().Resource.Kind != xtrace.ResourceProc {
+			continue
+		}
+		st := e.StateTransition()
+		from, to := st.Proc()
+		p := want[int64(st.Resource.Proc())]
+		if p == nil {
+			p = &state{since: -1}
+			want[int64(st.Resource.Proc())] = p
+		}
+		at := tm
+		if from == xtrace.ProcUndetermined {
+			if p.since >= 0 && to == xtrace.ProcRunning {
+				continue // running on from the previous generation
+			}
+			at = genStart
+		} else if p.since < 0 && from == xtrace.ProcRunning && tm > 0 {
+			p.since = 0 // running since before the trace
+		}
+		if p.since >= 0 {
+			p.busy += at - p.since
+			p.spans++
+			p.since = -1
+		}
+		if to == xtrace.ProcRunning {
+			p.since = at
+		}
+	}
+	got := map[int64]*state{}
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
+		if ln.Track != TrackProc || ln.Layer != LayerState {
+			continue
+		}
+		g := &state{spans: ln.Spans}
+		for k := range ln.Spans {
+			g.busy += s.Span(l, k).Dur
+		}
+		got[ln.ID] = g
+	}
+	for id, w := range want {
+		if w.since >= 0 {
+			w.busy += last - w.since
+			w.spans++
+		}
+		g := got[id]
+		if g == nil {
+			g = &state{}
+		}
+		if g.spans != w.spans || g.busy != w.busy {
+			t.Errorf("proc %d: the store has %d running spans covering %d ns; the trace, %d covering %d ns", id, g.spans, g.busy, w.spans, w.busy)
+		}
+	}
+	for id, g := range got {
+		if want[id] == nil && g.spans > 0 {
+			t.Errorf("proc %d: the store has %d running spans, the trace none", id, g.spans)
+		}
+	}
+}
+
 func checkRealTrace(t *testing.T, path string) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -372,6 +469,7 @@ func checkRealTrace(t *testing.T, path string) {
 	checkInflation(t, s)
 	checkSpanStacks(t, s)
 	checkGoroutineStates(t, data, s)
+	checkProcStates(t, data, s)
 
 	// The truth: every event of the trace, and its stack's functions.
 	r, err := xtrace.NewReader(bytes.NewReader(data))
