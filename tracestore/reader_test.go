@@ -3,7 +3,9 @@ package tracestore
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +101,61 @@ func TestFirstGenerationFault(t *testing.T) {
 				t.Errorf("error %v, want one that says %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestEventReaderCut reads a trace of several generations whole, then
+// again cut by its reader (Cut) at the first event of its third
+// generation, as Build cuts a trace at an event it cannot take: the
+// events before it are kept, two generations, and the Truncation says
+// where the third generation starts, by the trace's own framing.
+func TestEventReaderCut(t *testing.T) {
+	data := multiGenTrace(t)
+	var starts []int64
+	batches := walkBatches(t, data)
+	for i, b := range batches {
+		if i == 0 || b.gen != batches[i-1].gen {
+			starts = append(starts, b.start)
+		}
+	}
+	if len(starts) < 3 {
+		t.Fatalf("%d generations, want 3 or more", len(starts))
+	}
+	all, err := readable(t, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []bool{false, true} {
+		er, err := NewEventReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for {
+			_, err := er.ReadEvent()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if cut && er.Generations() == 3 {
+				er.Cut(errors.New("an event the reader cannot take"))
+				n--
+			}
+		}
+		tr := er.Truncated()
+		t.Logf("cut %v: %d events, %d generations; %v", cut, er.Events(), er.Generations(), tr)
+		if er.Events() != n || er.BytesRead() != int64(len(data)) {
+			t.Errorf("cut %v: %d events, %d bytes read; want %d, %d", cut, er.Events(), er.BytesRead(), n, len(data))
+		}
+		switch {
+		case !cut && (tr != nil || n != all || er.Generations() != len(starts)):
+			t.Errorf("whole: %d events (x/exp/trace reads %d), %d generations (the framing has %d), %v", n, all, er.Generations(), len(starts), tr)
+		case cut && (tr == nil || er.Generations() != 2 || tr.EventsKept != n || tr.Generations != 2 || tr.BytesKept != starts[2] || tr.BytesDropped != int64(len(data))-starts[2] || tr.Error != "an event the reader cannot take"):
+			t.Errorf("cut: %d generations, %+v; want the third generation's start, %d", er.Generations(), tr, starts[2])
+		}
+		er.Close()
 	}
 }
