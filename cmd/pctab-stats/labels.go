@@ -126,17 +126,14 @@ func runLabels(lf *labelsFlags, args []string, stdout, stderr io.Writer) error {
 	if err := of.Close(); err != nil {
 		return err
 	}
-	if cut != nil {
-		fmt.Fprintf(stderr, "pctab-stats: warning: %s: %s\n", *lf.tracePath, cut)
-	}
+	warnCut(stderr, *lf.tracePath, cut)
 	if *lf.asJSON {
 		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st, cut})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
 		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *lf.out)
 	if cut != nil {
-		fmt.Fprintf(stdout, "the trace is cut: the samples are those of its first %d generations (%d bytes), without its last %d bytes (it turned unreadable after byte %d)\n",
-			cut.Generations, cut.BytesKept, cut.BytesDropped, cut.AtByte)
+		fmt.Fprintln(stdout, cutLine(cut))
 	}
 	return nil
 }
@@ -149,14 +146,9 @@ func readTrace(path string) (*stackinput.Corpus, *tracestore.Truncation, error) 
 		return nil, nil, err
 	}
 	defer f.Close()
-	er, err := tracestore.NewEventReader(f)
+	c, cut, err := readTraceStacks(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("labels: %s: %w", path, err)
 	}
-	defer er.Close()
-	c, err := stackinput.ReadTraceEvents(er)
-	if err != nil {
-		return nil, nil, fmt.Errorf("labels: %s: %w", path, err)
-	}
-	return c, er.Truncated(), nil
+	return c, cut, nil
 }

@@ -185,7 +185,8 @@ func TestLabelsCutTraceHelper(t *testing.T) { labelstest.MultiGenHelper(t) }
 // test binary's labelled workload: it failed, where pctab-trace build
 // keeps the trace's whole generations. It labels the samples x/exp/trace
 // reads before it fails, and says where the trace was cut: in its text,
-// on stderr, and in -json's truncated, as the store's manifest does.
+// on stderr, and in -json's truncated, as the store's manifest does; and
+// so do stacks and replay, which also failed.
 func TestLabelsCutTrace(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -252,5 +253,29 @@ func TestLabelsCutTrace(t *testing.T) {
 	}
 	if w := fmt.Sprintf("the trace is cut: the samples are those of its first %d generations", m.Truncated.Generations); !strings.Contains(stdout.String(), w) {
 		t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+	}
+	// stacks and replay read the same stacks of the cut trace, and say so.
+	for _, args := range [][]string{
+		{"stacks", "-json", "-trace", tp, exe},
+		{"replay", "-json", "-count", "1", "-frames", "20000", "-enc", "varint", "-workload", "symbolize", "-trace", tp, exe},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%s: exit %d: %s", args[0], code, stderr.String())
+		}
+		checkJSONValue(t, args[0], stdout.Bytes())
+		var res struct {
+			Truncated *tracestore.Truncation `json:"truncated"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			t.Fatalf("%s: %v: %s", args[0], err, stdout.String())
+		}
+		if res.Truncated == nil || *res.Truncated != *m.Truncated {
+			t.Errorf("%s: truncated %+v, the store's manifest %+v", args[0], res.Truncated, m.Truncated)
+		}
+		if !strings.Contains(stderr.String(), "warning: "+tp+": the trace is cut") {
+			t.Errorf("%s: stderr:\n%s", args[0], stderr.String())
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/runtimeshim/synth"
 	"github.com/pctab/pctab/stackinput"
+	"github.com/pctab/pctab/tracestore"
 )
 
 // replayConfig is the parsed command line of "pctab-stats replay".
@@ -68,6 +69,7 @@ var replayCommand = &cli.Command{
 func runReplay(cfg replayConfig, stdout, stderr io.Writer) error {
 	rep, err := doReplay(cfg)
 	if rep != nil {
+		warnCut(stderr, cfg.tracePath, rep.Truncated)
 		if werr := writeReplay(stdout, cfg, rep); werr != nil && err == nil {
 			err = werr
 		}
@@ -183,7 +185,7 @@ func encodingNames() []string {
 // replaySchemaVersion is the schema_version of replay's JSON
 // (testdata/replay.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const replaySchemaVersion = 2
+const replaySchemaVersion = 3
 
 // replayReport is everything a replay run found; it is also the JSON
 // output.
@@ -202,6 +204,10 @@ type replayReport struct {
 	Inputs        []replayInput  `json:"inputs"`
 	Results       []replayResult `json:"results"`
 	Ratios        []replayRatio  `json:"ratios"`
+	// Truncated, if set, says that the trace (-trace) was cut or turned
+	// unreadable part way, and that the stacks are those of its whole
+	// generations.
+	Truncated *tracestore.Truncation `json:"truncated,omitempty"`
 }
 
 // replayCheck is the outcome of the correctness checks.
@@ -380,7 +386,7 @@ func replayInputs(cfg replayConfig, obj *objscan.File, shims []*runtimeshim.Shim
 	var err error
 	if cfg.tracePath != "" {
 		rep.Source, rep.File, rep.Check.Against = "trace", cfg.tracePath, "execution trace frames"
-		err = readInput(cfg.tracePath, func(r io.Reader) (err error) { c, err = stackinput.ReadTrace(r); return err })
+		err = readInput(cfg.tracePath, func(r io.Reader) (err error) { c, rep.Truncated, err = readTraceStacks(r); return err })
 	} else {
 		rep.Source, rep.File, rep.Check.Against = "pprof", cfg.pprofPath, "pprof locations"
 		err = readInput(cfg.pprofPath, func(r io.Reader) (err error) { c, err = stackinput.ReadPprof(r); return err })

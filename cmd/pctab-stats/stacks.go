@@ -15,6 +15,7 @@ import (
 	"github.com/pctab/pctab/stackcompress"
 	"github.com/pctab/pctab/stackcompress/stackreport"
 	"github.com/pctab/pctab/stackinput"
+	"github.com/pctab/pctab/tracestore"
 )
 
 // stacksCommand is "pctab-stats stacks": the traceback memory report of
@@ -94,10 +95,11 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 			opts.Variants = append(opts.Variants, v)
 		}
 	}
-	corpus, err := readCorpus(*f.tracePath, *f.pprofPath)
+	corpus, cut, err := readCorpus(*f.tracePath, *f.pprofPath)
 	if err != nil {
 		return err
 	}
+	warnCut(stderr, *f.tracePath, cut)
 	if nargs == 1 {
 		if err := fromBinary(args[0], corpus, &opts, *f.tracePath != "", stderr); err != nil {
 			return err
@@ -118,7 +120,7 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *f.jsonOut {
-		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep}, "", "  ")
+		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep, cut}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -127,6 +129,9 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := stackreport.WriteText(stdout, rep); err != nil {
 		return err
+	}
+	if cut != nil {
+		fmt.Fprintln(stdout, cutLine(cut))
 	}
 	if fileRep != nil {
 		return stackreport.WriteFileText(stdout, fileRep)
@@ -137,7 +142,7 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 // stacksSchemaVersion is the schema_version of stacks' JSON
 // (testdata/stacks.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const stacksSchemaVersion = 1
+const stacksSchemaVersion = 2
 
 // stacksJSON is the JSON form of the stacks report: the schema version, the
 // report's fields and, with -o, the file read back under "file".
@@ -145,6 +150,10 @@ type stacksJSON struct {
 	SchemaVersion int `json:"schema_version"`
 	*stackreport.Report
 	File *stackreport.FileReport `json:"file,omitempty"`
+	// Truncated, if set, says that the trace (-trace) was cut or turned
+	// unreadable part way, and that the stacks are those of its whole
+	// generations.
+	Truncated *tracestore.Truncation `json:"truncated,omitempty"`
 }
 
 // fromBinary takes the text base from the binary and, for a trace, the
@@ -209,20 +218,26 @@ func parseVariant(s string) (stackreport.Variant, error) {
 	return stackreport.Variant{Frames: frames, Layout: l}, nil
 }
 
-func readCorpus(tracePath, pprofPath string) (*stackinput.Corpus, error) {
-	path, read := tracePath, stackinput.ReadTrace
+// readCorpus reads the stacks of the trace or the profile: of a cut
+// trace, those of its whole generations, and what was dropped.
+func readCorpus(tracePath, pprofPath string) (*stackinput.Corpus, *tracestore.Truncation, error) {
+	path, read := tracePath, readTraceStacks
 	if pprofPath != "" {
-		path, read = pprofPath, stackinput.ReadPprof
+		path = pprofPath
+		read = func(r io.Reader) (*stackinput.Corpus, *tracestore.Truncation, error) {
+			c, err := stackinput.ReadPprof(r)
+			return c, nil, err
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("stacks: %w", err)
+		return nil, nil, fmt.Errorf("stacks: %w", err)
 	}
 	defer f.Close()
-	c, err := read(f)
+	c, cut, err := read(f)
 	if err != nil {
-		return nil, fmt.Errorf("stacks: %s: %w", path, err)
+		return nil, nil, fmt.Errorf("stacks: %s: %w", path, err)
 	}
 	c.Source = filepath.Base(path) + " (" + c.Source + ")"
-	return c, nil
+	return c, cut, nil
 }

@@ -198,7 +198,7 @@ func TestFromBinaryTextBase(t *testing.T) {
 		{"slide, user's base", slide, textStart + slide, textStart + slide},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := readCorpus(tracePath, "")
+			c, _, err := readCorpus(tracePath, "")
 			if err != nil {
 				t.Fatal(err)
 			}
