@@ -46,7 +46,8 @@
 //     relocations, .dynamic's addresses, PT_GNU_EH_FRAME and the unwind
 //     tables' PC-relative pointers follow the moved sections (dynlink.go),
 //     and the program header table moves into the new segment when the
-//     linker left no room for another entry.
+//     linker left no room for another entry. A Go 1.18-1.25 PIE's
+//     .data.rel.ro.gopclntab moves the same way (relro.go).
 //   - Mach-O (darwin/amd64, darwin/arm64): __TEXT ends where __gopclntab
 //     started; the new table is a new segment, MachOPclntabSegment, before
 //     __DWARF and __LINKEDIT; every file offset in the load commands, the
@@ -63,8 +64,20 @@
 // later) and a table without dynamic relocations (not a PIE's
 // .data.rel.ro.gopclntab, not a PE file's, whose base relocations fix up
 // its absolute pointers). A Go 1.18-1.25 table has one absolute word,
-// pcHeader.textStart, and is refused in a PIE (.data.rel.ro.gopclntab) and
-// in a PE file with base relocations for the same reason. The .shstrtab
+// pcHeader.textStart, which the loader relocates in a PIE or shared build:
+// the linker puts the table in .data.rel.ro.gopclntab, at the end of the
+// RELRO part of the writable data. Replace mode moves it as it moves
+// .gopclntab, to a new PT_LOAD that is writable (the loader writes the
+// word), moves the word's dynamic relocation to the new pcHeader, and ends
+// PT_GNU_RELRO where the old segment now ends, rounded up to the page with
+// zero-fill memory so that no page it protected loses protection. The new
+// segment is not RELRO (ELF has one PT_GNU_RELRO range, and the new
+// segment lies above .data and .bss), so the new table stays writable at
+// run time; a Result note says so. A PIE linked by an external linker,
+// which merges .data.rel.ro.gopclntab into the middle of .data.rel.ro, is
+// refused: the table cannot leave the segment without moving the data
+// after it. A Go 1.18-1.25 table in a PE file with base relocations is
+// refused for the same reason as older ones. The .shstrtab
 // that Go 1.2-1.7 linkers put after .gopclntab in its segment moves to the
 // end of the file. A layout replace
 // mode cannot rewrite gets an error that says why.

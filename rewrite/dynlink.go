@@ -54,11 +54,15 @@ func relativeType(m elf.Machine) (uint32, bool) {
 // takes the word's new value, which fixModuledata wrote (a word equal to the
 // old pclntab address may be an end pointer of what precedes it, which
 // only the moduledata's layout tells apart). REL relocations keep their
-// addends in the words themselves, which are fixed where they are.
-func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPcln uint64) (string, error) {
+// addends in the words themselves, which are fixed where they are (or
+// copied with them). words maps the old address of a word that moved to
+// its new one where m cannot say (pcHeader.textStart, in a pcHeader that
+// was re-encoded): a relocation of it moves with it.
+func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPcln uint64, words map[uint64]uint64) (string, error) {
 	rel, known := relativeType(e.mach)
 	o := e.order
 	n, moved, addends := 0, 0, 0
+	var wordNotes []string
 	for si := range e.sects {
 		s := &e.sects[si]
 		if s.Type != uint32(elf.SHT_RELA) && s.Type != uint32(elf.SHT_REL) || s.Size == 0 {
@@ -84,8 +88,12 @@ func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPc
 			}
 			n++
 			nOff, in, err := m.addr(off)
+			if w, ok := words[off]; ok {
+				nOff, in, err = w, true, nil
+				wordNotes = append(wordNotes, fmt.Sprintf("%s entry %d (type %d) moved from %#x to %#x, pcHeader.textStart of the new table", s.Name, p/ent, typ, off, w))
+			}
 			if err != nil {
-				return "", fmt.Errorf("%s entry %d: %w", s.Name, p/ent, err)
+				return "", fmt.Errorf("%s entry %d at %#x: %w", s.Name, p/ent, off, err)
 			}
 			if in && nOff != off {
 				putWord(o, e.is64, b, nOff)
@@ -125,7 +133,11 @@ func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPc
 	if n == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("%d dynamic relocations: %d moved, %d RELATIVE addends updated", n, moved, addends), nil
+	note := fmt.Sprintf("%d dynamic relocations: %d moved, %d RELATIVE addends updated", n, moved, addends)
+	for _, w := range wordNotes {
+		note += "; " + w
+	}
+	return note, nil
 }
 
 func putWord(o binary.ByteOrder, is64 bool, b []byte, v uint64) {

@@ -34,15 +34,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
-	pi := e.section(".gopclntab")
-	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" && (f.Magic == objscan.Go118Magic || f.Magic == objscan.Go120Magic) {
-		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go 1.18-1.25 linkers put it in PIE and shared builds to relocate pcHeader.textStart at load time (Go 1.26 dropped the field); replace mode would have to move that dynamic relocation and the writable segment's layout")
-	}
-	if pi < 0 && f.PclntabSource == "section .data.rel.ro.gopclntab" {
-		return nil, fmt.Errorf("the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE and shared builds to relocate its absolute entry PCs and funcdata pointers at load time; replace mode would have to rewrite those dynamic relocations")
-	}
-	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
-		return nil, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s)", f.PclntabSource)
+	pi, err := pclnSection(e, f)
+	if err != nil {
+		return nil, err
 	}
 	P := e.sects[pi]
 	// The PT_LOAD segment holding the pclntab.
@@ -103,9 +97,10 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	// Segments inside the moved range move with it: PT_GNU_EH_FRAME
 	// (.eh_frame_hdr) and notes, if they lie in the group's sections.
 	inGroupSegs := map[int]bool{}
+	ri := relroOver(e, li, P)
 	for i := range e.progs {
 		p := &e.progs[i]
-		if i == li || p.Filesz == 0 && p.Memsz == 0 {
+		if i == li || i == ri || p.Filesz == 0 && p.Memsz == 0 {
 			continue
 		}
 		if p.Off < oldGroupEnd && p.Off+p.Filesz > P.Off || p.Vaddr < segEnd && p.Vaddr+p.Memsz > P.Addr {
@@ -274,6 +269,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	}
 	e.progs[li].Filesz = P.Addr - L.Vaddr
 	e.progs[li].Memsz = P.Addr - L.Vaddr
+	relroNote := e.shrinkRelro(ri, li, P.Addr, pageAlign)
 	newSeg := elfProg{Type: uint32(elf.PT_LOAD), Flags: L.Flags, Off: gOff, Vaddr: gAddr, Paddr: gAddr,
 		Filesz: gEnd - gOff, Memsz: gEnd - gOff, Align: L.Align}
 	loads := e.sortedLoads()
@@ -328,7 +324,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
-	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr)
+	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr, textStartMove(f, P.Addr, gAddr))
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +359,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),
 		mdNote, symNote)
-	for _, n := range []string{inlNote, relNote, dynNote, ehNote} {
+	for _, n := range []string{inlNote, relNote, dynNote, ehNote, relroNote} {
 		if n != "" {
 			res.Notes = append(res.Notes, n)
 		}

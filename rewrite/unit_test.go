@@ -1,6 +1,9 @@
 package rewrite
 
 import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"testing"
@@ -172,5 +175,80 @@ func TestNameTable(t *testing.T) {
 				t.Errorf("byValue %v: name %d reads back as %q, want %q", tc.byValue, i, got, cstr(adds[i]))
 			}
 		}
+	}
+}
+
+// TestShrinkRelro checks where PT_GNU_RELRO and its PT_LOAD end once the
+// pclntab at the end of the segment leaves it.
+func TestShrinkRelro(t *testing.T) {
+	const load, relro = uint32(elf.PT_LOAD), uint32(elf.PT_GNU_RELRO)
+	tests := []struct {
+		name            string
+		next            uint64 // address of the next PT_LOAD
+		pcln            uint64
+		wantEnd, wantFz uint64 // the segment's and RELRO's memory end, and RELRO's file size
+	}{
+		{"rounded to the page", 0x59c000, 0x51c2e0, 0x51d000, 0x272e0},
+		{"already on a page", 0x59c000, 0x51c000, 0x51c000, 0x27000},
+		{"next segment in the same page", 0x51c800, 0x51c2e0, 0x51c2e0, 0x272e0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &elfFile{progs: []elfProg{
+				{Type: load, Off: 0xf5000, Vaddr: 0x4f5000, Filesz: 0xa64d0, Memsz: 0xa64d0, Align: 0x1000},
+				{Type: relro, Off: 0xf5000, Vaddr: 0x4f5000, Filesz: 0xa64d0, Memsz: 0xa64d0, Align: 1},
+				{Type: load, Off: 0x19c000, Vaddr: tt.next, Filesz: 0xc0c0, Memsz: 0x410e0, Align: 0x1000},
+			}}
+			if ri := relroOver(e, 0, elfSect{Addr: tt.pcln, Size: 0x4f5000 + 0xa64d0 - tt.pcln}); ri != 1 {
+				t.Fatalf("relroOver = %d, want 1", ri)
+			}
+			e.progs[0].Filesz, e.progs[0].Memsz = tt.pcln-0x4f5000, tt.pcln-0x4f5000
+			if note := e.shrinkRelro(1, 0, tt.pcln, 0x1000); !strings.Contains(note, "PT_GNU_RELRO") {
+				t.Errorf("note %q", note)
+			}
+			L, R := e.progs[0], e.progs[1]
+			if L.Vaddr+L.Memsz != tt.wantEnd || R.Vaddr+R.Memsz != tt.wantEnd || R.Filesz != tt.wantFz || L.Filesz != tt.pcln-0x4f5000 || R.Off != L.Off {
+				t.Errorf("segment %+v, RELRO %+v; want both to end at %#x, RELRO file size %#x", L, R, tt.wantEnd, tt.wantFz)
+			}
+		})
+	}
+	// No RELRO over the table: nothing to shrink.
+	e := &elfFile{progs: []elfProg{{Type: load, Vaddr: 0x1000, Memsz: 0x3000, Align: 0x1000}, {Type: relro, Vaddr: 0x1000, Memsz: 0x800}}}
+	if ri := relroOver(e, 0, elfSect{Addr: 0x2000, Size: 0x2000}); ri != -1 {
+		t.Errorf("relroOver with RELRO before the table = %d, want -1", ri)
+	}
+	if note := e.shrinkRelro(-1, 0, 0x2000, 0x1000); note != "" {
+		t.Errorf("shrinkRelro(-1) = %q", note)
+	}
+}
+
+// TestFixRelocsTextStart checks that the relocation of pcHeader.textStart
+// moves with the word to the new table, which remap alone refuses (the
+// pcHeader is re-encoded), and keeps its addend.
+func TestFixRelocsTextStart(t *testing.T) {
+	le := binary.LittleEndian
+	rela := make([]byte, 2*24)
+	le.PutUint64(rela[0:], 0x51c2f8) // textStart of the old pcHeader at 0x51c2e0
+	le.PutUint64(rela[8:], uint64(elf.R_X86_64_RELATIVE))
+	le.PutUint64(rela[16:], 0x401000)
+	le.PutUint64(rela[24:], 0x59d2a0) // a moduledata word, not moved
+	le.PutUint64(rela[32:], uint64(elf.R_X86_64_RELATIVE))
+	le.PutUint64(rela[40:], 0x4a1000)
+	e := &elfFile{order: le, is64: true, mach: elf.EM_X86_64, sects: []elfSect{{}, {Name: ".rela", Type: uint32(elf.SHT_RELA), Off: 0, Size: 48, Entsize: 24}}}
+	m := remap{{name: "pcHeader", oldStart: 0x51c2e0, oldEnd: 0x51c340, newStart: 0x5de2e0, newEnd: 0x5de350}}
+	out := slices.Clone(rela)
+	if _, err := fixRelocs(e, out, m, nil, 0x51c2e0, nil); err == nil || !strings.Contains(err.Error(), "re-encoded pcHeader") {
+		t.Errorf("without the textStart move: %v, want the remap's refusal", err)
+	}
+	out = slices.Clone(rela)
+	note, err := fixRelocs(e, out, m, nil, 0x51c2e0, map[uint64]uint64{0x51c2f8: 0x5de2f8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, add := le.Uint64(out), le.Uint64(out[16:]); off != 0x5de2f8 || add != 0x401000 {
+		t.Errorf("relocation at %#x to %#x, want at 0x5de2f8 to 0x401000", off, add)
+	}
+	if !bytes.Equal(out[24:], rela[24:]) || !strings.Contains(note, "pcHeader.textStart") {
+		t.Errorf("other relocation changed or note %q", note)
 	}
 }
