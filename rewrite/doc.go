@@ -53,7 +53,8 @@
 //     __DWARF and __LINKEDIT; every file offset in the load commands, the
 //     symbols' section numbers and the ad-hoc code signature are updated.
 //   - PE (windows/amd64, arm64, 386): .rdata is split around the table;
-//     the new table is a new last section, PEPclntabSection.
+//     the new table is a new last section, PEPclntabSection. The base
+//     relocation of a Go 1.18-1.25 pcHeader.textStart moves with it.
 //
 // The moduledata's pointers to the table (pcHeader, funcnametab, cutab,
 // filetab, pctab, pclntable, ftab, findfunctab, gofunc, epclntab, and
@@ -66,7 +67,8 @@
 // its absolute pointers). A Go 1.18-1.25 table has one absolute word,
 // pcHeader.textStart, which the loader relocates in a PIE or shared build:
 // the linker puts the table in .data.rel.ro.gopclntab, at the end of the
-// RELRO part of the writable data. Replace mode moves it as it moves
+// RELRO part of the writable data (the tests rewrite internally linked
+// PIEs; shared builds are untested). Replace mode moves it as it moves
 // .gopclntab, to a new PT_LOAD that is writable (the loader writes the
 // word), moves the word's dynamic relocation to the new pcHeader, and ends
 // PT_GNU_RELRO where the old segment now ends, rounded up to the page with
@@ -76,8 +78,12 @@
 // run time; a Result note says so. A PIE linked by an external linker,
 // which merges .data.rel.ro.gopclntab into the middle of .data.rel.ro, is
 // refused: the table cannot leave the segment without moving the data
-// after it. A Go 1.18-1.25 table in a PE file with base relocations is
-// refused for the same reason as older ones. The .shstrtab
+// after it. In a PE file with base relocations, a Go 1.18-1.25 table's
+// textStart word has one too; replace mode turns it into a padding
+// (ABSOLUTE) entry and adds a block for the new pcHeader's word at the end
+// of the directory, in .reloc's file alignment padding, or, when that has
+// fewer than the block's 12 bytes, in one more file alignment unit of
+// .reloc (a Result part counts it). The .shstrtab
 // that Go 1.2-1.7 linkers put after .gopclntab in its segment moves to the
 // end of the file. A layout replace
 // mode cannot rewrite gets an error that says why.

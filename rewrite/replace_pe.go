@@ -67,9 +67,11 @@ func (s *peSect) put(b []byte) {
 // above every other section in memory and at the end of the file.
 // SizeOfImage, the section table, PointerToSymbolTable, the COFF symbols
 // (the pclntab's moved, the later sections' renumbered) and the
-// moduledata's pointers are updated. Base relocations need no change: they
-// name the words to relocate, none of which moved, and the moduledata
-// words they relocate now hold the new table's addresses.
+// moduledata's pointers are updated. Base relocations of words outside
+// the table need no change: none of those words moved, and the moduledata
+// words they relocate now hold the new table's addresses. The one base
+// relocation inside a Go 1.18-1.25 table, of pcHeader.textStart, moves to
+// the new table's word (pe_reloc.go).
 func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]byte, error) {
 	pf, err := safePE(data)
 	if err != nil {
@@ -155,11 +157,18 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	if f.Magic == objscan.Go118Magic || f.Magic == objscan.Go120Magic {
 		textStart = pR + 8 + 2*uint32(f.PtrSize)
 	}
-	if err := peRelocsOutside(data, pf, imageBase, pR, pS, textStart); err != nil {
+	br, err := peRelocsOutside(data, pf, pR, pS, textStart)
+	if err != nil {
 		return nil, err
 	}
-
+	if br.tsEntry != 0 && br.sect == si {
+		return nil, fmt.Errorf("the base relocations (RVA %#x) are in %s, the section that holds the pclntab", br.dir.VirtualAddress, cstring(S.name[:]))
+	}
 	fa, sa := uint32(l.fileAlign), uint32(l.sectAlign)
+	if br.tsEntry != 0 && br.room(sects) < peRelocBlock {
+		return replacePEGrown(data, l, sects, br.sect, fa, f, lt, res)
+	}
+
 	np, err := buildPclntab(f, lt, 16)
 	if err != nil {
 		return nil, err
@@ -278,6 +287,10 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 	if err != nil {
 		return nil, err
 	}
+	relNote, err := br.moveTextStart(out, table, l.sectAt, dirAt+8*pe.IMAGE_DIRECTORY_ENTRY_BASERELOC, n.va+8+2*uint32(f.PtrSize))
+	if err != nil {
+		return nil, err
+	}
 	inlNote, err := patchInlTrees(np, f.ByteOrder, m, mdAt)
 	if err != nil {
 		return nil, err
@@ -293,12 +306,17 @@ func replacePE(data []byte, f *objscan.File, lt *linearTables, res *Result) ([]b
 		Part{Name: PEPclntabSection + " file alignment", New: int64(padBefore) + int64(n.rawSize-newSize), Note: "before and after the new section"},
 		Part{Name: "section headers", Note: fmt.Sprintf("%d more, in the headers' padding: no file bytes", len(table)-len(sects))},
 	)
+	if relNote != "" {
+		res.Parts = append(res.Parts, Part{Name: peRelocPart, Note: fmt.Sprintf("a %d-byte block for the new pcHeader.textStart, in %s's file alignment padding: no file bytes", peRelocBlock, cstring(sects[br.sect].name[:]))})
+	}
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new section %s at RVA %#x, file offset %#x, %d bytes; %s keeps %#x bytes of raw data", PEPclntabSection, n.va, n.rawOff, newSize, sName, head.rawSize),
 		fmt.Sprintf("file contents from %#x moved by %+d bytes; SizeOfImage and NumberOfSections updated", sEnd, d),
 		mdNote, symNote)
-	if inlNote != "" {
-		res.Notes = append(res.Notes, inlNote)
+	for _, note := range []string{inlNote, relNote} {
+		if note != "" {
+			res.Notes = append(res.Notes, note)
+		}
 	}
 	if hasTail {
 		res.Notes = append(res.Notes, fmt.Sprintf("new section %s at RVA %#x (its old address) with the %#x bytes of %s after the table", tailName(sName), tailVA, tail.rawSize, sName))
@@ -313,62 +331,6 @@ func tailName(name string) string {
 }
 
 func alignUp32(x, a uint32) uint32 { return uint32(alignUp(uint64(x), uint64(a))) }
-
-// peRelocsOutside checks that no base relocation of data lies in the
-// pclntab (pS bytes at RVA pR): replace mode drops those bytes. textStart
-// is the RVA of the pcHeader's textStart word in a Go 1.18+ layout, 0 in
-// older ones: the one word of the table that Go 1.18-1.25 linkers relocate.
-func peRelocsOutside(data []byte, pf *pe.File, imageBase uint64, pR, pS, textStart uint32) error {
-	var dir pe.DataDirectory
-	switch oh := pf.OptionalHeader.(type) {
-	case *pe.OptionalHeader64:
-		if oh.NumberOfRvaAndSizes > pe.IMAGE_DIRECTORY_ENTRY_BASERELOC {
-			dir = oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_BASERELOC]
-		}
-	case *pe.OptionalHeader32:
-		if oh.NumberOfRvaAndSizes > pe.IMAGE_DIRECTORY_ENTRY_BASERELOC {
-			dir = oh.DataDirectory[pe.IMAGE_DIRECTORY_ENTRY_BASERELOC]
-		}
-	}
-	if dir.Size == 0 {
-		return nil
-	}
-	var b []byte
-	for _, s := range pf.Sections {
-		if dir.VirtualAddress >= s.VirtualAddress && uint64(dir.VirtualAddress)+uint64(dir.Size) <= uint64(s.VirtualAddress)+uint64(min(s.Size, s.VirtualSize)) {
-			off := uint64(s.Offset) + uint64(dir.VirtualAddress-s.VirtualAddress)
-			if off+uint64(dir.Size) > uint64(len(data)) {
-				break
-			}
-			b = data[off : off+uint64(dir.Size)]
-		}
-	}
-	if b == nil {
-		return fmt.Errorf("base relocations (%d bytes at RVA %#x) are not in a section's file bytes", dir.Size, dir.VirtualAddress)
-	}
-	le := binary.LittleEndian
-	for at := 0; at+8 <= len(b); {
-		page, size := le.Uint32(b[at:]), int(le.Uint32(b[at+4:]))
-		if size < 8 || at+size > len(b) {
-			return fmt.Errorf("base relocation block at RVA %#x+%#x: size %d out of range", dir.VirtualAddress, at, size)
-		}
-		for k := at + 8; k+2 <= at+size; k += 2 {
-			e := le.Uint16(b[k:])
-			if e>>12 == 0 {
-				continue // padding
-			}
-			rva := page + uint32(e&0xfff)
-			if rva >= pR && rva < pR+pS && rva == textStart {
-				return fmt.Errorf("a base relocation (type %d) at RVA %#x relocates pcHeader.textStart, which Go 1.18-1.25 linkers write (Go 1.26 dropped it); it would have to move with the table, which replace mode does not do", e>>12, rva)
-			}
-			if rva >= pR && rva < pR+pS {
-				return fmt.Errorf("a base relocation (type %d) at RVA %#x lies in the pclntab; it would have to move with the table", e>>12, rva)
-			}
-		}
-		at += size
-	}
-	return nil
-}
 
 // peFixSymbols updates the COFF symbol table of out (moved by shiftOff
 // from where data has it): symbols of section sNum (1-based) in the old

@@ -415,10 +415,6 @@ func TestUnsupported(t *testing.T) {
 		{"go1.4, no moduledata", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.4.3"}, Replace, "no moduledata points at the go1.2 pclntab"},
 		{"go1.10, stripped", testbuild.Config{Package: "cmd/gofmt", Toolchain: "go1.10.8", Ldflags: "-s -w"}, Replace, "the release that wrote the go1.2 pclntab is unknown"},
 		{"go1.16 PIE", testbuild.Config{Archive: "features", Toolchain: "go1.16.15", BuildMode: "pie"}, Replace, "the pclntab is in .data.rel.ro.gopclntab, where Go linkers before 1.18 put it in PIE"},
-		// Go 1.18-1.25 linkers still relocate one word of the table,
-		// pcHeader.textStart, in PE files (TestReplacePIE rewrites PIEs).
-		{"go1.18 layout, PE 386", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "386", Toolchain: "go1.18.10"}, Replace, "relocates pcHeader.textStart, which Go 1.18-1.25 linkers write"},
-		{"go1.25 layout, PE", testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.25.14"}, Replace, "relocates pcHeader.textStart, which Go 1.18-1.25 linkers write"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"debug/elf"
+	"debug/pe"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -250,5 +251,62 @@ func TestFixRelocsTextStart(t *testing.T) {
 	}
 	if !bytes.Equal(out[24:], rela[24:]) || !strings.Contains(note, "pcHeader.textStart") {
 		t.Errorf("other relocation changed or note %q", note)
+	}
+}
+
+// TestMoveTextStartPE checks the base relocation edit of a PE rewrite: the
+// old entry becomes ABSOLUTE, a block for the new word follows the
+// directory, whose size and section grow; without room it is refused.
+func TestMoveTextStartPE(t *testing.T) {
+	le := binary.LittleEndian
+	const sectAt, dirAt, relocOff = 0x100, 0x80, 0x200
+	setup := func(rawSize uint32) ([]byte, []peSect, peBaseRelocs) {
+		out := make([]byte, 0x600)
+		le.PutUint32(out[dirAt:], 0x1000)
+		le.PutUint32(out[dirAt+4:], 0x10)
+		le.PutUint32(out[relocOff:], 0x5000) // a block: page, size, 4 entries
+		le.PutUint32(out[relocOff+4:], 0x10)
+		le.PutUint16(out[relocOff+8:], 0xa010)
+		le.PutUint16(out[relocOff+10:], 0xa018) // pcHeader.textStart
+		le.PutUint16(out[relocOff+12:], 0xa020)
+		table := []peSect{{oldIndex: 1, va: 0x1000, vsize: 0x10, rawOff: relocOff, rawSize: rawSize, oldRawOff: relocOff}}
+		return out, table, peBaseRelocs{dir: pe.DataDirectory{VirtualAddress: 0x1000, Size: 0x10}, tsEntry: relocOff + 10, tsType: 10}
+	}
+	out, table, br := setup(0x200)
+	note, err := br.moveTextStart(out, table, sectAt, dirAt, 0x9018)
+	if err != nil || !strings.Contains(note, "pcHeader.textStart") {
+		t.Fatalf("moveTextStart: %q, %v", note, err)
+	}
+	want := []struct {
+		at   int
+		n    int
+		want uint32
+	}{
+		{relocOff + 10, 2, 0}, // the old entry, now ABSOLUTE
+		{relocOff + 8, 2, 0xa010}, {relocOff + 12, 2, 0xa020},
+		{relocOff + 0x10, 4, 0x9000}, {relocOff + 0x14, 4, peRelocBlock}, {relocOff + 0x18, 2, 0xa018}, {relocOff + 0x1a, 2, 0},
+		{dirAt + 4, 4, 0x10 + peRelocBlock},  // the directory's size
+		{sectAt + 8, 4, 0x10 + peRelocBlock}, // the section's virtual size
+	}
+	for _, w := range want {
+		got := uint32(le.Uint16(out[w.at:]))
+		if w.n == 4 {
+			got = le.Uint32(out[w.at:])
+		}
+		if got != w.want {
+			t.Errorf("at %#x: %#x, want %#x", w.at, got, w.want)
+		}
+	}
+	out, table, br = setup(0x10 + peRelocBlock - 2)
+	if _, err := br.moveTextStart(out, table, sectAt, dirAt, 0x9018); err == nil || !strings.Contains(err.Error(), "no room") {
+		t.Errorf("without room: %v", err)
+	}
+	out, table, br = setup(0x200)
+	out[relocOff+0x14] = 1
+	if _, err := br.moveTextStart(out, table, sectAt, dirAt, 0x9018); err == nil || !strings.Contains(err.Error(), "not zero padding") {
+		t.Errorf("over non-zero bytes: %v", err)
+	}
+	if got := br.room(table); got != 0x200-0x10 {
+		t.Errorf("room %d, want %d", got, 0x200-0x10)
 	}
 }
