@@ -330,12 +330,12 @@ func checkLoads(t *testing.T, cfg testbuild.Config, out string, text uint64) {
 		t.Fatalf("running the rewritten PIE: %v, want the runtime to refuse its pcHeader:\n%.600s", err, msg)
 	}
 	if string(m[1]) != fmt.Sprintf("%#x", objscan.LinearMagic) || !bytes.Equal(m[2], m[3]) {
-		t.Errorf("the runtime read magic %s, pcHeader.textStart %s, text %s: want the linear magic and the text start", m[1], m[2], m[3])
+		t.Fatalf("the runtime read magic %s, pcHeader.textStart %s, text %s: want the linear magic and the text start", m[1], m[2], m[3])
 	}
 	var ts uint64
 	fmt.Sscanf(string(m[2]), "0x%x", &ts)
 	if ts == text || (ts-text)%4096 != 0 {
-		t.Errorf("pcHeader.textStart %#x at run time is not the text start %#x moved by a load bias", ts, text)
+		t.Fatalf("pcHeader.textStart %#x at run time is not the text start %#x moved by a load bias", ts, text)
 	}
 	t.Logf("the loader relocated pcHeader.textStart to %s, = moduledata.text", m[2])
 }
