@@ -82,6 +82,9 @@ func (e *elfFile) shrinkRelro(ri, li int, pcln, pageAlign uint64) string {
 	}
 	L, R := &e.progs[li], &e.progs[ri]
 	end := alignUp(pcln, pageAlign)
+	if end < pcln {
+		end = pcln // the rounding wraps: no room
+	}
 	for i := range e.progs {
 		q := &e.progs[i]
 		if q.Type == uint32(elf.PT_LOAD) && i != li && q.Vaddr >= L.Vaddr && q.Vaddr&^(pageAlign-1) < end {
