@@ -29,6 +29,8 @@ func TestReplacePIE(t *testing.T) {
 	}{
 		{"go1.25-amd64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.25.14", BuildMode: "pie"}},
 		{"go1.25-arm64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "arm64", Toolchain: "go1.25.14", BuildMode: "pie"}},
+		{"go1.25-ppc64le", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "ppc64le", Toolchain: "go1.25.14", BuildMode: "pie"}},
+		{"go1.25-loong64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "loong64", Toolchain: "go1.25.14", BuildMode: "pie"}},
 		{"go1.24-amd64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.24.13", BuildMode: "pie"}},
 		{"go1.22-amd64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.22.12", BuildMode: "pie"}},
 		{"go1.18-amd64", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.18.10", BuildMode: "pie"}},
