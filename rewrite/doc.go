@@ -77,8 +77,10 @@
 // segment lies above .data and .bss), so the new table stays writable at
 // run time; a Result note says so. A PIE linked by an external linker,
 // which merges .data.rel.ro.gopclntab into the middle of .data.rel.ro, is
-// refused: the table cannot leave the segment without moving the data
-// after it. In a PE file with base relocations, a Go 1.18-1.25 table's
+// refused: the data after the table in its segment keeps its addresses,
+// so the section and the segment would have to be split around the table
+// (with zero-fill memory in its place, which PT_GNU_RELRO still covers),
+// which replace mode does not do. In a PE file with base relocations, a Go 1.18-1.25 table's
 // textStart word has one too; replace mode turns it into a padding
 // (ABSOLUTE) entry and adds a block for the new pcHeader's word at the end
 // of the directory, in .reloc's file alignment padding, or, when that has

@@ -33,7 +33,7 @@ func pclnSection(e *elfFile, f *objscan.File) (int, error) {
 	}
 	if pi < 0 || e.sects[pi].Addr != f.PclntabAddr || e.sects[pi].nobits() {
 		if in := e.sectionAt(f.PclntabAddr); in >= 0 && e.sects[in].Flags&uint64(elf.SHF_WRITE) != 0 {
-			return 0, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s) but at %#x inside %s, where an external linker merged .data.rel.ro.gopclntab: the table cannot leave that section without moving what follows it, whose addresses the code holds", f.PclntabSource, f.PclntabAddr, e.sects[in].Name)
+			return 0, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s) but at %#x inside %s, where an external linker merged .data.rel.ro.gopclntab: what follows the table in its segment (.dynamic, .got, .data) keeps its addresses, so replace mode would have to split the section and the segment around the table, leaving zero-fill memory where it was for PT_GNU_RELRO; it does not", f.PclntabSource, f.PclntabAddr, e.sects[in].Name)
 		}
 		return 0, fmt.Errorf("the pclntab is not in a .gopclntab section (found by %s)", f.PclntabSource)
 	}
