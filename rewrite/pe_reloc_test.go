@@ -277,3 +277,31 @@ func fillRelocPadding(t *testing.T, data []byte, leave uint32) []byte {
 	t.Fatal("no section holds the base relocations")
 	return nil
 }
+
+// TestReplacePERelocNoRoom checks the refusal of a PE file whose .reloc
+// has no padding left for the new block and cannot grow: the next
+// section starts right after its raw data.
+func TestReplacePERelocNoRoom(t *testing.T) {
+	cfg := testbuild.Config{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.25.14"}
+	data, err := os.ReadFile(testbuild.Build(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = fillRelocPadding(t, data, 6)
+	// Move the section after .reloc in memory to the end of .reloc's raw
+	// data (it is .symtab, which is not loaded).
+	le := binary.LittleEndian
+	coff := uint64(le.Uint32(data[0x3c:])) + 4
+	sectAt := coff + 20 + uint64(le.Uint16(data[coff+16:]))
+	n := uint64(le.Uint16(data[coff+2:]))
+	for i := uint64(0); i+1 < n; i++ {
+		h := data[sectAt+40*i:]
+		if cstring(h[:8]) == ".reloc" {
+			le.PutUint32(data[sectAt+40*(i+1)+12:], le.Uint32(h[12:])+le.Uint32(h[16:]))
+		}
+	}
+	_, _, err = Rewrite(data, Options{Mode: Replace})
+	if want := "cannot grow by 512 bytes: section .symtab starts at RVA"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one containing %q", err, want)
+	}
+}
