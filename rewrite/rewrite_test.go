@@ -1097,6 +1097,10 @@ func TestReplaceGosym(t *testing.T) {
 		// unit) and Go 1.16-1.17 (copied CU and file tables).
 		{Archive: "features", Toolchain: "go1.15.15"},
 		{Archive: "features", Toolchain: "go1.16.15"},
+		// Go 1.18-1.25 tables with a relocated pcHeader.textStart: a PIE
+		// (.data.rel.ro.gopclntab) and a PE file with base relocations.
+		{Archive: "features", Toolchain: "go1.25.14", BuildMode: "pie"},
+		{Archive: "features", GOOS: "windows", GOARCH: "amd64", Toolchain: "go1.25.14"},
 	}
 	if _, err := exec.LookPath("gcc"); err == nil && testenv.Full() {
 		cfgs = append(cfgs, testbuild.Config{Archive: "features", LinkMode: "external"})
