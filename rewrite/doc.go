@@ -67,20 +67,25 @@
 // its absolute pointers). A Go 1.18-1.25 table has one absolute word,
 // pcHeader.textStart, which the loader relocates in a PIE or shared build:
 // the linker puts the table in .data.rel.ro.gopclntab, at the end of the
-// RELRO part of the writable data (the tests rewrite internally linked
-// PIEs; shared builds are untested). Replace mode moves it as it moves
+// RELRO part of the writable data (the tests rewrite internally and
+// externally linked PIEs; shared builds are untested). Replace mode moves it as it moves
 // .gopclntab, to a new PT_LOAD that is writable (the loader writes the
 // word), moves the word's dynamic relocation to the new pcHeader, and ends
 // PT_GNU_RELRO where the old segment now ends, rounded up to the page with
 // zero-fill memory so that no page it protected loses protection. The new
 // segment is not RELRO (ELF has one PT_GNU_RELRO range, and the new
 // segment lies above .data and .bss), so the new table stays writable at
-// run time; a Result note says so. A PIE linked by an external linker,
-// which merges .data.rel.ro.gopclntab into the middle of .data.rel.ro, is
-// refused: the data after the table in its segment keeps its addresses,
-// so the section and the segment would have to be split around the table
-// (with zero-fill memory in its place, which PT_GNU_RELRO still covers),
-// which replace mode does not do. In a PE file with base relocations, a Go 1.18-1.25 table's
+// run time; a Result note says so. A PIE linked by an external linker
+// has no such section: ld merges .data.rel.ro.gopclntab into the end of
+// .data.rel.ro, before .dynamic, .got and .data in the same segment, which
+// keep their addresses. The table is then split off the section (into a
+// section of its own, also named .data.rel.ro, appended to the section
+// table, with runtime.pclntab and runtime.epclntab) and the segment is
+// split around it: the part before keeps its bytes and runs on as
+// zero-fill memory to the page where the table ended, which PT_GNU_RELRO
+// still covers (the loader's mprotect fails on unmapped pages), and a new
+// PT_LOAD maps the rest at its addresses (relro.go). A table that does
+// not end its section is refused. In a PE file with base relocations, a Go 1.18-1.25 table's
 // textStart word has one too; replace mode turns it into a padding
 // (ABSOLUTE) entry and adds a block for the new pcHeader's word at the end
 // of the directory, in .reloc's file alignment padding, or, when that has

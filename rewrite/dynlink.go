@@ -57,8 +57,10 @@ func relativeType(m elf.Machine) (uint32, bool) {
 // addends in the words themselves, which are fixed where they are (or
 // copied with them). words maps the old address of a word that moved to
 // its new one where m cannot say (pcHeader.textStart, in a pcHeader that
-// was re-encoded): a relocation of it moves with it.
-func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPcln uint64, words map[uint64]uint64) (string, error) {
+// was re-encoded): a relocation of it moves with it. A RELATIVE addend
+// equal to keep (if not 0), the table's old end where something else
+// starts, stays unless it is a moduledata word's.
+func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPcln uint64, words map[uint64]uint64, keep uint64) (string, error) {
 	rel, known := relativeType(e.mach)
 	o := e.order
 	n, moved, addends := 0, 0, 0
@@ -115,7 +117,7 @@ func fixRelocs(e *elfFile, out []byte, m remap, mdWords map[uint64]uint64, oldPc
 			nAdd := add
 			if w, ok := mdWords[off]; ok {
 				nAdd = w
-			} else if add != oldPcln {
+			} else if add != oldPcln && (keep == 0 || add != keep) {
 				v, in, err := m.addr(add)
 				if err != nil {
 					return "", fmt.Errorf("%s entry %d (RELATIVE at %#x): %w", s.Name, p/ent, off, err)

@@ -34,10 +34,11 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if e.typ != elf.ET_EXEC && e.typ != elf.ET_DYN {
 		return nil, fmt.Errorf("only executables (ELF type ET_EXEC, or ET_DYN for PIE) are supported, this is %v; append mode works on it", e.typ)
 	}
-	pi, err := pclnSection(e, f)
+	pi, xi, err := pclnSection(e, f)
 	if err != nil {
 		return nil, err
 	}
+	merged := xi >= 0 // the table was the tail of section xi (split.go)
 	P := e.sects[pi]
 	// The PT_LOAD segment holding the pclntab.
 	li := -1
@@ -51,16 +52,19 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		return nil, fmt.Errorf(".gopclntab at %#x is not in a PT_LOAD segment's file bytes", P.Addr)
 	}
 	L := e.progs[li]
-	if L.Memsz != L.Filesz || P.Off-L.Off != P.Addr-L.Vaddr || P.Addr == L.Vaddr {
+	if L.Memsz != L.Filesz && !merged || P.Off-L.Off != P.Addr-L.Vaddr || P.Addr == L.Vaddr {
 		return nil, fmt.Errorf("unsupported layout: .gopclntab's segment (%#x+%#x) has zero-fill bytes, is not mapped linearly, or starts with .gopclntab", L.Vaddr, L.Memsz)
 	}
 	segEnd := L.Vaddr + L.Memsz
 	oldGroupEnd := L.Off + L.Filesz
+	if merged {
+		oldGroupEnd = P.Off + P.Size // what follows stays, in a new segment
+	}
 	// The group: .gopclntab and the allocated sections after it in its segment.
 	group := []int{pi}
 	for i := range e.sects {
 		s := &e.sects[i]
-		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd {
+		if i == pi || !s.alloc() || s.Addr < P.Addr || s.Addr >= segEnd || merged {
 			continue
 		}
 		if !movableType(elf.SectionType(s.Type)) {
@@ -100,7 +104,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	ri := relroOver(e, li, P)
 	for i := range e.progs {
 		p := &e.progs[i]
-		if i == li || i == ri || p.Filesz == 0 && p.Memsz == 0 {
+		if i == li || i == ri || p.Filesz == 0 && p.Memsz == 0 || merged && p.Vaddr >= P.Addr+P.Size && p.Off >= oldGroupEnd {
 			continue
 		}
 		if p.Off < oldGroupEnd && p.Off+p.Filesz > P.Off || p.Vaddr < segEnd && p.Vaddr+p.Memsz > P.Addr {
@@ -167,8 +171,8 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	// after the ELF header (an external linker packs the first sections
 	// right after it), it moves to the end of the new segment, which maps
 	// it as PT_PHDR requires.
-	phSize := uint64(len(e.progs)+1) * e.phentsize
-	oldPhoff := e.phoff
+	phSize := (uint64(len(e.progs)+1) + uint64(b2i(merged))) * e.phentsize
+	oldPhoff, oldPhnum := e.phoff, len(e.progs)
 	var phAt uint64 // new address of the program header table, or 0
 	if e.phoff+phSize > e.firstDataOff(e.ehsize()) {
 		phAt = alignUp(at, 8)
@@ -180,6 +184,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	// Everything after the group in the file moves by D, a multiple of the
 	// alignment of whatever follows.
 	X := uint64(len(e.data))
+	if merged {
+		X = oldGroupEnd // the rest of the segment moves with what follows
+	}
 	for i := range e.sects {
 		s := &e.sects[i]
 		if i == 0 || inGroup[i] || s.nobits() || s.Size == 0 {
@@ -207,6 +214,9 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		if p := &e.progs[i]; p.Off >= X && (p.Filesz > 0 || p.Type == uint32(elf.PT_LOAD)) {
 			A = max(A, p.Align)
 		}
+	}
+	if merged {
+		A = max(A, L.Align) // the rest of the segment keeps its offset modulo the page
 	}
 	if A&(A-1) != 0 {
 		return nil, fmt.Errorf("unsupported alignment %#x after .gopclntab's segment", A)
@@ -269,7 +279,15 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	}
 	e.progs[li].Filesz = P.Addr - L.Vaddr
 	e.progs[li].Memsz = P.Addr - L.Vaddr
-	relroNote := e.shrinkRelro(ri, li, P.Addr, pageAlign)
+	var relroNote string
+	if merged {
+		relroNote, err = e.splitSegment(li, P, L, shiftOff(oldGroupEnd), pageAlign)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		relroNote = e.shrinkRelro(ri, li, P.Addr, pageAlign)
+	}
 	newSeg := elfProg{Type: uint32(elf.PT_LOAD), Flags: L.Flags, Off: gOff, Vaddr: gAddr, Paddr: gAddr,
 		Filesz: gEnd - gOff, Memsz: gEnd - gOff, Align: L.Align}
 	loads := e.sortedLoads()
@@ -277,7 +295,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	e.progs = append(e.progs[:ins], append([]elfProg{newSeg}, e.progs[ins:]...)...)
 	if phAt != 0 {
 		e.phoff = gOff + (phAt - gAddr)
-		clear(out[oldPhoff : oldPhoff+uint64(len(e.progs)-1)*e.phentsize])
+		clear(out[oldPhoff : oldPhoff+uint64(oldPhnum)*e.phentsize])
 	}
 	for i := range e.progs {
 		if p := &e.progs[i]; p.Type == uint32(elf.PT_PHDR) {
@@ -296,7 +314,13 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		s.Off = uint64(len(out))
 		out = append(out, b...)
 	}
-	oldShoff, oldShsize := e.shoff, uint64(len(e.sects))*e.shentsize
+	oldShoff, oldShsize := e.shoff, (uint64(len(e.sects))-uint64(b2i(merged)))*e.shentsize
+	// A split adds a section header: a table that ended the file is
+	// rewritten there rather than left behind, cleared.
+	dropSh := merged && len(stow) == 0 && oldShoff >= X && oldShoff+oldShsize == uint64(len(e.data))
+	if dropSh {
+		out = out[:shiftOff(oldShoff)]
+	}
 	before := uint64(len(out))
 	shoff, err := e.placeTables(before)
 	if err != nil {
@@ -320,11 +344,20 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
+	if merged {
+		if symNote, err = fixSplitSymbols(e, out, addrMap, xi, pi, P.Addr, P.Addr+P.Size); err != nil {
+			return nil, err
+		}
+	}
 	inlNote, err := patchInlTrees(np, f.ByteOrder, addrMap, elfOutAt(e, out))
 	if err != nil {
 		return nil, err
 	}
-	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr, textStartMove(f, P.Addr, gAddr))
+	keep := uint64(0) // an address fixRelocs must not take for the table's end
+	if merged {
+		keep = P.Addr + P.Size
+	}
+	relNote, err := fixRelocs(e, out, addrMap, mdWords, P.Addr, textStartMove(f, P.Addr, gAddr), keep)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +387,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
 			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
 	}
-	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, false, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
+	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, dropSh, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("new PT_LOAD (flags %v) for %s at address %#x, file offset %#x, %d bytes; the old segment keeps %d bytes", elf.ProgFlag(L.Flags), groupNames(e, group), gAddr, gOff, gEnd-gOff, P.Addr-L.Vaddr),
 		fmt.Sprintf("file contents from offset %#x moved by %+d bytes", X, D),

@@ -238,11 +238,11 @@ func TestFixRelocsTextStart(t *testing.T) {
 	e := &elfFile{order: le, is64: true, mach: elf.EM_X86_64, sects: []elfSect{{}, {Name: ".rela", Type: uint32(elf.SHT_RELA), Off: 0, Size: 48, Entsize: 24}}}
 	m := remap{{name: "pcHeader", oldStart: 0x51c2e0, oldEnd: 0x51c340, newStart: 0x5de2e0, newEnd: 0x5de350}}
 	out := slices.Clone(rela)
-	if _, err := fixRelocs(e, out, m, nil, 0x51c2e0, nil); err == nil || !strings.Contains(err.Error(), "re-encoded pcHeader") {
+	if _, err := fixRelocs(e, out, m, nil, 0x51c2e0, nil, 0); err == nil || !strings.Contains(err.Error(), "re-encoded pcHeader") {
 		t.Errorf("without the textStart move: %v, want the remap's refusal", err)
 	}
 	out = slices.Clone(rela)
-	note, err := fixRelocs(e, out, m, nil, 0x51c2e0, map[uint64]uint64{0x51c2f8: 0x5de2f8})
+	note, err := fixRelocs(e, out, m, nil, 0x51c2e0, map[uint64]uint64{0x51c2f8: 0x5de2f8}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,5 +308,34 @@ func TestMoveTextStartPE(t *testing.T) {
 	}
 	if got := br.room(table); got != 0x200-0x10 {
 		t.Errorf("room %d, want %d", got, 0x200-0x10)
+	}
+}
+
+// TestSplitSegment checks the split of an externally linked PIE's
+// writable segment around its pclntab: zero-fill up to the page where the
+// table ended, and a new PT_LOAD from the table's end, congruent to its
+// file offset; a table within one page is refused.
+func TestSplitSegment(t *testing.T) {
+	const load = uint32(elf.PT_LOAD)
+	L := elfProg{Type: load, Flags: uint32(elf.PF_R | elf.PF_W), Off: 0xf8e50, Vaddr: 0xf9e50, Filesz: 0xb3432, Memsz: 0xe84b0, Align: 0x1000}
+	e := &elfFile{progs: []elfProg{{Type: load, Vaddr: 0, Memsz: 0x1000, Align: 0x1000}, L, {Type: uint32(elf.PT_GNU_RELRO), Vaddr: 0xf9e50, Memsz: 0xa71b0}}}
+	P := elfSect{Addr: 0x1210a0, Off: 0x1200a0, Size: 0x7fd38} // ends at 0x1a0dd8
+	e.progs[1].Filesz, e.progs[1].Memsz = P.Addr-L.Vaddr, P.Addr-L.Vaddr
+	note, err := e.splitSegment(1, P, L, 0x1abdd8, 0x1000)
+	if err != nil || !strings.Contains(note, "zero-fill") {
+		t.Fatalf("splitSegment: %q, %v", note, err)
+	}
+	want := []elfProg{
+		{Type: load, Vaddr: 0, Memsz: 0x1000, Align: 0x1000},
+		{Type: load, Flags: L.Flags, Off: 0xf8e50, Vaddr: 0xf9e50, Filesz: 0x27250, Memsz: 0x1a0000 - 0xf9e50, Align: 0x1000},
+		{Type: load, Flags: L.Flags, Off: 0x1abdd8, Vaddr: 0x1a0dd8, Paddr: 0x1a0dd8, Filesz: 0xf9e50 + 0xb3432 - 0x1a0dd8, Memsz: 0xf9e50 + 0xe84b0 - 0x1a0dd8, Align: 0x1000},
+		{Type: uint32(elf.PT_GNU_RELRO), Vaddr: 0xf9e50, Memsz: 0xa71b0},
+	}
+	if diff := cmp.Diff(want, e.progs, cmp.AllowUnexported(elfProg{})); diff != "" {
+		t.Errorf("segments (-want +got):\n%s", diff)
+	}
+	e = &elfFile{progs: []elfProg{L}}
+	if _, err := e.splitSegment(0, elfSect{Addr: 0x100100, Size: 0x800}, L, 0x1000, 0x1000); err == nil || !strings.Contains(err.Error(), "whole") {
+		t.Errorf("a table within a page: %v", err)
 	}
 }
