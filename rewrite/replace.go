@@ -38,7 +38,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	if err != nil {
 		return nil, err
 	}
-	merged := xi >= 0 // the table was the tail of section xi (split.go)
+	merged := xi >= 0 // the table was the tail of section xi (pclnSection)
 	P := e.sects[pi]
 	// The PT_LOAD segment holding the pclntab.
 	li := -1
@@ -385,7 +385,7 @@ func replaceMode(e *elfFile, f *objscan.File, lt *linearTables, res *Result) ([]
 	}
 	if phAt != 0 {
 		res.Parts = append(res.Parts, Part{Name: "program header table", Old: 0, New: int64(phPart),
-			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, oldPhoff)})
+			Note: fmt.Sprintf("moved to the end of the new segment (%#x, alignment included): no room after the ELF header for another entry; the old table's %d bytes stay, cleared", phAt, uint64(oldPhnum)*e.phentsize)})
 	}
 	res.Parts = append(res.Parts, headerTablePart(oldShoff, oldShsize, dropSh, before, shoff, uint64(len(e.sects))*e.shentsize, uint64(len(out))))
 	res.Notes = append(res.Notes,
