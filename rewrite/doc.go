@@ -68,7 +68,8 @@
 // pcHeader.textStart, which the loader relocates in a PIE or shared build:
 // the linker puts the table in .data.rel.ro.gopclntab, at the end of the
 // RELRO part of the writable data (the tests rewrite internally and
-// externally linked PIEs; shared builds are untested). Replace mode moves it as it moves
+// externally linked PIEs and a c-shared library; -buildmode=shared is
+// untested). Replace mode moves it as it moves
 // .gopclntab, to a new PT_LOAD that is writable (the loader writes the
 // word), moves the word's dynamic relocation to the new pcHeader, and ends
 // PT_GNU_RELRO where the old segment now ends, rounded up to the page with

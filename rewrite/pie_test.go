@@ -16,12 +16,13 @@ import (
 	"github.com/pctab/pctab/objscan"
 )
 
-// TestReplacePIE rewrites Go 1.18-1.25 PIEs, whose pclntab is in
-// .data.rel.ro.gopclntab with a dynamic relocation of pcHeader.textStart,
+// TestReplacePIE rewrites Go 1.18-1.25 PIEs (and a c-shared library),
+// whose pclntab is in .data.rel.ro.gopclntab, or the end of .data.rel.ro
+// when gcc linked them, with a dynamic relocation of pcHeader.textStart,
 // and checks the result against debug/elf, readelf, the dynamic loader
 // and, where the binary runs here, the Go runtime itself: its refusal of
 // the new magic prints pcHeader.textStart after the loader relocated it,
-// next to moduledata.text.
+// next to moduledata.text (the library is loaded with dlopen).
 func TestReplacePIE(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -40,6 +41,8 @@ func TestReplacePIE(t *testing.T) {
 		{"go1.25-amd64-external", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.25.14", BuildMode: "pie", LinkMode: "external"}},
 		{"go1.22-amd64-external", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.22.12", BuildMode: "pie", LinkMode: "external"}},
 		{"go1.18-amd64-external", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.18.10", BuildMode: "pie", LinkMode: "external"}},
+		// A shared library, loaded with dlopen.
+		{"go1.25-amd64-c-shared", testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64", Toolchain: "go1.25.14", BuildMode: "c-shared", LinkMode: "external"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath("gcc"); err != nil && tc.cfg.LinkMode == "external" {
@@ -351,17 +354,23 @@ func checkLoads(t *testing.T, cfg testbuild.Config, out string, text uint64) {
 			interp = strings.TrimRight(string(b), "\x00")
 		}
 	}
-	if _, err := os.Stat(interp); err != nil {
-		t.Logf("no dynamic loader %q here: %v", interp, err)
-		return
+	var run *exec.Cmd
+	if interp == "" && f.Type == elf.ET_DYN {
+		run = dlopener(t, out) // a shared library
+	} else {
+		if _, err := os.Stat(interp); err != nil {
+			t.Logf("no dynamic loader %q here: %v", interp, err)
+			return
+		}
+		if msg, err := exec.Command(interp, "--verify", out).CombinedOutput(); err != nil {
+			t.Errorf("%s --verify %s: %v\n%s", interp, out, err, msg)
+		}
+		run = exec.Command(out)
 	}
-	if msg, err := exec.Command(interp, "--verify", out).CombinedOutput(); err != nil {
-		t.Errorf("%s --verify %s: %v\n%s", interp, out, err, msg)
-	}
-	msg, err := exec.Command(out).CombinedOutput()
+	msg, err := run.CombinedOutput()
 	m := textStartRE.FindSubmatch(msg)
 	if err == nil || m == nil {
-		t.Fatalf("running the rewritten PIE: %v, want the runtime to refuse its pcHeader:\n%.600s", err, msg)
+		t.Fatalf("running the rewritten binary (%v): %v, want the runtime to refuse its pcHeader:\n%.600s", run.Args, err, msg)
 	}
 	if string(m[1]) != fmt.Sprintf("%#x", objscan.LinearMagic) || !bytes.Equal(m[2], m[3]) {
 		t.Fatalf("the runtime read magic %s, pcHeader.textStart %s, text %s: want the linear magic and the text start", m[1], m[2], m[3])
@@ -372,4 +381,30 @@ func checkLoads(t *testing.T, cfg testbuild.Config, out string, text uint64) {
 		t.Fatalf("pcHeader.textStart %#x at run time is not the text start %#x moved by a load bias", ts, text)
 	}
 	t.Logf("the loader relocated pcHeader.textStart to %s, = moduledata.text", m[2])
+}
+
+// dlopener returns a command that loads the shared library lib with
+// dlopen(3) and waits for the Go runtime, which a c-shared library starts
+// on a thread of its own, to initialize (or die), built with gcc here.
+func dlopener(t *testing.T, lib string) *exec.Cmd {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "dl.c")
+	prog := `#include <dlfcn.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	if (!dlopen(argv[1], RTLD_NOW)) { printf("dlopen: %s\\n", dlerror()); return 1; }
+	sleep(5);
+	return 0;
+}
+`
+	if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "dl")
+	if msg, err := exec.Command("gcc", "-o", bin, src, "-ldl").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, msg)
+	}
+	return exec.Command(bin, lib)
 }
