@@ -12,18 +12,23 @@ import (
 // FuzzRewrite runs the ELF reader and both modes on arbitrary bytes (seeded
 // with synthetic ELF binaries of every pclntab layout, in
 // testdata/fuzz/FuzzRewrite, and with stripped builds by Go 1.15 and Go
-// 1.16, whose pclntabs replace mode converts, when their toolchains are
-// in the module cache): nothing may panic, and whatever a mode writes (and
+// 1.16, whose pclntabs replace mode converts, and a Go 1.18 PIE, whose
+// pcHeader.textStart relocation it moves, when their toolchains are in
+// the module cache): nothing may panic, and whatever a mode writes (and
 // replace mode in cfps-varint-pcln) must be ELF that objscan opens and
 // Check passes.
 func FuzzRewrite(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
-	for _, tc := range []string{"go1.15.15", "go1.16.15"} {
+	for _, cfg := range []testbuild.Config{
+		{Archive: "features", Toolchain: "go1.15.15", Ldflags: "-s -w"},
+		{Archive: "features", Toolchain: "go1.16.15", Ldflags: "-s -w"},
+		{Archive: "features", Toolchain: "go1.18.10", Ldflags: "-s -w", BuildMode: "pie"},
+	} {
 		// Compile, not Build: a missing toolchain leaves the seed out
 		// rather than skipping the target.
-		path, err := testbuild.Compile(f.Context(), testbuild.Config{Archive: "features", Toolchain: tc, Ldflags: "-s -w"})
+		path, err := testbuild.Compile(f.Context(), cfg)
 		if err != nil {
-			f.Logf("no %s seed: %v", tc, err)
+			f.Logf("no %s %s seed: %v", cfg.Toolchain, cfg.BuildMode, err)
 			continue
 		}
 		data, err := os.ReadFile(path)
