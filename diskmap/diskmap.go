@@ -278,6 +278,7 @@ func k0(ends []int, k int) int {
 // A SizeError reports a map too large for 32-bit offsets.
 type SizeError struct{ Size int64 }
 
+// Error gives the map's size and the 4 GiB limit.
 func (e *SizeError) Error() string {
 	return fmt.Sprintf("diskmap: a map of %d bytes passes the 4 GiB that 32-bit offsets address", e.Size)
 }

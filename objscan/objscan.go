@@ -47,6 +47,7 @@ type FormatError struct {
 	Msg   string
 }
 
+// Error says which part of the file is malformed, where, and how.
 func (e *FormatError) Error() string {
 	if e.Off < 0 {
 		return fmt.Sprintf("objscan: %s: %s", e.Where, e.Msg)
@@ -185,6 +186,8 @@ const (
 	NumNamedKinds               = KindPanicBounds + 1
 )
 
+// String returns the table kind's name: pcsp, pcfile, pcln, or the
+// PCDATA table's name.
 func (k TableKind) String() string {
 	switch k {
 	case KindPCSP:

@@ -225,6 +225,7 @@ type CorruptError struct {
 	Msg string // what is wrong
 }
 
+// Error says what is corrupt and where.
 func (e *CorruptError) Error() string {
 	if e.Off < 0 {
 		return "stackcompress: corrupt DAG: " + e.Msg

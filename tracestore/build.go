@@ -224,6 +224,7 @@ type Truncation struct {
 	BytesDropped int64 `json:"bytes_dropped"`
 }
 
+// String says where the trace was cut and what was kept and dropped.
 func (t *Truncation) String() string {
 	return fmt.Sprintf("the trace is cut or unreadable after byte %d: %s; kept its first %d events (%d generations, %d bytes), dropped its last %d bytes", t.AtByte, t.Error, t.EventsKept, t.Generations, t.BytesKept, t.BytesDropped)
 }

@@ -74,6 +74,7 @@ const (
 	TrackGlobal // the whole program: GC phases, tasks
 )
 
+// String returns the track kind's name.
 func (k TrackKind) String() string {
 	switch k {
 	case TrackGoroutine:
@@ -99,6 +100,7 @@ const (
 	LayerTask                // user tasks, on the global track
 )
 
+// String returns the layer's name.
 func (l Layer) String() string {
 	switch l {
 	case LayerState:
@@ -130,6 +132,7 @@ const (
 
 var spanKindNames = [...]string{"running", "runnable", "waiting", "syscall", "range", "region", "task"}
 
+// String returns the span kind's name, such as "running".
 func (k SpanKind) String() string {
 	if int(k) < len(spanKindNames) {
 		return spanKindNames[k]

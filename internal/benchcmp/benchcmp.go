@@ -29,6 +29,7 @@ type Key struct {
 	Name    string
 }
 
+// String returns the name, followed by the variant in brackets if any.
 func (k Key) String() string {
 	if k.Variant == "" {
 		return k.Name
