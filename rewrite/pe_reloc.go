@@ -21,9 +21,9 @@ import (
 // the block's 12 bytes. The block starts where the directory ended, as
 // every block follows the one before it: Go linkers before 1.23 or so
 // write blocks with an odd number of entries and no padding entry, so
-// their blocks are not all 4-byte aligned, and Windows loads them. The Windows loader applies base relocations to
-// read-only sections (Go's linker relocates .rdata), so the new section
-// stays read-only.
+// their blocks are not all 4-byte aligned, and Windows loads them. The
+// Windows loader applies base relocations to read-only sections (Go's
+// linker relocates .rdata), so the new section stays read-only.
 
 // peRelocBlock is the size of the block replace mode adds: its header, the
 // entry, and an ABSOLUTE entry that keeps the block 4-byte aligned.
@@ -102,8 +102,10 @@ func peRelocsOutside(data []byte, pf *pe.File, pR, pS, textStart uint32) (peBase
 // moveTextStart moves the relocation of pcHeader.textStart in out, laid
 // out with the section table table, to newTS, the RVA of the new table's
 // textStart word; sectAt is the file offset of the section table and
-// dirAt that of the base relocation data directory entry. It returns a note for the Result, or "" when there was
-// no such relocation.
+// dirAt that of the base relocation data directory entry. It returns a
+// note for the Result, or "" when there was no such relocation. The
+// section's padding must have room for the block (replacePEGrown makes
+// it when it has not).
 func (br *peBaseRelocs) moveTextStart(out []byte, table []peSect, sectAt, dirAt uint64, newTS uint32) (string, error) {
 	if br.tsEntry == 0 {
 		return "", nil
@@ -123,7 +125,7 @@ func (br *peBaseRelocs) moveTextStart(out []byte, table []peSect, sectAt, dirAt 
 	entry := uint64(int64(br.tsEntry) + delta)
 	end := uint64(br.dir.VirtualAddress - s.va + br.dir.Size) // section offset of the directory's end
 	if end+peRelocBlock > uint64(s.rawSize) {
-		return "", fmt.Errorf("no room for the base relocation of the new pcHeader.textStart: %s's raw data (%d bytes) has %d bytes after the directory's %d, and a block needs %d (replace mode does not grow the section)", cstring(s.name[:]), s.rawSize, int64(s.rawSize)-int64(end), br.dir.Size, peRelocBlock)
+		return "", fmt.Errorf("no room for the base relocation of the new pcHeader.textStart: %s's raw data (%d bytes) has %d bytes after the directory's %d, and a block needs %d", cstring(s.name[:]), s.rawSize, int64(s.rawSize)-int64(end), br.dir.Size, peRelocBlock)
 	}
 	le := binary.LittleEndian
 	o := uint64(s.rawOff) + end

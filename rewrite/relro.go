@@ -151,8 +151,11 @@ func fixSplitSymbols(e *elfFile, out []byte, m remap, xi, pi int, lo, hi uint64)
 		if s.Type != uint32(elf.SHT_SYMTAB) && s.Type != uint32(elf.SHT_DYNSYM) {
 			continue
 		}
-		ent := map[bool]uint64{true: 24, false: 16}[e.is64]
-		if s.Entsize != ent || s.Off+s.Size > uint64(len(out)) {
+		ent := uint64(16)
+		if e.is64 {
+			ent = 24
+		}
+		if s.Entsize != ent || !inFile(s.Off, s.Size, uint64(len(out))) {
 			return "", fmt.Errorf("symbol table %s has %d-byte entries, want %d, or runs past the file", s.Name, s.Entsize, ent)
 		}
 		d := out[s.Off : s.Off+s.Size]

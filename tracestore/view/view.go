@@ -37,12 +37,14 @@
 //	                                    functions (Options.Labels)
 //
 // Pixel columns cut [t0, t1) exactly (tracestore.PixelStart), for any
-// t0 < t1; an empty or reversed range gets a 400 that says so. The handler serves only requests whose Host header names a
-// loopback host or one of Options.Hosts, bounds each request's lanes,
-// pixels and response bytes (MaxLanes, MaxPixels, MaxCells; a lane at most
-// once; MaxActiveScan lanes examined by /api/active), bounds the requests computed at once (Options.MaxInFlight), and
-// answers a request that reads a store file truncated under it with a 500
-// (tracestore.Store.Guard). NewServer adds timeouts.
+// t0 < t1; an empty or reversed range gets a 400 that says so. The
+// handler serves only requests whose Host header names a loopback host or
+// one of Options.Hosts, bounds each request's lanes, pixels and response
+// bytes (MaxLanes, MaxPixels, MaxCells; a lane at most once; MaxActiveScan
+// lanes examined by /api/active), bounds the requests computed at once
+// (Options.MaxInFlight), and answers a request that reads a store file
+// truncated under it with a 500 (tracestore.Store.Guard). NewServer adds
+// timeouts.
 package view
 
 import (
