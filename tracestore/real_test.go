@@ -234,31 +234,22 @@ func TestCgoCallbackThreads(t *testing.T) {
 	checkRealTrace(t, filepath.Join("testdata", "cgo-callback-threads.trace"))
 }
 
-// checkGoroutineStates checks every goroutine's state lane in s against
-// the trace's state transitions, as x/exp/trace reads them: its spans (one
-// per stretch of time in a known state: running, runnable, waiting or in
-// a syscall) and the time they cover.
-func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
+// eachTransition calls fn with every state transition of a resource of
+// kind k in the trace data, as x/exp/trace reads them, with its time and
+// the start of its generation (both from the first event's time), and
+// returns the last event's time.
+func eachTransition(t *testing.T, data []byte, k xtrace.ResourceKind, fn func(st xtrace.StateTransition, tm, genStart int64)) (last int64) {
 	t.Helper()
 	r, err := xtrace.NewReader(bytes.NewReader(data))
 	if err != nil {
 		t.Fatal(err)
 	}
-	known := func(s xtrace.GoState) bool {
-		return s == xtrace.GoRunning || s == xtrace.GoRunnable || s == xtrace.GoWaiting || s == xtrace.GoSyscall
-	}
-	type state struct {
-		since       int64 // -1: no known state yet
-		st          xtrace.GoState
-		spans, busy int64
-	}
-	want := map[int64]*state{}
-	var base, genStart, last int64
+	var base, genStart int64
 	first := true
 	for {
 		e, err := r.ReadEvent()
 		if errors.Is(err, io.EOF) {
-			break
+			return last
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -272,13 +263,68 @@ func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
 		if e.Kind() == xtrace.EventSync {
 			genStart = tm
 		}
-		if e.Kind() != xtrace.EventStateTransition {
+		if e.Kind() == xtrace.EventStateTransition && e.StateTransition().Resource.Kind == k {
+			fn(e.StateTransition(), tm, genStart)
+		}
+	}
+}
+
+// laneTotals is a lane's number of spans and the time they cover.
+type laneTotals struct{ spans, busy int64 }
+
+// stateLanes returns the totals of the state lanes of track tr in s, by
+// the lanes' IDs (goroutine or proc).
+func stateLanes(s *Store, tr TrackKind) map[int64]laneTotals {
+	got := map[int64]laneTotals{}
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
+		if ln.Track != tr || ln.Layer != LayerState {
 			continue
 		}
-		st := e.StateTransition()
-		if st.Resource.Kind != xtrace.ResourceGoroutine {
-			continue
+		g := laneTotals{spans: ln.Spans}
+		for k := range ln.Spans {
+			g.busy += s.Span(l, k).Dur
 		}
+		got[ln.ID] = g
+	}
+	return got
+}
+
+// compareLanes reports each lane whose totals in the store (got) differ
+// from the trace's (want), at most 10, and each the trace does not have.
+func compareLanes(t *testing.T, what, spans string, got, want map[int64]laneTotals) {
+	t.Helper()
+	bad := 0
+	for id, w := range want {
+		if g := got[id]; g != w {
+			if bad++; bad <= 10 {
+				t.Errorf("%s %d: the store has %d %s spans covering %d ns; the trace, %d covering %d ns", what, id, g.spans, spans, g.busy, w.spans, w.busy)
+			}
+		}
+	}
+	for id, g := range got {
+		if _, ok := want[id]; !ok && g.spans > 0 {
+			t.Errorf("%s %d: the store has %d %s spans, the trace none", what, id, g.spans, spans)
+		}
+	}
+}
+
+// checkGoroutineStates checks every goroutine's state lane in s against
+// the trace's state transitions, as x/exp/trace reads them: its spans (one
+// per stretch of time in a known state: running, runnable, waiting or in
+// a syscall) and the time they cover.
+func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
+	t.Helper()
+	known := func(s xtrace.GoState) bool {
+		return s == xtrace.GoRunning || s == xtrace.GoRunnable || s == xtrace.GoWaiting || s == xtrace.GoSyscall
+	}
+	type state struct {
+		since int64 // -1: no known state yet
+		st    xtrace.GoState
+		laneTotals
+	}
+	want := map[int64]*state{}
+	last := eachTransition(t, data, xtrace.ResourceGoroutine, func(st xtrace.StateTransition, tm, genStart int64) {
 		from, to := st.Goroutine()
 		g := want[int64(st.Resource.Goroutine())]
 		if g == nil {
@@ -289,55 +335,29 @@ func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
 			// In state to since the generation began.
 			if g.since >= 0 && known(g.st) {
 				if g.st == to {
-					continue
+					return
 				}
 				g.busy += genStart - g.since
 				g.spans++
 			}
 			g.since, g.st = genStart, to
-			continue
+			return
 		}
 		if known(from) {
 			g.busy += tm - max(g.since, 0)
 			g.spans++
 		}
 		g.since, g.st = tm, to
-	}
-	for _, g := range want {
+	})
+	totals := map[int64]laneTotals{}
+	for id, g := range want {
 		if g.since >= 0 && known(g.st) {
 			g.busy += last - g.since
 			g.spans++
 		}
+		totals[id] = g.laneTotals
 	}
-	got := map[int64]*state{}
-	for l := range s.NumLanes() {
-		ln := s.Lane(l)
-		if ln.Track != TrackGoroutine || ln.Layer != LayerState {
-			continue
-		}
-		g := &state{spans: ln.Spans}
-		for k := range ln.Spans {
-			g.busy += s.Span(l, k).Dur
-		}
-		got[ln.ID] = g
-	}
-	bad := 0
-	for id, w := range want {
-		g := got[id]
-		if g == nil {
-			g = &state{}
-		}
-		if g.spans != w.spans || g.busy != w.busy {
-			if bad++; bad <= 10 {
-				t.Errorf("goroutine %d: the store has %d state spans covering %d ns; the trace, %d covering %d ns", id, g.spans, g.busy, w.spans, w.busy)
-			}
-		}
-	}
-	for id, g := range got {
-		if want[id] == nil && g.spans > 0 {
-			t.Errorf("goroutine %d: the store has %d state spans, the trace none", id, g.spans)
-		}
-	}
+	compareLanes(t, "goroutine", "state", stateLanes(s, TrackGoroutine), totals)
 }
 
 // checkProcStates checks every proc's state lane against x/exp/trace's
@@ -349,38 +369,12 @@ func checkGoroutineStates(t *testing.T, data []byte, s *Store) {
 // so a proc in a syscall is drawn running in every version's store.
 func checkProcStates(t *testing.T, data []byte, s *Store) {
 	t.Helper()
-	r, err := xtrace.NewReader(bytes.NewReader(data))
-	if err != nil {
-		t.Fatal(err)
-	}
 	type state struct {
-		since       int64 // -1: not running
-		spans, busy int64
+		since int64 // -1: not running
+		laneTotals
 	}
 	want := map[int64]*state{}
-	var base, genStart, last int64
-	first := true
-	for {
-		e, err := r.ReadEvent()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		tm := int64(e.Time())
-		if first {
-			base, first = tm, false
-		}
-		tm -= base
-		last = tm
-		if e.Kind() == xtrace.EventSync {
-			genStart = tm
-		}
-		if e.Kind() != xtrace.EventStateTransition || e.StateTransition().Resource.Kind != xtrace.ResourceProc {
-			continue
-		}
-		st := e.StateTransition()
+	last := eachTransition(t, data, xtrace.ResourceProc, func(st xtrace.StateTransition, tm, genStart int64) {
 		from, to := st.Proc()
 		p := want[int64(st.Resource.Proc())]
 		if p == nil {
@@ -390,7 +384,7 @@ func checkProcStates(t *testing.T, data []byte, s *Store) {
 		at := tm
 		if from == xtrace.ProcUndetermined {
 			if p.since >= 0 && to == xtrace.ProcRunning {
-				continue // running on from the previous generation
+				return // running on from the previous generation
 			}
 			at = genStart
 		} else if p.since < 0 && from == xtrace.ProcRunning && tm > 0 {
@@ -404,37 +398,16 @@ func checkProcStates(t *testing.T, data []byte, s *Store) {
 		if to == xtrace.ProcRunning {
 			p.since = at
 		}
-	}
-	got := map[int64]*state{}
-	for l := range s.NumLanes() {
-		ln := s.Lane(l)
-		if ln.Track != TrackProc || ln.Layer != LayerState {
-			continue
-		}
-		g := &state{spans: ln.Spans}
-		for k := range ln.Spans {
-			g.busy += s.Span(l, k).Dur
-		}
-		got[ln.ID] = g
-	}
+	})
+	totals := map[int64]laneTotals{}
 	for id, w := range want {
 		if w.since >= 0 {
 			w.busy += last - w.since
 			w.spans++
 		}
-		g := got[id]
-		if g == nil {
-			g = &state{}
-		}
-		if g.spans != w.spans || g.busy != w.busy {
-			t.Errorf("proc %d: the store has %d running spans covering %d ns; the trace, %d covering %d ns", id, g.spans, g.busy, w.spans, w.busy)
-		}
+		totals[id] = w.laneTotals
 	}
-	for id, g := range got {
-		if want[id] == nil && g.spans > 0 {
-			t.Errorf("proc %d: the store has %d running spans, the trace none", id, g.spans)
-		}
-	}
+	compareLanes(t, "proc", "running", stateLanes(s, TrackProc), totals)
 }
 
 func checkRealTrace(t *testing.T, path string) {
