@@ -223,6 +223,43 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if l := f.Linear; l != nil && l.Mode == "replace" {
 		return nil, fmt.Errorf("report: the pclntab's tables are already in the linear format (%s variant, written by rewrite-binary or the pctab toolchain); the report sizes varint tables: check it with pctab-stats verify -orig ORIGINAL or -twin TWIN", l.Variant)
 	}
+	r := newReport(f)
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// The pooled variants' Sets are built table by table in order, the
+	// longest serial work: start them now, beside the parallel pass.
+	var pooled []pooledSet
+	var wg sync.WaitGroup
+	if opt.Variants {
+		pooled = startPooled(f.Tabs, &wg)
+	}
+	defer wg.Wait()
+
+	d := &digests{tabs: f.Tabs, vs: digestVariants(opt.Variants)}
+	info, accs, err := digestTables(d, workers)
+	if err != nil {
+		return nil, err
+	}
+	contentFirsts(info, d, workers)
+	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
+
+	rt := newRefTables(f)
+	if err := r.chargeTables(f, rt, info); err != nil {
+		return nil, err
+	}
+	r.Shape = shape(f, rt, accs, len(info))
+	if opt.Variants {
+		if err := r.variants(f, rt, info, d, pooled, wg.Wait, workers); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// newReport returns a report with f's header fields filled in.
+func newReport(f *objscan.File) *Report {
 	r := &Report{
 		Path: f.Path, FileBytes: f.FileSize, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		PclntabVersion: f.Version, PclntabMagic: fmt.Sprintf("%#x", f.Magic),
@@ -233,34 +270,33 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	if f.ByteOrder.String() == "BigEndian" {
 		r.ByteOrder = "big"
 	}
-	workers := opt.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	// The pooled variants' Sets are built table by table in order, the
-	// longest serial work: start them now, beside the parallel pass.
-	var pooled []pooledSet
-	var wg sync.WaitGroup
-	if opt.Variants {
-		for _, v := range linearpc.Variants() {
-			if v.Pooled() {
-				pooled = append(pooled, pooledSet{v: v})
-			}
-		}
-		for i := range pooled {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				pooled[i].fill(f.Tabs)
-			}()
-		}
-	}
-	defer wg.Wait()
+	return r
+}
 
-	// Decode each table once, and digest it in every variant sized from
-	// digests.
-	n := len(f.Tabs)
-	d := &digests{tabs: f.Tabs, vs: digestVariants(opt.Variants)}
+// startPooled starts filling the Set of every pooled variant from tabs,
+// each in its own goroutine that wg waits for.
+func startPooled(tabs []objscan.Table, wg *sync.WaitGroup) []pooledSet {
+	var pooled []pooledSet
+	for _, v := range linearpc.Variants() {
+		if v.Pooled() {
+			pooled = append(pooled, pooledSet{v: v})
+		}
+	}
+	for i := range pooled {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pooled[i].fill(tabs)
+		}()
+	}
+	return pooled
+}
+
+// digestTables decodes each of d's tables once and digests it in every
+// variant of d, filling d.keys. It returns what Compute keeps of each
+// table and each worker's shape statistics.
+func digestTables(d *digests, workers int) ([]tabInfo, []shapeAcc, error) {
+	n := len(d.tabs)
 	d.keys = make([]uint64, n*len(d.vs))
 	seed := maphash.MakeSeed()
 	info := make([]tabInfo, n)
@@ -274,8 +310,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	scr := make([]scratch, workers)
 	err := par.For(n, workers, func(w, i int) error {
 		sc := &scr[w]
-		tab := &f.Tabs[i]
-		t, err := sc.dc.decode(tab)
+		t, err := sc.dc.decode(&d.tabs[i])
 		if err != nil {
 			return err
 		}
@@ -289,14 +324,12 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 		accs[w].add(&t)
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	contentFirsts(info, d, workers)
-	r.OutOfBandBytes = 4 * int64(len(f.Funcs))
+	return info, accs, err
+}
 
-	// Totals and per-kind rows, charging shared tables to their first reference.
-	rt := newRefTables(f)
+// chargeTables fills the totals and the per-kind rows, charging a table
+// that several functions or kinds share to its first reference.
+func (r *Report) chargeTables(f *objscan.File, rt *refTables, info []tabInfo) error {
 	var kinds [256]*KindRow
 	kindRow := func(k objscan.TableKind) *KindRow {
 		if kinds[k] == nil {
@@ -320,7 +353,7 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 			}
 			ti, ok := rt.index(fi, k)
 			if !ok {
-				return nil, fmt.Errorf("%s: %v table at %#x is not among the distinct tables", fn.Name, k, off)
+				return fmt.Errorf("%s: %v table at %#x is not among the distinct tables", fn.Name, k, off)
 			}
 			row := kindRow(k)
 			row.References++
@@ -334,20 +367,13 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 				seenKindTab[key] = true
 				row.Distinct++
 			}
-			in := &info[ti]
 			if !seenOff[ti] {
 				seenOff[ti] = true
-				row.VarintBytes += int64(len(f.Tabs[ti].Data))
-				r.Tables.VarintBytes += int64(len(f.Tabs[ti].Data))
-				r.Tables.LinearNoDedup += int64(in.specLen)
+				r.chargeVarint(row, len(f.Tabs[ti].Data), info[ti].specLen)
 			}
-			if c := in.first; !seenContent[c] {
+			if c := info[ti].first; !seenContent[c] {
 				seenContent[c] = true
-				row.LinearBytes += int64(in.specLen)
-				r.Tables.LinearBytes += int64(in.specLen)
-				r.Tables.LinearDistinct++
-				r.Tables.ConstChunks += int(in.constDup)
-				r.Tables.ConstDedupSave += int64(in.constSave)
+				r.chargeLinear(row, &info[ti])
 			}
 		}
 	}
@@ -356,19 +382,30 @@ func Compute(f *objscan.File, opt Options) (*Report, error) {
 	r.Tables.DeltaPercent = pct(r.Tables.DeltaBytes, r.Tables.VarintBytes)
 	r.TablesFileDeltaPercent = pct(r.Tables.DeltaBytes, r.FileBytes)
 	r.FileDeltaPercent = pct(r.Tables.DeltaBytes+r.OutOfBandBytes, r.FileBytes)
-	for k := objscan.TableKind(0); k < 255; k++ {
-		if row := kinds[k]; row != nil {
+	for _, row := range kinds {
+		if row != nil {
 			row.DeltaPercent = pct(row.LinearBytes-row.VarintBytes, row.VarintBytes)
 			r.Kinds = append(r.Kinds, *row)
 		}
 	}
-	r.Shape = shape(f, rt, accs, len(info))
-	if opt.Variants {
-		if err := r.variants(f, rt, info, d, pooled, wg.Wait, workers); err != nil {
-			return nil, err
-		}
-	}
-	return r, nil
+	return nil
+}
+
+// chargeVarint charges a table's first reference by offset: its varint
+// bytes, and its spec encoding to the total without deduplication.
+func (r *Report) chargeVarint(row *KindRow, varintLen int, specLen uint32) {
+	row.VarintBytes += int64(varintLen)
+	r.Tables.VarintBytes += int64(varintLen)
+	r.Tables.LinearNoDedup += int64(specLen)
+}
+
+// chargeLinear charges the first table with a given spec encoding.
+func (r *Report) chargeLinear(row *KindRow, in *tabInfo) {
+	row.LinearBytes += int64(in.specLen)
+	r.Tables.LinearBytes += int64(in.specLen)
+	r.Tables.LinearDistinct++
+	r.Tables.ConstChunks += int(in.constDup)
+	r.Tables.ConstDedupSave += int64(in.constSave)
 }
 
 // contentFirsts sets, for each table, the index of the first table whose
