@@ -36,27 +36,48 @@ type MarkdownOptions struct {
 // programs above Outlier named.
 func WriteMarkdown(w io.Writer, lines []Line, o MarkdownOptions) error {
 	ew := &textfmt.ErrWriter{W: w}
+	rows := mdRows(lines, o.Programs)
+	formats := formatsOf(lines)
+	writeMadeBy(ew, rows, o)
+	t := writeProgramTable(ew, rows, formats)
+	if t.results > 0 {
+		fmt.Fprintf(ew, "- **check**: %d of %d patched builds matched their twins at every PC (%s (table, PC) pairs).\n",
+			t.checked, t.results, textfmt.Commas(t.pcs))
+		fmt.Fprintf(ew, "- **run**: %d of %d patched builds exited as their stock builds did, with the same output.\n\n", t.sameRuns, t.results)
+	}
+	writeDistributions(ew, lines)
+	return ew.Err
+}
+
+// mdRow is one program's row of the Markdown table.
+type mdRow struct {
+	p Program
+	l *Line // nil: not built
+}
+
+// mdRows returns a row for every program, in order, then one for every
+// line of a program not among them.
+func mdRows(lines []Line, programs []Program) []mdRow {
 	byName := map[string]*Line{}
 	for i := range lines {
 		byName[lines[i].Program] = &lines[i]
 	}
-	type row struct {
-		p    Program
-		l    *Line
-		have bool // p is from Programs (has a domain)
-	}
-	var rows []row
-	for _, p := range o.Programs {
-		rows = append(rows, row{p, byName[p.Name], true})
+	var rows []mdRow
+	for _, p := range programs {
+		rows = append(rows, mdRow{p, byName[p.Name]})
 	}
 	for i := range lines {
 		l := &lines[i]
-		if !slices.ContainsFunc(o.Programs, func(p Program) bool { return p.Name == l.Program }) {
-			rows = append(rows, row{Program{Name: l.Program, Module: l.Module, Package: l.Package, Version: l.Version}, l, false})
+		if !slices.ContainsFunc(programs, func(p Program) bool { return p.Name == l.Program }) {
+			rows = append(rows, mdRow{Program{Name: l.Program, Module: l.Module, Package: l.Package, Version: l.Version}, l})
 		}
 	}
-	formats := formatsOf(lines)
+	return rows
+}
 
+// writeMadeBy writes where the results come from and how many programs
+// were built, failed and not built.
+func writeMadeBy(w io.Writer, rows []mdRow, o MarkdownOptions) {
 	var built, failed, missing int
 	for _, r := range rows {
 		switch {
@@ -68,107 +89,121 @@ func WriteMarkdown(w io.Writer, lines []Line, o MarkdownOptions) error {
 			built++
 		}
 	}
-	fmt.Fprintf(ew, "Made by `%s`", o.Command)
+	fmt.Fprintf(w, "Made by `%s`", o.Command)
 	if o.Machine != "" {
-		fmt.Fprintf(ew, " on %s", o.Machine)
+		fmt.Fprintf(w, " on %s", o.Machine)
 	}
 	if o.Date != "" {
-		fmt.Fprintf(ew, ", %s", o.Date)
+		fmt.Fprintf(w, ", %s", o.Date)
 	}
-	fmt.Fprintf(ew, ". %d of the %d programs built, checked and run", built, len(rows))
+	fmt.Fprintf(w, ". %d of the %d programs built, checked and run", built, len(rows))
 	if failed > 0 {
-		fmt.Fprintf(ew, "; %d failed", failed)
+		fmt.Fprintf(w, "; %d failed", failed)
 	}
 	if missing > 0 {
-		fmt.Fprintf(ew, "; %d not built", missing)
+		fmt.Fprintf(w, "; %d not built", missing)
 	}
-	fmt.Fprintf(ew, ".\n\n")
+	fmt.Fprintf(w, ".\n\n")
+}
 
-	// The row per program.
-	fmt.Fprintf(ew, "| program | domain | module @ version | stock (bytes) | pctab/file |")
+// mdTally counts the results the program table reports.
+type mdTally struct {
+	results, checked, sameRuns int
+	pcs                        int64
+}
+
+// writeProgramTable writes the row per program and returns the tally of
+// its results.
+func writeProgramTable(w io.Writer, rows []mdRow, formats []string) mdTally {
+	fmt.Fprintf(w, "| program | domain | module @ version | stock (bytes) | pctab/file |")
 	for _, f := range formats {
-		fmt.Fprintf(ew, " %s | estimate | tables |", f)
+		fmt.Fprintf(w, " %s | estimate | tables |", f)
 	}
-	fmt.Fprintf(ew, " check | run |\n|---|---|---|---:|---:|")
+	fmt.Fprintf(w, " check | run |\n|---|---|---|---:|---:|")
 	for range formats {
-		fmt.Fprintf(ew, "---:|---:|---:|")
+		fmt.Fprintf(w, "---:|---:|---:|")
 	}
-	fmt.Fprintf(ew, "---|---|\n")
-	var checked, sameRuns, results int
-	var pcs int64
+	fmt.Fprintf(w, "---|---|\n")
+	var t mdTally
 	for _, r := range rows {
-		fmt.Fprintf(ew, "| %s | %s | `%s` %s |", cell(r.p.Name), cell(r.p.Doc), cell(r.p.ImportPath()), cell(r.p.Version))
+		fmt.Fprintf(w, "| %s | %s | `%s` %s |", cell(r.p.Name), cell(r.p.Doc), cell(r.p.ImportPath()), cell(r.p.Version))
 		switch {
 		case r.l == nil:
-			fmt.Fprintf(ew, " | |%s not built | |\n", strings.Repeat(" | | |", len(formats)))
+			fmt.Fprintf(w, " | |%s not built | |\n", strings.Repeat(" | | |", len(formats)))
 			continue
 		case r.l.Error != "" && r.l.Stock == nil:
-			fmt.Fprintf(ew, " | |%s failed: %s | |\n", strings.Repeat(" | | |", len(formats)), cell(shorten(r.l.Error)))
+			fmt.Fprintf(w, " | |%s failed: %s | |\n", strings.Repeat(" | | |", len(formats)), cell(shorten(r.l.Error)))
 			continue
 		}
 		l := r.l
-		fmt.Fprintf(ew, " %s | %.1f%% |", textfmt.Commas(l.Stock.Bytes), 100*float64(l.Stock.PCTabBytes)/float64(max(l.Stock.Bytes, 1)))
+		fmt.Fprintf(w, " %s | %.1f%% |", textfmt.Commas(l.Stock.Bytes), 100*float64(l.Stock.PCTabBytes)/float64(max(l.Stock.Bytes, 1)))
 		var chk, run []string
 		for _, f := range formats {
 			i := slices.IndexFunc(l.Formats, func(r Result) bool { return r.Format == f })
 			if i < 0 {
-				fmt.Fprintf(ew, " | | |")
+				fmt.Fprintf(w, " | | |")
 				continue
 			}
-			res := l.Formats[i]
-			results++
-			est := "-"
-			if res.EstimateFileDeltaPercent != nil {
-				est = fmt.Sprintf("%+.2f%%", *res.EstimateFileDeltaPercent)
-			}
-			tables := "-"
-			if res.TwinPCTabBytes > 0 {
-				tables = fmt.Sprintf("%.3f×", float64(res.PCTabBytes)/float64(res.TwinPCTabBytes))
-			}
-			fmt.Fprintf(ew, " **%+.2f%%** | %s | %s |", res.FileDeltaPercent, est, tables)
 			prefix := ""
 			if len(formats) > 1 {
 				prefix = f + ": "
 			}
-			switch {
-			case res.Check.Error != "":
-				chk = append(chk, prefix+"error: "+shorten(res.Check.Error))
-			case !res.Check.OK:
-				chk = append(chk, fmt.Sprintf("%sFAIL: %d mismatches", prefix, res.Check.Mismatches))
-			default:
-				checked++
-				pcs += res.Check.PCs
-				chk = append(chk, prefix+"ok")
-			}
-			s := fmt.Sprintf("%s`%s`: exit %d", prefix, strings.Join(res.Run.Args, " "), res.Run.ExitCode)
-			switch {
-			case res.Run.TimedOut:
-				s = fmt.Sprintf("%s`%s`: timed out", prefix, strings.Join(res.Run.Args, " "))
-			case res.Run.Error != "":
-				s = fmt.Sprintf("%s`%s`: %s", prefix, strings.Join(res.Run.Args, " "), shorten(res.Run.Error))
-			}
-			if res.SameRun {
-				sameRuns++
-			} else {
-				s += ", differs from stock"
-			}
-			run = append(run, s)
+			c, rn := t.add(w, &l.Formats[i], prefix)
+			chk, run = append(chk, c), append(run, rn)
 		}
 		if l.Error != "" {
 			chk = append(chk, "failed: "+shorten(l.Error))
 		}
-		fmt.Fprintf(ew, " %s | %s |\n", cell(strings.Join(chk, "; ")), cell(strings.Join(run, "; ")))
+		fmt.Fprintf(w, " %s | %s |\n", cell(strings.Join(chk, "; ")), cell(strings.Join(run, "; ")))
 	}
-	fmt.Fprintf(ew, "\n")
-	if results > 0 {
-		fmt.Fprintf(ew, "- **check**: %d of %d patched builds matched their twins at every PC (%s (table, PC) pairs).\n",
-			checked, results, textfmt.Commas(pcs))
-		fmt.Fprintf(ew, "- **run**: %d of %d patched builds exited as their stock builds did, with the same output.\n\n", sameRuns, results)
-	}
+	fmt.Fprintf(w, "\n")
+	return t
+}
 
-	// The distribution per format.
-	fmt.Fprintf(ew, "| format | programs | median | p90 (nearest rank) | max | over %+.1f%% | over %+.1f%% |\n", Goal, Outlier)
-	fmt.Fprintf(ew, "|---|---:|---:|---:|---:|---:|---|\n")
+// add writes res's three cells (file change, estimate, tables), counts
+// it, and returns its check and run texts, each after prefix.
+func (t *mdTally) add(w io.Writer, res *Result, prefix string) (chk, run string) {
+	t.results++
+	est := "-"
+	if res.EstimateFileDeltaPercent != nil {
+		est = fmt.Sprintf("%+.2f%%", *res.EstimateFileDeltaPercent)
+	}
+	tables := "-"
+	if res.TwinPCTabBytes > 0 {
+		tables = fmt.Sprintf("%.3f×", float64(res.PCTabBytes)/float64(res.TwinPCTabBytes))
+	}
+	fmt.Fprintf(w, " **%+.2f%%** | %s | %s |", res.FileDeltaPercent, est, tables)
+	switch {
+	case res.Check.Error != "":
+		chk = prefix + "error: " + shorten(res.Check.Error)
+	case !res.Check.OK:
+		chk = fmt.Sprintf("%sFAIL: %d mismatches", prefix, res.Check.Mismatches)
+	default:
+		t.checked++
+		t.pcs += res.Check.PCs
+		chk = prefix + "ok"
+	}
+	args := strings.Join(res.Run.Args, " ")
+	run = fmt.Sprintf("%s`%s`: exit %d", prefix, args, res.Run.ExitCode)
+	switch {
+	case res.Run.TimedOut:
+		run = fmt.Sprintf("%s`%s`: timed out", prefix, args)
+	case res.Run.Error != "":
+		run = fmt.Sprintf("%s`%s`: %s", prefix, args, shorten(res.Run.Error))
+	}
+	if res.SameRun {
+		t.sameRuns++
+	} else {
+		run += ", differs from stock"
+	}
+	return chk, run
+}
+
+// writeDistributions writes the distribution of the file change per
+// format, naming the programs above Outlier.
+func writeDistributions(w io.Writer, lines []Line) {
+	fmt.Fprintf(w, "| format | programs | median | p90 (nearest rank) | max | over %+.1f%% | over %+.1f%% |\n", Goal, Outlier)
+	fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---|\n")
 	for _, d := range Distributions(lines) {
 		var out []string
 		for _, l := range lines {
@@ -185,10 +220,9 @@ func WriteMarkdown(w io.Writer, lines []Line, o MarkdownOptions) error {
 		if len(out) > 0 {
 			names = strings.Join(out, ", ")
 		}
-		fmt.Fprintf(ew, "| %s | %d | %+.2f%% | %+.2f%% | %+.2f%% (%s) | %d | %s |\n",
+		fmt.Fprintf(w, "| %s | %d | %+.2f%% | %+.2f%% | %+.2f%% (%s) | %d | %s |\n",
 			cell(d.Format), d.N, d.Median, d.P90, d.Max, cell(d.MaxProgram), len(d.Over), cell(names))
 	}
-	return ew.Err
 }
 
 // formatsOf returns the formats of the lines, in order of first appearance.
