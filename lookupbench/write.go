@@ -94,7 +94,25 @@ func round4(v float64) float64 {
 // linear/varint-cache-7in8.
 func WriteText(w io.Writer, r *Result) error {
 	ew := &textfmt.ErrWriter{W: w}
-	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
+	writeTextHeader(ew, r)
+	for _, set := range []string{SetHot, SetHotShuffled, SetCold} {
+		var gs []*Group
+		for i := range r.Groups {
+			if g := &r.Groups[i]; g.Set == set {
+				gs = append(gs, g)
+			}
+		}
+		if len(gs) > 0 {
+			writeTextSet(ew, r, set, gs)
+		}
+	}
+	return ew.Err
+}
+
+// writeTextHeader writes what WriteText's numbers are and where they
+// were timed.
+func writeTextHeader(w io.Writer, r *Result) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	runs := "1 run"
 	if r.Count > 1 {
 		runs = fmt.Sprintf("median of %d runs", r.Count)
@@ -124,83 +142,74 @@ func WriteText(w io.Writer, r *Result) error {
 	} else {
 		p("  return addresses: none (%s)\n", r.NoReturnAddresses)
 	}
-	for _, set := range []string{SetHot, SetHotShuffled, SetCold} {
-		var gs []*Group
-		size := 0
-		for i := range r.Groups {
-			if g := &r.Groups[i]; g.Set == set {
-				gs = append(gs, g)
-				size = max(size, g.Samples)
-			}
-		}
-		if len(gs) == 0 {
-			continue
-		}
-		p("\n")
-		head := []string{fmt.Sprintf("%s set, %s pairs", set, textfmt.Commas(int64(size)))}
+}
+
+// writeTextSet writes one sample set's table: a column per group (PC
+// rule), a row per encoding's ns per lookup, then the tables touched,
+// the cache hit rates and the ratios.
+func writeTextSet(w io.Writer, r *Result, set string, gs []*Group) {
+	size := 0
+	for _, g := range gs {
+		size = max(size, g.Samples)
+	}
+	fmt.Fprintf(w, "\n")
+	head := []string{fmt.Sprintf("%s set, %s pairs", set, textfmt.Commas(int64(size)))}
+	for _, g := range gs {
+		head = append(head, "pcs="+g.PCs)
+	}
+	rows := [][]string{head}
+	// row appends a row of f's cells for each group, unless all are empty.
+	row := func(label string, f func(g *Group) string) {
+		cells := []string{label}
+		filled := false
 		for _, g := range gs {
-			head = append(head, "pcs="+g.PCs)
+			c := f(g)
+			filled = filled || c != ""
+			cells = append(cells, c)
 		}
-		rows := [][]string{head}
-		for _, e := range r.Encodings {
-			row := []string{e.Name}
-			filled := false
-			for _, g := range gs {
-				cell := ""
-				if t := g.Timing(e.Name); t != nil {
-					cell, filled = nsString(t.Ns(r.Clock)), true
-				}
-				row = append(row, cell)
-			}
-			if filled {
-				rows = append(rows, row)
-			}
-		}
-		extra := func(label string, f func(g *Group) string) {
-			row := []string{label}
-			filled := false
-			for _, g := range gs {
-				c := f(g)
-				filled = filled || c != ""
-				row = append(row, c)
-			}
-			if filled {
-				rows = append(rows, row)
-			}
-		}
-		extra("tables touched", func(g *Group) string {
-			if g.Samples == 0 {
-				return ""
-			}
-			return textfmt.Commas(int64(g.Tables))
-		})
-		for _, enc := range []string{EncVarintCacheCold, EncVarintCacheHit} {
-			extra(enc+" hit rate", func(g *Group) string {
-				if t := g.Timing(enc); t != nil && t.HitRate != nil {
-					return fmt.Sprintf("%.1f%%", 100**t.HitRate)
-				}
-				return ""
-			})
-		}
-		// Ratios to the runtime-shaped varint of every encoding, and of
-		// linear to the other baselines: medians of the per-round ratios
-		// with their 95% confidence intervals.
-		for _, e := range r.Encodings {
-			if e.Name != EncVarint {
-				extra(e.Name+" / "+EncVarint, func(g *Group) string { return ciString(g.Ratio(e.Name, EncVarint)) })
-			}
-		}
-		for _, base := range Baselines[1:] {
-			extra(EncLinear+" / "+base, func(g *Group) string { return ciString(g.Ratio(EncLinear, base)) })
-		}
-		writeTable(ew, rows)
-		for _, g := range gs {
-			if g.Note != "" {
-				p("  pcs=%s: %s\n", g.PCs, g.Note)
-			}
+		if filled {
+			rows = append(rows, cells)
 		}
 	}
-	return ew.Err
+	for _, e := range r.Encodings {
+		row(e.Name, func(g *Group) string {
+			if t := g.Timing(e.Name); t != nil {
+				return nsString(t.Ns(r.Clock))
+			}
+			return ""
+		})
+	}
+	row("tables touched", func(g *Group) string {
+		if g.Samples == 0 {
+			return ""
+		}
+		return textfmt.Commas(int64(g.Tables))
+	})
+	for _, enc := range []string{EncVarintCacheCold, EncVarintCacheHit} {
+		row(enc+" hit rate", func(g *Group) string {
+			if t := g.Timing(enc); t != nil && t.HitRate != nil {
+				return fmt.Sprintf("%.1f%%", 100**t.HitRate)
+			}
+			return ""
+		})
+	}
+	// Ratios to the runtime-shaped varint of every encoding, and of
+	// linear to the other baselines: medians of the per-round ratios
+	// with their 95% confidence intervals.
+	for _, e := range r.Encodings {
+		if e.Name != EncVarint {
+			row(e.Name+" / "+EncVarint, func(g *Group) string { return ciString(g.Ratio(e.Name, EncVarint)) })
+		}
+	}
+	for _, base := range Baselines[1:] {
+		row(EncLinear+" / "+base, func(g *Group) string { return ciString(g.Ratio(EncLinear, base)) })
+	}
+	writeTable(w, rows)
+	for _, g := range gs {
+		if g.Note != "" {
+			fmt.Fprintf(w, "  pcs=%s: %s\n", g.PCs, g.Note)
+		}
+	}
 }
 
 // WriteComparison writes one row per binary, set and PC rule: the main
