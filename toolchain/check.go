@@ -31,105 +31,158 @@ const maxExamples = 20
 // as rewrite-binary would: the linker stores each distinct encoding once,
 // in its own order.
 func Check(lin, twin *objscan.File) (*verify.Result, error) {
+	v, err := checkPair(lin, twin)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{
+		twin: twin, l: lin.Linear, v: v, q: uint64(lin.PCQuantum),
+		res:     &verify.Result{},
+		seen:    map[tableKey]bool{},
+		decoded: map[uint32]pcvalue.Table{},
+	}
+	for i := range twin.Funcs {
+		ft, fl, lf := &twin.Funcs[i], &lin.Funcs[i], &c.l.Funcs[i]
+		if ft.Name != fl.Name || ft.Entry != fl.Entry {
+			c.fail("function %d: %s at %#x, the twin has %s at %#x", i, fl.Name, fl.Entry, ft.Name, ft.Entry)
+			continue
+		}
+		if uint64(lf.Len)*c.q != ft.Size && !(c.l.Derived && uint64(lf.Len)*c.q >= ft.Size) {
+			c.fail("function %s: length %d units, the twin's tables cover %d bytes", fl.Name, lf.Len, ft.Size)
+			continue
+		}
+		if err := c.checkFunc(ft, lf); err != nil {
+			return nil, err
+		}
+	}
+	return c.res, nil
+}
+
+// checkPair checks that lin and twin can be compared, and returns lin's
+// variant.
+func checkPair(lin, twin *objscan.File) (linearpc.Variant, error) {
 	l := lin.Linear
 	if l == nil || l.Mode != "replace" {
-		return nil, errors.New("toolchain.Check: the patched binary has no linear pclntab")
+		return linearpc.Variant{}, errors.New("toolchain.Check: the patched binary has no linear pclntab")
 	}
 	if twin.Linear != nil {
-		return nil, errors.New("toolchain.Check: the twin is itself in the linear format")
+		return linearpc.Variant{}, errors.New("toolchain.Check: the twin is itself in the linear format")
 	}
 	if len(lin.Funcs) != len(twin.Funcs) || len(l.Funcs) != len(twin.Funcs) {
-		return nil, fmt.Errorf("toolchain.Check: %d functions (%d with linear tables), the twin has %d", len(lin.Funcs), len(l.Funcs), len(twin.Funcs))
+		return linearpc.Variant{}, fmt.Errorf("toolchain.Check: %d functions (%d with linear tables), the twin has %d", len(lin.Funcs), len(l.Funcs), len(twin.Funcs))
 	}
 	if lin.PCQuantum != twin.PCQuantum || lin.PCQuantum == 0 {
-		return nil, fmt.Errorf("toolchain.Check: PC quantum %d, the twin's is %d", lin.PCQuantum, twin.PCQuantum)
+		return linearpc.Variant{}, fmt.Errorf("toolchain.Check: PC quantum %d, the twin's is %d", lin.PCQuantum, twin.PCQuantum)
 	}
 	v, err := linearpc.VariantByName(l.Variant)
 	if err != nil {
-		return nil, fmt.Errorf("toolchain.Check: %w", err)
+		return linearpc.Variant{}, fmt.Errorf("toolchain.Check: %w", err)
 	}
-	res := &verify.Result{}
-	fail := func(format string, args ...any) {
-		res.Mismatches++
-		if len(res.Examples) < maxExamples {
-			res.Examples = append(res.Examples, fmt.Sprintf(format, args...))
+	return v, nil
+}
+
+// tableKey identifies one check of a table: the twin's varint table, at
+// the twin's length, against a linear encoding of a length at an offset.
+type tableKey struct{ varint, twinLen, n, linear uint32 }
+
+// checker holds what Check has found and decoded so far.
+type checker struct {
+	twin    *objscan.File
+	l       *objscan.Linear
+	v       linearpc.Variant
+	q       uint64 // the PC quantum
+	res     *verify.Result
+	seen    map[tableKey]bool
+	decoded map[uint32]pcvalue.Table // the twin's tables by pctab offset
+}
+
+// fail counts a mismatch and keeps the first maxExamples of them.
+func (c *checker) fail(format string, args ...any) {
+	c.res.Mismatches++
+	if len(c.res.Examples) < maxExamples {
+		c.res.Examples = append(c.res.Examples, fmt.Sprintf(format, args...))
+	}
+}
+
+// checkFunc checks every table of one function, ft in the twin and lf in
+// the patched binary, each distinct (table, length, offset) once.
+func (c *checker) checkFunc(ft *objscan.Func, lf *objscan.LinearFunc) error {
+	twinLen := uint32(ft.Size / c.q)
+	vos := append([]uint32{ft.PCSP, ft.PCFile, ft.PCLn}, ft.PCData...)
+	los := lf.Offsets()
+	for j := range max(len(vos), len(los)) {
+		var vo, off uint32
+		if j < len(vos) {
+			vo = vos[j]
 		}
-	}
-	type key struct{ varint, twinLen, n, linear uint32 }
-	seen := map[key]bool{}
-	decoded := map[uint32]pcvalue.Table{}
-	q := uint64(lin.PCQuantum)
-	for i := range twin.Funcs {
-		ft, fl, lf := &twin.Funcs[i], &lin.Funcs[i], &l.Funcs[i]
-		if ft.Name != fl.Name || ft.Entry != fl.Entry {
-			fail("function %d: %s at %#x, the twin has %s at %#x", i, fl.Name, fl.Entry, ft.Name, ft.Entry)
+		if j < len(los) {
+			off = los[j]
+		}
+		if vo == 0 || lf.Len == 0 {
+			if off != 0 {
+				c.fail("function %s: table %d at linear offset %#x, the twin has none", ft.Name, j, off)
+			}
 			continue
 		}
-		if uint64(lf.Len)*q != ft.Size && !(l.Derived && uint64(lf.Len)*q >= ft.Size) {
-			fail("function %s: length %d units, the twin's tables cover %d bytes", fl.Name, lf.Len, ft.Size)
+		k := tableKey{vo, twinLen, lf.Len, off}
+		if c.seen[k] {
 			continue
 		}
-		twinLen := uint32(ft.Size / q)
-		vos := append([]uint32{ft.PCSP, ft.PCFile, ft.PCLn}, ft.PCData...)
-		los := lf.Offsets()
-		for j := range max(len(vos), len(los)) {
-			var vo, off uint32
-			if j < len(vos) {
-				vo = vos[j]
-			}
-			if j < len(los) {
-				off = los[j]
-			}
-			if vo == 0 || lf.Len == 0 {
-				if off != 0 {
-					fail("function %s: table %d at linear offset %#x, the twin has none", fl.Name, j, off)
-				}
-				continue
-			}
-			k := key{vo, twinLen, lf.Len, off}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			res.Tables++
-			if j == 2 && l.PCLnVarint {
-				checkVarintPCLn(res, fail, twin, l, fl.Name, vo, off, int64(lf.Len))
-				continue
-			}
-			t, ok := decoded[vo]
-			if !ok {
-				tab := twin.Table(vo)
-				if tab == nil {
-					return nil, fmt.Errorf("toolchain.Check: function %s: table %d at twin pctab offset %#x is not in objscan's table set", ft.Name, j, vo)
-				}
-				var err error
-				if t, _, err = varintpc.Decode(tab.Data); err != nil {
-					return nil, fmt.Errorf("toolchain.Check: twin table at pctab offset %#x: %w", vo, err)
-				}
-				decoded[vo] = t
-			}
-			t = Extend(t, twinLen)
-			t.Len = lf.Len // the last value runs on over the padding
-			enc := v.Encode(t)
-			if uint64(off)+uint64(len(enc)) > uint64(len(l.Data)) || !bytes.Equal(l.Data[off:int(off)+len(enc)], enc) {
-				fail("function %s: table %d at linear offset %#x is not linearpc's %d-byte %s encoding of the twin's table at %#x", fl.Name, j, off, len(enc), v.Name, vo)
-				continue
-			}
-			// The bytes are linearpc's own encoding, so its lookup trusts
-			// them; it checks the decoder against the twin's table.
-			for pc := range lf.Len {
-				want, _ := t.Lookup(pc)
-				got := v.Lookup(l.Data[off:], lf.Len, pc)
-				res.PCs++
-				res.Lookups++
-				if got != want {
-					fail("function %s: table %d at PC +%#x: linear %d, twin %d", fl.Name, j, uint64(pc)*q, got, want)
-					break
-				}
-			}
+		c.seen[k] = true
+		c.res.Tables++
+		if j == 2 && c.l.PCLnVarint {
+			checkVarintPCLn(c.res, c.fail, c.twin, c.l, ft.Name, vo, off, int64(lf.Len))
+			continue
+		}
+		t, err := c.twinTable(ft.Name, j, vo)
+		if err != nil {
+			return err
+		}
+		c.checkTable(ft.Name, j, Extend(t, twinLen), vo, off, lf.Len)
+	}
+	return nil
+}
+
+// twinTable returns the twin's table at pctab offset vo, decoded once.
+func (c *checker) twinTable(name string, j int, vo uint32) (pcvalue.Table, error) {
+	if t, ok := c.decoded[vo]; ok {
+		return t, nil
+	}
+	tab := c.twin.Table(vo)
+	if tab == nil {
+		return pcvalue.Table{}, fmt.Errorf("toolchain.Check: function %s: table %d at twin pctab offset %#x is not in objscan's table set", name, j, vo)
+	}
+	t, _, err := varintpc.Decode(tab.Data)
+	if err != nil {
+		return pcvalue.Table{}, fmt.Errorf("toolchain.Check: twin table at pctab offset %#x: %w", vo, err)
+	}
+	c.decoded[vo] = t
+	return t, nil
+}
+
+// checkTable checks that the linear bytes at off are the variant's
+// encoding of t (the twin's table at vo, extended) over n units, and that
+// a lookup at every PC gives t's value.
+func (c *checker) checkTable(name string, j int, t pcvalue.Table, vo, off, n uint32) {
+	t.Len = n // the last value runs on over the padding
+	enc := c.v.Encode(t)
+	data := c.l.Data
+	if uint64(off)+uint64(len(enc)) > uint64(len(data)) || !bytes.Equal(data[off:int(off)+len(enc)], enc) {
+		c.fail("function %s: table %d at linear offset %#x is not linearpc's %d-byte %s encoding of the twin's table at %#x", name, j, off, len(enc), c.v.Name, vo)
+		return
+	}
+	// The bytes are linearpc's own encoding, so its lookup trusts them;
+	// it checks the decoder against the twin's table.
+	for pc := range n {
+		want, _ := t.Lookup(pc)
+		got := c.v.Lookup(data[off:], n, pc)
+		c.res.PCs++
+		c.res.Lookups++
+		if got != want {
+			c.fail("function %s: table %d at PC +%#x: linear %d, twin %d", name, j, uint64(pc)*c.q, got, want)
+			return
 		}
 	}
-	return res, nil
 }
 
 // checkVarintPCLn checks that the varint pcln table at off in l is the
