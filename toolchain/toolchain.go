@@ -148,13 +148,7 @@ func BuildSeries(ctx context.Context, cacheDir, release string, series []Patch, 
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s %s/%s\n", version, runtime.GOOS, runtime.GOARCH)
-	for _, p := range series {
-		fmt.Fprintf(h, "%s %d\n", p.Name, len(p.Data))
-		h.Write(p.Data)
-	}
-	key := hex.EncodeToString(h.Sum(nil))[:16]
+	key := seriesKey(version, series)
 	dir := filepath.Join(cacheDir, key)
 	tc := &Toolchain{
 		Dir: dir, GOROOT: filepath.Join(dir, "go"), TwinGOROOT: filepath.Join(dir, "twin"),
@@ -172,47 +166,7 @@ func BuildSeries(ctx context.Context, cacheDir, release string, series []Patch, 
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	goroot, twin := filepath.Join(tmp, "go"), filepath.Join(tmp, "twin")
-	fmt.Fprintf(log, "toolchain: copying %s to %s\n", root, goroot)
-	if err := run(ctx, "", nil, "cp", "-a", root, goroot); err != nil {
-		return nil, err
-	}
-	// A release from the module cache is read-only.
-	if err := run(ctx, "", nil, "chmod", "-R", "u+w", goroot); err != nil {
-		return nil, err
-	}
-	if err := applySeries(ctx, goroot, series, tmp, log); err != nil {
-		return nil, fmt.Errorf("toolchain: patching a copy of %s: %w", root, err)
-	}
-	tools := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
-	link := filepath.Join(tools, "link"+exeSuffix())
-	// The go command refuses an overlay of files in the module cache,
-	// where GOTOOLCHAIN puts a downloaded release: the tools are then
-	// built from a hard-linked copy of it.
-	toolRoot := root
-	if release != "" {
-		toolRoot = filepath.Join(tmp, "stock")
-		if err := run(ctx, "", nil, "cp", "-al", root, toolRoot); err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(toolRoot)
-	}
-	for _, t := range patchedTools {
-		if err := buildTool(ctx, toolRoot, goroot, files, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
-			return nil, err
-		}
-	}
-	if release != "" {
-		os.RemoveAll(toolRoot) // before tmp becomes dir
-	}
-	fmt.Fprintf(log, "toolchain: making the twin GOROOT (stock linker)\n")
-	if err := run(ctx, "", nil, "cp", "-al", goroot, twin); err != nil {
-		return nil, err
-	}
-	if err := os.Remove(filepath.Join(twin, link)); err != nil {
-		return nil, err
-	}
-	if err := run(ctx, "", nil, "cp", filepath.Join(root, link), filepath.Join(twin, link)); err != nil {
+	if err := makeRoots(ctx, root, release != "", series, files, tmp, log); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "done"), []byte(version+"\n"), 0o644); err != nil {
@@ -229,6 +183,63 @@ func BuildSeries(ctx context.Context, cacheDir, release string, series []Patch, 
 		}
 	}
 	return tc, nil
+}
+
+// seriesKey is the cache key of series applied to release version on
+// this GOOS/GOARCH: 16 hex digits of a hash of all three.
+func seriesKey(version string, series []Patch) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s/%s\n", version, runtime.GOOS, runtime.GOARCH)
+	for _, p := range series {
+		fmt.Fprintf(h, "%s %d\n", p.Name, len(p.Data))
+		h.Write(p.Data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// makeRoots makes, in tmp, the patched GOROOT (go: a copy of the stock
+// root with series applied and the patched tools rebuilt from it) and its
+// twin (twin: the same, but with the stock linker). fromModCache says the
+// stock root is a release in the module cache.
+func makeRoots(ctx context.Context, root string, fromModCache bool, series []Patch, files []string, tmp string, log io.Writer) error {
+	goroot, twin := filepath.Join(tmp, "go"), filepath.Join(tmp, "twin")
+	fmt.Fprintf(log, "toolchain: copying %s to %s\n", root, goroot)
+	if err := run(ctx, "", nil, "cp", "-a", root, goroot); err != nil {
+		return err
+	}
+	// A release from the module cache is read-only.
+	if err := run(ctx, "", nil, "chmod", "-R", "u+w", goroot); err != nil {
+		return err
+	}
+	if err := applySeries(ctx, goroot, series, tmp, log); err != nil {
+		return fmt.Errorf("toolchain: patching a copy of %s: %w", root, err)
+	}
+	tools := filepath.Join("pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH)
+	// The go command refuses an overlay of files in the module cache,
+	// where GOTOOLCHAIN puts a downloaded release: the tools are then
+	// built from a hard-linked copy of it.
+	toolRoot := root
+	if fromModCache {
+		toolRoot = filepath.Join(tmp, "stock")
+		if err := run(ctx, "", nil, "cp", "-al", root, toolRoot); err != nil {
+			return err
+		}
+		defer os.RemoveAll(toolRoot) // before tmp becomes the cache entry
+	}
+	for _, t := range patchedTools {
+		if err := buildTool(ctx, toolRoot, goroot, files, t.pkg, filepath.Join(goroot, tools, path.Base(t.pkg)+exeSuffix()), t.prefix, tmp, log); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(log, "toolchain: making the twin GOROOT (stock linker)\n")
+	link := filepath.Join(tools, "link"+exeSuffix())
+	if err := run(ctx, "", nil, "cp", "-al", goroot, twin); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(twin, link)); err != nil {
+		return err
+	}
+	return run(ctx, "", nil, "cp", filepath.Join(root, link), filepath.Join(twin, link))
 }
 
 // patchedTools are the toolchain's commands that Build rebuilds: the
