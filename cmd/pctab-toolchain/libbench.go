@@ -90,26 +90,15 @@ type libbenchFlags struct {
 // runLibbench runs libbench with its flags parsed; args are -summary's
 // files.
 func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), fl libbenchFlags, args []string, stdout, stderr io.Writer) error {
-	outDir, count, benchtime, flavours, libs := &fl.outDir, &fl.count, &fl.benchtime, &fl.flavours, &fl.libs
-	tests, instructions, summary := &fl.tests, &fl.instructions, &fl.summary
 	suite := libbench.Suite()
-	if *summary {
-		var rs []io.Reader
-		for _, p := range args {
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			rs = append(rs, f)
-		}
-		return libbench.Summarize(io.MultiReader(rs...), stdout, suite)
+	if fl.summary {
+		return summarizeFiles(args, stdout, suite)
 	}
-	selected, err := libbench.Select(suite, split(*libs))
+	selected, err := libbench.Select(suite, split(fl.libs))
 	if err != nil {
 		return err
 	}
-	fls, err := selectFlavours(split(*flavours))
+	fls, err := selectFlavours(split(fl.flavours))
 	if err != nil {
 		return err
 	}
@@ -124,24 +113,53 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	if err := libbench.Prepare(ctx, tc, work, selected, stderr); err != nil {
 		return err
 	}
-	if *outDir != "" {
-		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+	if fl.outDir != "" {
+		if err := os.MkdirAll(fl.outDir, 0o755); err != nil {
 			return err
 		}
 	}
-	o := libbench.Options{Only: fl.only, Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: *count, BenchTime: *benchtime, Interleave: fl.interleave, Layouts: fl.layouts}
-	if *tests {
-		w := stdout
-		if *outDir != "" {
-			f, err := os.Create(filepath.Join(*outDir, "tests.txt"))
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			w = io.MultiWriter(stdout, f)
-		}
-		return libbench.Compare(ctx, o, w, stderr)
+	o := libbench.Options{Only: fl.only, Toolchain: tc, Flavours: fls, Libraries: selected, WorkDir: work, Count: fl.count, BenchTime: fl.benchtime, Interleave: fl.interleave, Layouts: fl.layouts}
+	if fl.tests {
+		return compareTests(ctx, o, fl.outDir, stdout, stderr)
 	}
+	return runMeasured(ctx, o, fl, stdout, stderr, suite)
+}
+
+// summarizeFiles summarizes the results in the files at paths, read as
+// one stream.
+func summarizeFiles(paths []string, stdout io.Writer, suite []libbench.Library) error {
+	var rs []io.Reader
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		rs = append(rs, f)
+	}
+	return libbench.Summarize(io.MultiReader(rs...), stdout, suite)
+}
+
+// compareTests runs the libraries' own tests stock and patched, printing
+// the comparison to stdout and, with an outDir, to its tests.txt.
+func compareTests(ctx context.Context, o libbench.Options, outDir string, stdout, stderr io.Writer) error {
+	w := stdout
+	if outDir != "" {
+		f, err := os.Create(filepath.Join(outDir, "tests.txt"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		w = io.MultiWriter(stdout, f)
+	}
+	return libbench.Compare(ctx, o, w, stderr)
+}
+
+// runMeasured times the benchmarks (or counts their instructions, with
+// -instructions) into libbench.txt (instructions.txt), in the output
+// directory or a temporary one, and prints their summary, which the
+// output directory also keeps.
+func runMeasured(ctx context.Context, o libbench.Options, fl libbenchFlags, stdout, stderr io.Writer, suite []libbench.Library) error {
 	bins, err := os.MkdirTemp("", "pctab-libbench-")
 	if err != nil {
 		return err
@@ -149,12 +167,12 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	defer os.RemoveAll(bins)
 	o.BinDir = bins
 	name, run := "libbench.txt", libbench.Run
-	if *instructions {
+	if fl.instructions {
 		name, run = "instructions.txt", libbench.Instructions
 	}
 	resPath := filepath.Join(bins, name)
-	if *outDir != "" {
-		resPath = filepath.Join(*outDir, name)
+	if fl.outDir != "" {
+		resPath = filepath.Join(fl.outDir, name)
 	}
 	f, err := os.Create(resPath)
 	if err != nil {
@@ -173,8 +191,8 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	}
 	defer f.Close()
 	w := stdout
-	if *outDir != "" {
-		sf, err := os.Create(filepath.Join(*outDir, strings.TrimSuffix(name, ".txt")+"-summary.txt"))
+	if fl.outDir != "" {
+		sf, err := os.Create(filepath.Join(fl.outDir, strings.TrimSuffix(name, ".txt")+"-summary.txt"))
 		if err != nil {
 			return err
 		}
