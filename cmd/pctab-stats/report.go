@@ -264,38 +264,11 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 		}
 		res.name = names[i]
 		done = append(done, res)
-		switch cfg.format {
-		case formatJSON:
-			b, err := json.Marshal(jsonReport{reportSchemaVersion, res.size, res.speed})
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
-				return err
-			}
-		case formatBench:
-			if err := lookupbench.WriteBench(bw, res.name, res.speed); err != nil {
-				return err
-			}
-		default:
-			if len(done) > 1 {
-				fmt.Fprintln(stdout)
-			}
-			if err := report.WriteText(stdout, res.size); err != nil {
-				return err
-			}
-			if res.speed != nil {
-				fmt.Fprintln(stdout)
-				if err := lookupbench.WriteText(stdout, res.speed); err != nil {
-					return err
-				}
-			}
-			if res.offsets != nil {
-				fmt.Fprintf(stdout, "\nlookup speed by the PC's byte offset into its function (pcs=offset=LO-HI):\n")
-				if err := lookupbench.WriteText(stdout, res.offsets); err != nil {
-					return err
-				}
-			}
+		if len(done) > 1 && cfg.format == formatText {
+			fmt.Fprintln(stdout)
+		}
+		if err := writeResult(stdout, bw, cfg.format, res); err != nil {
+			return err
 		}
 		if cfg.svg != "" {
 			if err := writePlots(cfg.svg, res); err != nil {
@@ -304,29 +277,66 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 		}
 	}
 	if cfg.format == formatText && len(done) > 1 {
-		var sizes []*report.Report
-		var speedNames []string
-		var speeds []*lookupbench.Result
-		for _, r := range done {
-			sizes = append(sizes, r.size)
-			if r.speed != nil {
-				speedNames = append(speedNames, r.name)
-				speeds = append(speeds, r.speed)
-			}
-		}
-		fmt.Fprintln(stdout)
-		if err := report.WriteComparison(stdout, sizes); err != nil {
+		if err := writeComparisons(stdout, done); err != nil {
 			return err
-		}
-		if len(speeds) > 0 {
-			fmt.Fprintln(stdout)
-			if err := lookupbench.WriteComparison(stdout, speedNames, speeds); err != nil {
-				return err
-			}
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d binaries could not be read", failed, len(cfg.paths))
+	}
+	return nil
+}
+
+// writeResult writes one binary's report in format: a JSON line, Go
+// benchmark lines to bw, or text.
+func writeResult(stdout io.Writer, bw *benchfmt.Writer, format string, res binResult) error {
+	switch format {
+	case formatJSON:
+		b, err := json.Marshal(jsonReport{reportSchemaVersion, res.size, res.speed})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	case formatBench:
+		return lookupbench.WriteBench(bw, res.name, res.speed)
+	}
+	if err := report.WriteText(stdout, res.size); err != nil {
+		return err
+	}
+	if res.speed != nil {
+		fmt.Fprintln(stdout)
+		if err := lookupbench.WriteText(stdout, res.speed); err != nil {
+			return err
+		}
+	}
+	if res.offsets != nil {
+		fmt.Fprintf(stdout, "\nlookup speed by the PC's byte offset into its function (pcs=offset=LO-HI):\n")
+		return lookupbench.WriteText(stdout, res.offsets)
+	}
+	return nil
+}
+
+// writeComparisons writes the text comparison of several binaries: their
+// sizes and, for those timed, their lookup speeds.
+func writeComparisons(stdout io.Writer, done []binResult) error {
+	var sizes []*report.Report
+	var speedNames []string
+	var speeds []*lookupbench.Result
+	for _, r := range done {
+		sizes = append(sizes, r.size)
+		if r.speed != nil {
+			speedNames = append(speedNames, r.name)
+			speeds = append(speeds, r.speed)
+		}
+	}
+	fmt.Fprintln(stdout)
+	if err := report.WriteComparison(stdout, sizes); err != nil {
+		return err
+	}
+	if len(speeds) > 0 {
+		fmt.Fprintln(stdout)
+		return lookupbench.WriteComparison(stdout, speedNames, speeds)
 	}
 	return nil
 }
