@@ -1,9 +1,18 @@
 // Package cli is the command-line convention of pctab's commands, the go
-// command's: every action is a named subcommand; "CMD help" and "CMD -h"
-// list them and "CMD help SUB" and "CMD SUB -h" describe one, on standard
-// output with exit status 0; a usage error (an unknown subcommand or flag, a
-// missing argument, a bad flag value) exits 2 and a failure exits 1, each
-// with its message on standard error.
+// command's: every action is a named subcommand; "CMD help" lists them and
+// "CMD help SUB" describes one, on standard output with exit status 0; a
+// usage error (an unknown subcommand or flag, a flag after the arguments, a
+// missing argument, a bad flag value) exits 2 with a short usage on
+// standard error, and a failure exits 1 with "CMD: message" on standard
+// error. "CMD -h" and "CMD SUB -h" print the same help as "CMD help" and
+// "CMD help SUB", on standard output with exit status 0, as the flag
+// package's programs do (the go command prints a short usage on standard
+// error and exits 2 instead).
+//
+// Flags go before the arguments, as the go command's: a defined flag (or
+// -h) after the first argument is a usage error that says so, rather than
+// a file or package of that name; "--" ends the flags, after which any
+// word is an argument.
 //
 // A command is a [Program] holding a table of [Command]s; adding a
 // subcommand is adding one entry to that table.
@@ -157,6 +166,11 @@ func (p *Program) Run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if p.Default != "" && (strings.HasPrefix(arg, "-") || p.Operand != nil && p.Operand(arg)) {
 		return p.runCommand(ctx, p.Lookup(p.Default), args, stdout, stderr)
 	}
+	if len(arg) > 1 && strings.HasPrefix(arg, "-") {
+		// As the go command: the program itself has no flags.
+		fmt.Fprintf(stderr, "flag provided but not defined: -%s\nusage: %s <command> [arguments]\nRun '%s help' for usage.\n", flagName(arg), p.Name, p.Name)
+		return ExitUsage
+	}
 	what := ""
 	if p.Default != "" && p.Operand != nil {
 		what = " (nor a file)"
@@ -293,6 +307,11 @@ func (p *Program) runCommand(ctx context.Context, c *Command, args []string, std
 			p.shortUsage(stderr, c)
 			return ExitUsage
 		}
+		if err := flagAfterArgs(fs, args); err != nil {
+			fmt.Fprintf(stderr, "%s %s: %v\n", p.Name, c.Name, err)
+			p.shortUsage(stderr, c)
+			return ExitUsage
+		}
 		args = fs.Args()
 	}
 	err := run(&Env{Ctx: ctx, Stdout: stdout, Stderr: stderr}, args)
@@ -309,4 +328,40 @@ func (p *Program) runCommand(ctx context.Context, c *Command, args []string, std
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", p.Name, err)
 	return ExitFailure
+}
+
+// flagName returns the name of the flag that arg spells (-name, --name,
+// -name=value), or "" if arg is no flag.
+func flagName(arg string) string {
+	if len(arg) < 2 || arg[0] != '-' || arg == "--" {
+		return ""
+	}
+	name := strings.TrimPrefix(arg[1:], "-")
+	name, _, _ = strings.Cut(name, "=")
+	return name
+}
+
+// flagAfterArgs returns an error if an argument that fs left after its
+// flags (all of args that fs.Parse did not consume) names one of fs's
+// flags or asks for help: the flag package stops at the first argument, so
+// such a flag would silently become an argument, such as a file named
+// "-json". After "--" every word is an argument.
+func flagAfterArgs(fs *flag.FlagSet, args []string) error {
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return nil
+	}
+	if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+		return nil
+	}
+	for _, a := range rest {
+		name := flagName(a)
+		if name == "" {
+			continue
+		}
+		if fs.Lookup(name) != nil || isHelpFlag(a) {
+			return fmt.Errorf("flag -%s after the argument %q: flags go before the arguments", name, rest[0])
+		}
+	}
+	return nil
 }

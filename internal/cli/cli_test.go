@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/pctab/pctab/internal/cli"
@@ -83,6 +84,16 @@ func TestProgram(t *testing.T) {
 		{Name: "exit code", Args: []string{"exit", "7"}, Code: 7, NoStdout: true, NoStderr: true},
 		{Name: "raw args", Args: []string{"echo", "-x", "-h"}, Stdout: []string{"[-x -h]"}, NoStderr: true},
 		{Name: "raw args help", Args: []string{"echo", "-h"}, Stdout: []string{"usage: prog echo ARGS..."}, NoStderr: true},
+		{Name: "flag after the arguments", Args: []string{"show", file, "-n", "2"}, Code: cli.ExitUsage,
+			Stderr: []string{"prog show: flag -n after the argument " + strconv.Quote(file) + ": flags go before the arguments", "usage: prog show"}, NoStdout: true},
+		{Name: "flag=value after the arguments", Args: []string{file, "--n=2"}, Code: cli.ExitUsage,
+			Stderr: []string{"flag -n after the argument"}, NoStdout: true},
+		{Name: "-h after the arguments", Args: []string{"show", file, "-h"}, Code: cli.ExitUsage,
+			Stderr: []string{"flag -h after the argument"}, NoStdout: true},
+		{Name: "undefined flag after the arguments is an argument", Args: []string{"show", file, "-x"}, Code: cli.ExitFailure,
+			Stdout: []string{"shown " + file}, Stderr: []string{"prog: stat -x: no such file"}},
+		{Name: "flag after --", Args: []string{"show", "--", file, "-n"}, Code: cli.ExitFailure,
+			Stdout: []string{"shown " + file + " 1"}, Stderr: []string{"prog: stat -n: no such file"}},
 	}...)
 	clitest.Run(t, p, cases)
 }
@@ -92,7 +103,8 @@ func TestNoDefault(t *testing.T) {
 	p.Default = ""
 	clitest.Run(t, p, []clitest.Case{
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"Usage:", "The commands are:"}, NoStdout: true},
-		{Name: "flag", Args: []string{"-n", "1"}, Code: cli.ExitUsage, Stderr: []string{`unknown command "-n"`}, NoStdout: true},
+		{Name: "flag", Args: []string{"-n", "1"}, Code: cli.ExitUsage, Stderr: []string{"flag provided but not defined: -n", "usage: prog <command> [arguments]", "Run 'prog help'"}, NoStdout: true},
+		{Name: "double-dash flag", Args: []string{"--n=1"}, Code: cli.ExitUsage, Stderr: []string{"flag provided but not defined: -n\n"}, NoStdout: true},
 	})
 }
 

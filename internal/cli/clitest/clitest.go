@@ -7,6 +7,8 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -98,18 +100,58 @@ func Convention(p *cli.Program) []Case {
 }
 
 // FlagNames fails if a flag of any command of p is spelled with a hyphen or
-// an upper-case letter: flags are one lower-case word, as the go command's.
+// an upper-case letter (flags are one lower-case word, as the go
+// command's), or if a command's usage line (Command.Args) names a flag the
+// command does not define.
 func FlagNames(t *testing.T, p *cli.Program) {
 	t.Helper()
+	for _, pr := range flagNameProblems(p) {
+		t.Error(pr)
+	}
+}
+
+// flagNameProblems returns what FlagNames finds wrong.
+func flagNameProblems(p *cli.Program) []string {
+	var problems []string
 	for _, c := range p.Commands {
-		fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-		if c.Flags != nil {
-			c.Flags(fs)
-		}
+		fs := flagSet(c)
 		fs.VisitAll(func(f *flag.Flag) {
 			if strings.ContainsAny(f.Name, "-_") || strings.ToLower(f.Name) != f.Name {
-				t.Errorf("%s %s: flag -%s: spell it as one lower-case word, as the go command's flags", p.Name, c.Name, f.Name)
+				problems = append(problems, fmt.Sprintf("%s %s: flag -%s: spell it as one lower-case word, as the go command's flags", p.Name, c.Name, f.Name))
 			}
 		})
+		if c.RawArgs {
+			continue
+		}
+		for _, name := range flagsIn(c.Args) {
+			if fs.Lookup(name) == nil {
+				problems = append(problems, fmt.Sprintf("%s %s: the usage line %q names -%s, which the command does not define", p.Name, c.Name, c.Args, name))
+			}
+		}
 	}
+	return problems
+}
+
+// flagSet returns a flag set with command c's flags.
+func flagSet(c *cli.Command) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	if c.Flags != nil {
+		c.Flags(fs)
+	}
+	return fs
+}
+
+// flagWord matches a word of a command line that is a flag, such as -j,
+// [-json], (-trace, --mode=append or -interleave=false].
+var flagWord = regexp.MustCompile(`^[\[(]*--?([a-z][a-z0-9]*)(?:[=\])]|$)`)
+
+// flagsIn returns the names of the flags that the command line line names.
+func flagsIn(line string) []string {
+	var names []string
+	for _, w := range strings.Fields(line) {
+		if m := flagWord.FindStringSubmatch(w); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	return names
 }
