@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/lookupbench"
 	"github.com/pctab/pctab/toolchain"
 )
 
@@ -45,6 +46,9 @@ func (f pkgBenchFlags) setup(env *cli.Env, args []string) (*pkgBench, error) {
 	}
 	if *f.flavours != "" {
 		pb.flavours = strings.Split(*f.flavours, ",")
+		if err := checkFlavours(pb.flavours); err != nil {
+			return nil, err
+		}
 	}
 	var err error
 	if pb.tc, err = getToolchain(env); err != nil {
@@ -57,6 +61,26 @@ func (f pkgBenchFlags) setup(env *cli.Env, args []string) (*pkgBench, error) {
 }
 
 func (pb *pkgBench) done() { os.RemoveAll(pb.work) }
+
+// checkFlavours returns a usage error if a name of -flavours is not one of
+// toolchain.Flavours, before anything is built.
+func checkFlavours(names []string) error {
+	for _, n := range names {
+		if _, ok := flavourByName(n); !ok {
+			return cli.Usagef("-flavours: unknown flavour %q (want some of %s)", n, flavourNames(toolchain.Flavours()))
+		}
+	}
+	return nil
+}
+
+// checkBenchtime returns a usage error if t is not a -test.benchtime (a
+// positive duration, or Nx), before anything is built.
+func checkBenchtime(t string) error {
+	if _, err := lookupbench.ParseBenchTime(t); err != nil {
+		return cli.Usagef("-benchtime: %w (want a duration such as 200ms, or Nx)", err)
+	}
+	return nil
+}
 
 // benchCommand is "pctab-toolchain bench".
 var benchCommand = &cli.Command{
@@ -86,6 +110,9 @@ var benchCommand = &cli.Command{
 			}
 			if *layouts < 0 || *layouts > *count {
 				return cli.Usagef("-layouts=%d: must be between 0 and -count (%d)", *layouts, *count)
+			}
+			if err := checkBenchtime(*benchtime); err != nil {
+				return err
 			}
 			pb, err := pf.setup(env, args)
 			if err != nil {

@@ -31,6 +31,9 @@ var compareCommand = &cli.Command{
 			if *count < 1 {
 				return cli.Usagef("-count=%d: must be at least 1", *count)
 			}
+			if err := checkBenchtime(*benchtime); err != nil {
+				return err
+			}
 			return runCompare(env, *count, *benchtime, *outDir)
 		}
 	},

@@ -30,6 +30,9 @@ var instrCommand = &cli.Command{
 			if *par < 1 {
 				return cli.Usagef("-p=%d: must be at least 1", *par)
 			}
+			if *target < 0 {
+				return cli.Usagef("-target=%v: must not be negative", *target)
+			}
 			pb, err := pf.setup(env, args)
 			if err != nil {
 				return err

@@ -19,7 +19,7 @@ import (
 // benchmark suite (package internal/libbench).
 var libbenchCommand = &cli.Command{
 	Name:  "libbench",
-	Args:  "[-o DIR] [-count N] [-benchtime T] [-layouts N] [-interleave=false] [-flavours LIST] [-libs LIST] [-bench RE] [-tests | -instructions | -summary FILE...]",
+	Args:  "[-outputdir DIR] [-count N] [-benchtime T] [-layouts N] [-interleave=false] [-flavours LIST] [-libs LIST] [-bench RE] [-tests | -instructions | -summary FILE...]",
 	Short: "benchmark real libraries that unwind on hot paths, stock against every flavour",
 	Long: "Libbench fetches the pinned libraries (internal/libbench/versions.txt) through the\n" +
 		"module proxy into a work module under the cache directory, builds their\n" +
@@ -69,6 +69,9 @@ var libbenchCommand = &cli.Command{
 					return cli.Usagef("-bench: %v", err)
 				}
 			}
+			if err := checkBenchtime(o.benchtime); err != nil {
+				return err
+			}
 			if o.layouts > 0 && (o.tests || o.instructions || o.summary) {
 				return cli.Usagef("-layouts applies to timed runs, not to -tests, -instructions or -summary")
 			}
@@ -96,11 +99,11 @@ func runLibbench(ctx context.Context, get func() (*toolchain.Toolchain, error), 
 	}
 	selected, err := libbench.Select(suite, split(fl.libs))
 	if err != nil {
-		return err
+		return cli.Usagef("-libs: %w", err)
 	}
 	fls, err := selectFlavours(split(fl.flavours))
 	if err != nil {
-		return err
+		return cli.Usagef("-flavours: %w", err)
 	}
 	tc, err := get()
 	if err != nil {

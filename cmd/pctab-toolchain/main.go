@@ -79,10 +79,18 @@ func program() *cli.Program {
 }
 
 // run is main without the process: it returns the exit status. A leading
-// -go RELEASE selects the Go release every subcommand patches and uses.
+// -go RELEASE (or --go, -go=RELEASE) selects the Go release every
+// subcommand patches and uses.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && (args[0] == "-go" || strings.HasPrefix(args[0], "-go=")) {
-		release, ok := strings.CutPrefix(args[0], "-go=")
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+		if strings.HasPrefix(first, "--") {
+			first = first[1:] // --go is -go, as for the flag package
+		}
+	}
+	if first == "-go" || strings.HasPrefix(first, "-go=") {
+		release, ok := strings.CutPrefix(first, "-go=")
 		args = args[1:]
 		if !ok {
 			release = ""
@@ -214,5 +222,8 @@ func summarizeFile(path string, w io.Writer) error {
 		return err
 	}
 	defer f.Close()
-	return toolchain.Summarize(f, w)
+	if err := toolchain.Summarize(f, w); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
 }

@@ -61,6 +61,18 @@ func TestCommandLine(t *testing.T) {
 		{Name: "population -formats", Args: []string{"population", "-formats", "compact-fast,nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown format "nope"`, "compact-fast"}, NoStdout: true},
 		{Name: "population unknown program", Args: []string{"population", "gojq", "nope"}, Code: cli.ExitUsage, Stderr: []string{`no program "nope"`}, NoStdout: true},
 		{Name: "population -md without the section", Args: []string{"population", "-md", noSection}, Code: cli.ExitFailure, Stderr: []string{"-md " + noSection, "no generated section"}, NoStdout: true},
+		{Name: "a flag of the program", Args: []string{"-x", "build"}, Code: cli.ExitUsage, Stderr: []string{"flag provided but not defined: -x", "Run 'pctab-toolchain help'"}, NoStdout: true},
+		{Name: "bench unknown flavour", Args: []string{"bench", "-flavours", "default,nope"}, Code: cli.ExitUsage, Stderr: []string{`-flavours: unknown flavour "nope"`, "usage: pctab-toolchain bench"}, NoStdout: true},
+		{Name: "bench bad -benchtime", Args: []string{"bench", "-benchtime", "fast"}, Code: cli.ExitUsage, Stderr: []string{"-benchtime: ", `"fast"`}, NoStdout: true},
+		{Name: "bench flag after the package", Args: []string{"bench", "runtime", "-count", "3"}, Code: cli.ExitUsage, Stderr: []string{`flag -count after the argument "runtime"`}, NoStdout: true},
+		{Name: "instr unknown flavour", Args: []string{"instr", "-flavours", "nope"}, Code: cli.ExitUsage, Stderr: []string{`unknown flavour "nope"`}, NoStdout: true},
+		{Name: "instr negative -target", Args: []string{"instr", "-target=-1s"}, Code: cli.ExitUsage, Stderr: []string{"-target=-1s"}, NoStdout: true},
+		{Name: "compare bad -benchtime", Args: []string{"compare", "-benchtime", "0s"}, Code: cli.ExitUsage, Stderr: []string{"-benchtime: "}, NoStdout: true},
+		{Name: "libbench unknown library", Args: []string{"libbench", "-libs", "zap,nope"}, Code: cli.ExitUsage, Stderr: []string{`-libs: libbench: no library "nope"`, "usage: pctab-toolchain libbench"}, NoStdout: true},
+		{Name: "libbench unknown flavour", Args: []string{"libbench", "-flavours", "nope"}, Code: cli.ExitUsage, Stderr: []string{`-flavours: libbench: no flavour "nope"`}, NoStdout: true},
+		{Name: "libbench bad -benchtime", Args: []string{"libbench", "-benchtime", "10"}, Code: cli.ExitUsage, Stderr: []string{"-benchtime: "}, NoStdout: true},
+		{Name: "testsuite bad -timeout", Args: []string{"testsuite", "-o", dir, "-timeout", "forever"}, Code: cli.ExitUsage, Stderr: []string{"-timeout=forever"}, NoStdout: true},
+		{Name: "summary of no results", Args: []string{"summary", noSection}, Code: cli.ExitFailure, Stderr: []string{"pctab-toolchain: " + noSection + ": "}, NoStdout: true},
 		{Name: "population missing programs file", Args: []string{"population", "-programs", missing}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
 	}...))
 }
@@ -100,6 +112,9 @@ func TestGoRelease(t *testing.T) {
 		{[]string{"-go="}, cli.ExitUsage, "", "-go needs a RELEASE"},
 		{[]string{"-go", "go1.27.3", "help", "instr"}, cli.ExitOK, "usage: pctab-toolchain instr", ""},
 		{[]string{"-go=go1.27.3", "build", "x"}, cli.ExitUsage, "", "no arguments wanted"},
+		{[]string{"--go", "go1.27.3", "help", "instr"}, cli.ExitOK, "usage: pctab-toolchain instr", ""},
+		{[]string{"--go=go1.27.3", "build", "x"}, cli.ExitUsage, "", "no arguments wanted"},
+		{[]string{"--go="}, cli.ExitUsage, "", "-go needs a RELEASE"},
 	} {
 		var stdout, stderr strings.Builder
 		code := run(t.Context(), tc.args, &stdout, &stderr)
@@ -108,4 +123,18 @@ func TestGoRelease(t *testing.T) {
 				tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
+}
+
+// TestDocs checks the toolchain's pages of docs/ against the commands'
+// flags: each flag is documented, and each command line the docs show
+// names only defined flags.
+func TestDocs(t *testing.T) {
+	main := []string{"docs/pctab-toolchain.md", "docs/toolchain-runtime.md"}
+	clitest.Docs(t, program(), clitest.DocConfig{Root: "../..", ProgramFlags: []string{"go"}, Pages: map[string][]string{
+		"build": main, "sizes": main, "bench": main, "summary": main, "instr": main, "compare": main,
+		"libbench":   {"docs/toolchain-libbench.md"},
+		"testsuite":  {"docs/toolchain-testsuite.md"},
+		"population": {"docs/population.md"},
+		"readers":    {"docs/toolchain-readers.md"},
+	}})
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/testsuite"
@@ -61,6 +62,9 @@ var testsuiteCommand = &cli.Command{
 			}
 			if *batch < 1 {
 				return cli.Usagef("-batch=%d: must be at least 1", *batch)
+			}
+			if d, err := time.ParseDuration(*timeout); err != nil || d < 0 {
+				return cli.Usagef("-timeout=%s: want a duration such as 20m (0: none), as go test -timeout", *timeout)
 			}
 			var fls []toolchain.Flavour
 			for _, name := range strings.Split(*flavours, ",") {
