@@ -42,6 +42,31 @@ type Options struct {
 	Workers int // goroutines for Verify; 0 means GOMAXPROCS
 }
 
+// Check returns an error if the options contradict each other or name an
+// unknown mode or variant, whatever binary they would rewrite: Rewrite
+// checks them first, and a command can check them before it reads
+// anything.
+func (opt Options) Check() error {
+	mode := opt.Mode
+	if mode == "" {
+		mode = Replace
+	}
+	if mode != Replace && mode != Append {
+		return fmt.Errorf("rewrite: unknown mode %q (want %q or %q)", opt.Mode, Replace, Append)
+	}
+	_, pclnVarint, err := ResolveVariant(opt.Variant)
+	if err != nil {
+		return fmt.Errorf("rewrite: %w", err)
+	}
+	if pclnVarint && (mode != Replace || !opt.Derived) {
+		return fmt.Errorf("rewrite: %s needs replace mode with derived lengths, the layout the pctab toolchain writes", opt.Variant)
+	}
+	if opt.Derived && mode != Replace {
+		return errors.New("rewrite: derived function lengths need replace mode (append mode keeps the varint pclntab and stores the lengths in its section)")
+	}
+	return nil
+}
+
 // Part is one contribution to the size difference between the input and
 // the output. The parts of a Result add up to its DeltaBytes.
 type Part struct {
@@ -102,15 +127,12 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	if opt.Mode == "" {
 		opt.Mode = Replace
 	}
-	if opt.Mode != Replace && opt.Mode != Append {
-		return nil, nil, fmt.Errorf("rewrite: unknown mode %q (want %q or %q)", opt.Mode, Replace, Append)
+	if err := opt.Check(); err != nil {
+		return nil, nil, err
 	}
 	v, pclnVarint, err := ResolveVariant(opt.Variant)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rewrite: %w", err)
-	}
-	if pclnVarint && (opt.Mode != Replace || !opt.Derived) {
-		return nil, nil, fmt.Errorf("rewrite: %s needs replace mode with derived lengths, the layout the pctab toolchain writes", opt.Variant)
 	}
 	f, err := objscan.NewFile(bytes.NewReader(data))
 	if err != nil {
@@ -129,9 +151,6 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		if e, err = parseELF(data); err != nil {
 			return nil, nil, fmt.Errorf("rewrite: %w", err)
 		}
-	}
-	if opt.Derived && opt.Mode != Replace {
-		return nil, nil, errors.New("rewrite: derived function lengths need replace mode (append mode keeps the varint pclntab and stores the lengths in its section)")
 	}
 	lt, err := buildTables(f, v, opt.Derived, pclnVarint)
 	if err != nil {

@@ -25,12 +25,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
 )
@@ -117,8 +117,17 @@ func runRewrite(rf *rewriteFlags, args []string, stdout io.Writer) error {
 	if len(args) != 1 || *rf.out == "" {
 		return cli.Usagef("need exactly one BINARY and -o OUT")
 	}
+	if *rf.workers < 0 {
+		return cli.Usagef("-j=%d: want 0 (GOMAXPROCS) or more", *rf.workers)
+	}
 	in := args[0]
 	opt := rewrite.Options{Mode: rewrite.Mode(*rf.mode), Variant: *rf.variant, Derived: *rf.derived, Verify: *rf.check, Workers: *rf.workers}
+	if err := opt.Check(); err != nil {
+		return cli.Usagef("%w", err)
+	}
+	if err := cli.CheckOutput("-o", *rf.out, in); err != nil {
+		return err
+	}
 	res, err := rewrite.RewriteFile(in, *rf.out, opt)
 	if err != nil {
 		return err
@@ -136,13 +145,11 @@ func runRewrite(rf *rewriteFlags, args []string, stdout io.Writer) error {
 		}
 	}
 	if *rf.jsonOut {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
 		v := rewriteJSON{SchemaVersion: schemaVersion, In: in, Out: *rf.out, Result: res, Estimate: est}
 		if est != nil {
 			v.Gap = rewrite.Gap(res, est)
 		}
-		return enc.Encode(v)
+		return jsonschema.Write(stdout, v)
 	}
 	fmt.Fprintf(stdout, "%s -> %s\n", in, *rf.out)
 	return rewrite.WriteText(stdout, res, est)

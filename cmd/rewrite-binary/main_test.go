@@ -18,6 +18,20 @@ import (
 func TestRun(t *testing.T) {
 	in := testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "linux", GOARCH: "amd64"})
 	dir := t.TempDir()
+	// The input is copied: a run that wrote its output over it must not
+	// spoil the build cache's binary.
+	data, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = filepath.Join(dir, "features")
+	if err := os.WriteFile(in, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(in, link); err != nil {
+		t.Fatal(err)
+	}
 	replaced := filepath.Join(dir, "features.replace")
 	appended := filepath.Join(dir, "features.append")
 	tests := []struct {
@@ -36,7 +50,14 @@ func TestRun(t *testing.T) {
 			wantOut: []string{"mode       append", "verify     ok"}},
 		{name: "verify moved", args: []string{"verify", appended}, wantCode: 2, wantErr: "use pctab-stats verify"},
 		{name: "no output", args: []string{in}, wantCode: 2, wantErr: "-o OUT"},
-		{name: "bad variant", args: []string{"-variant", "nope", "-o", filepath.Join(dir, "bad"), in}, wantCode: 1, wantErr: `unknown variant "nope"`},
+		{name: "bad variant", args: []string{"-variant", "nope", "-o", filepath.Join(dir, "bad"), in}, wantCode: 2, wantErr: `unknown variant "nope"`},
+		{name: "bad mode", args: []string{"-mode", "sideways", "-o", filepath.Join(dir, "bad"), in}, wantCode: 2, wantErr: `unknown mode "sideways"`},
+		{name: "append -derived", args: []string{"-mode", "append", "-derived", "-o", filepath.Join(dir, "bad"), in}, wantCode: 2, wantErr: "derived function lengths need replace mode"},
+		{name: "cfps-varint-pcln without -derived", args: []string{"-variant", "cfps-varint-pcln", "-o", filepath.Join(dir, "bad"), in}, wantCode: 2, wantErr: "needs replace mode with derived lengths"},
+		{name: "negative -j", args: []string{"-j", "-1", "-o", filepath.Join(dir, "bad"), in}, wantCode: 2, wantErr: "-j=-1"},
+		{name: "-o is the input", args: []string{"-o", in, in}, wantCode: 2, wantErr: "-o " + in + " is the input"},
+		{name: "-o is a link to the input", args: []string{"-o", link, in}, wantCode: 2, wantErr: "is the input"},
+		{name: "flag after the binary", args: []string{"-o", filepath.Join(dir, "bad"), in, "-json"}, wantCode: 2, wantErr: "flag -json after the argument"},
 		{name: "bad input", args: []string{"-o", filepath.Join(dir, "bad"), filepath.Join(dir, "missing")}, wantCode: 1, wantErr: "no such file"},
 	}
 	for _, tt := range tests {
@@ -62,6 +83,9 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad")); !os.IsNotExist(err) {
 		t.Errorf("a failed run left an output file: %v", err)
+	}
+	if got, err := os.ReadFile(in); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the input changed (%v)", err)
 	}
 }
 
@@ -128,4 +152,13 @@ func rewriteSchema() jsonschema.Schema {
 // deliberate change (bump the version and update docs/json.md first).
 func TestJSONSchema(t *testing.T) {
 	jsonschema.Golden(t, filepath.Join("testdata", "rewrite.fields"), rewriteSchema())
+}
+
+// TestDocs checks docs/rewrite-binary.md against the command's flags: each
+// flag is documented, and each command line the docs show names only
+// defined flags.
+func TestDocs(t *testing.T) {
+	clitest.Docs(t, program(), clitest.DocConfig{Root: "../..", Pages: map[string][]string{
+		"rewrite": {"docs/rewrite-binary.md"},
+	}})
 }

@@ -123,6 +123,29 @@ func IsFile(arg string) bool {
 	return err == nil
 }
 
+// CheckOutput returns a usage error if out, the file that flag (such as
+// "-o") names for the command to write, is one of the inputs it reads: the
+// same file by any name, such as a hard link or a symbolic link. Writing
+// it would destroy the input, or leave a half-read input behind.
+func CheckOutput(flag, out string, inputs ...string) error {
+	if out == "" {
+		return nil
+	}
+	ost, err := os.Stat(out)
+	if err != nil {
+		return nil // a new file: no input
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		if ist, err := os.Stat(in); err == nil && os.SameFile(ost, ist) {
+			return Usagef("%s %s is the input %s: write the output to another file", flag, out, in)
+		}
+	}
+	return nil
+}
+
 // Main runs the program on the process's arguments and exits.
 func (p *Program) Main() {
 	os.Exit(p.Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))

@@ -117,3 +117,39 @@ func TestIsUsage(t *testing.T) {
 		t.Error("IsUsage of a plain error")
 	}
 }
+
+func TestCheckOutput(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	if err := os.WriteFile(in, []byte("x"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other")
+	if err := os.WriteFile(other, []byte("x"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	hard, sym := filepath.Join(dir, "hard"), filepath.Join(dir, "sym")
+	if err := os.Link(in, hard); err != nil {
+		t.Skip(err)
+	}
+	if err := os.Symlink(in, sym); err != nil {
+		t.Skip(err)
+	}
+	for _, tc := range []struct {
+		out   string
+		usage bool
+	}{
+		{in, true},
+		{filepath.Join(dir, ".", "in"), true},
+		{hard, true},
+		{sym, true},
+		{other, false},
+		{filepath.Join(dir, "new"), false},
+		{"", false},
+	} {
+		err := cli.CheckOutput("-o", tc.out, "", filepath.Join(dir, "missing"), in)
+		if (err != nil) != tc.usage || err != nil && !cli.IsUsage(err) {
+			t.Errorf("CheckOutput(-o %s): %v, want a usage error: %v", tc.out, err, tc.usage)
+		}
+	}
+}

@@ -2,16 +2,20 @@
 // every -json output to it.
 //
 // The convention: field names are snake_case, every top-level object
-// carries an integer "schema_version", and a change that removes or renames
-// a field bumps that version. Fields lists the field paths a Go type
+// carries an integer "schema_version", its first field, and a change that
+// removes or renames a field bumps that version. A command that prints one
+// object indents it with tabs ([Write]); one that prints an object per
+// input prints each on a line of its own ([WriteLine]). Fields lists the field paths a Go type
 // encodes to; Golden compares them with a checked-in list that records the
 // version they belong to, so a test fails when a field changes without the
 // version changing.
 package jsonschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -237,6 +241,9 @@ func CheckValue(data []byte, s Schema) error {
 	if !ok || int(ver) != s.Version {
 		return fmt.Errorf("%s = %v, want %d", VersionField, obj[VersionField], s.Version)
 	}
+	if first := firstKey(data); first != VersionField {
+		return fmt.Errorf("the first field is %q, want %s", first, VersionField)
+	}
 	var bad []string
 	has := func(p string) bool {
 		_, found := slices.BinarySearch(s.Fields, p)
@@ -280,4 +287,41 @@ func valuePaths(v any, prefix string, has, f func(string) bool) {
 			valuePaths(e, prefix+"[]", has, f)
 		}
 	}
+}
+
+// firstKey returns the name of the first field of the JSON object data,
+// or "".
+func firstKey(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	t, err := dec.Token()
+	if err != nil {
+		return ""
+	}
+	name, _ := t.(string)
+	return name
+}
+
+// Write writes v, a command's one JSON object, to w as the commands print
+// it: indented with tabs, as go list -json does, and ending in a newline.
+func Write(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "\t")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteLine writes v, one of a command's several JSON objects (one per
+// binary, say), to w on one line of its own, as JSON lines.
+func WriteLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }

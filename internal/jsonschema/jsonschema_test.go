@@ -1,6 +1,7 @@
 package jsonschema
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -133,10 +134,29 @@ func TestCheckValue(t *testing.T) {
 		`{"items":[]}`,
 		`{"schema_version":2,"items":[{"a_b":1,"extra":2}]}`,
 		`{"schema_version":2,"by_name":{"k":{"x":1}}}`,
+		`{"items":[],"schema_version":2}`,
 		`[1]`,
 	} {
 		if err := CheckValue([]byte(bad), s); err == nil {
 			t.Errorf("CheckValue(%s) = nil", bad)
 		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	v := struct {
+		SchemaVersion int    `json:"schema_version"`
+		Name          string `json:"name"`
+	}{1, "x"}
+	var b bytes.Buffer
+	if err := Write(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteLine(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n\t\"schema_version\": 1,\n\t\"name\": \"x\"\n}\n{\"schema_version\":1,\"name\":\"x\"}\n"
+	if b.String() != want {
+		t.Errorf("Write, WriteLine wrote\n%s\nwant\n%s", b.String(), want)
 	}
 }
