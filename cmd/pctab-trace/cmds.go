@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/labels"
 	"github.com/pctab/pctab/tracestore/view"
@@ -33,15 +34,18 @@ type timeFlag struct {
 func (t *timeFlag) String() string { return strconv.FormatInt(t.ns, 10) }
 
 func (t *timeFlag) Set(s string) error {
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		t.ns, t.set = n, true
-		return nil
-	}
-	d, err := time.ParseDuration(s)
+	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return fmt.Errorf("%q is neither nanoseconds nor a duration", s)
+		d, derr := time.ParseDuration(s)
+		if derr != nil {
+			return fmt.Errorf("%q is neither nanoseconds nor a duration", s)
+		}
+		n = int64(d)
 	}
-	t.ns, t.set = int64(d), true
+	if n < 0 {
+		return fmt.Errorf("%q is before the trace's start: times count from its first event", s)
+	}
+	t.ns, t.set = n, true
 	return nil
 }
 
@@ -130,17 +134,35 @@ var buildCommand = &cli.Command{
 			if len(args) != 2 {
 				return cli.Usagef("want TRACE STORE, got %d arguments", len(args))
 			}
+			if ps := *pageSize; ps < tracestore.MinPageSize || ps > tracestore.MaxPageSize || ps&(ps-1) != 0 {
+				return cli.Usagef("-pagesize=%d: want a power of two from %d to %d", ps, tracestore.MinPageSize, tracestore.MaxPageSize)
+			}
+			if minMem := byteSize(tracestore.MinMemLimit); mem < minMem {
+				return cli.Usagef("-mem=%s: want at least %s", mem.String(), minMem.String())
+			}
+			var hist *trampoline.History
+			if *histPath != "" {
+				// Read before the store is built: a bad history leaves
+				// nothing behind.
+				h, err := readHistory(*histPath)
+				if err != nil {
+					return err
+				}
+				hist = &h
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			if *histPath != "" {
+			if hist != nil {
 				// The label index reads the trace a second time.
 				if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 					return fmt.Errorf("%s: build -labels reads the trace twice, so it must be a regular file, not a pipe or device: save it to a file first", args[0])
 				}
 			}
+			_, statErr := os.Stat(args[1])
+			existed := statErr == nil
 			start := time.Now()
 			// The trace's parts are measured as it is read, so that a
 			// pipe (/dev/stdin) is read once.
@@ -159,10 +181,13 @@ var buildCommand = &cli.Command{
 			pw.Close()
 			ms := <-measure
 			if err != nil {
-				return err
+				return fmt.Errorf("building %s from %s: %w", args[1], args[0], err)
 			}
-			if *histPath != "" {
-				if err := buildLabels(env, f, *histPath, args[1], m.BaseTime, int64(mem)); err != nil {
+			if hist != nil {
+				if err := buildLabels(env, f, *hist, args[1], m.BaseTime, int64(mem)); err != nil {
+					// A failed command leaves no store behind, as a
+					// failed Build does.
+					removeStore(args[1], existed)
 					return err
 				}
 			}
@@ -216,19 +241,33 @@ var buildCommand = &cli.Command{
 	},
 }
 
+// readHistory reads the trampoline history at path.
+func readHistory(path string) (trampoline.History, error) {
+	hf, err := os.Open(path)
+	if err != nil {
+		return trampoline.History{}, err
+	}
+	defer hf.Close()
+	h, err := trampoline.ReadHistory(hf)
+	if err != nil {
+		return trampoline.History{}, fmt.Errorf("-labels %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// removeStore removes the store dir that build wrote, leaving the empty
+// directory in its place if there was one before.
+func removeStore(dir string, existed bool) {
+	os.RemoveAll(dir)
+	if existed {
+		os.Mkdir(dir, 0o777)
+	}
+}
+
 // buildLabels writes the label index of the trace f into the store dir,
 // holding half of mem bytes of samples (the rest spill to a temporary
 // file in dir).
-func buildLabels(env *cli.Env, f *os.File, histPath, dir string, base, mem int64) error {
-	hf, err := os.Open(histPath)
-	if err != nil {
-		return err
-	}
-	h, err := trampoline.ReadHistory(hf)
-	hf.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", histPath, err)
-	}
+func buildLabels(env *cli.Env, f *os.File, h trampoline.History, dir string, base, mem int64) error {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -321,6 +360,15 @@ func queryLabel(env *cli.Env, dir, label string, from, to timeFlag, asJSON bool,
 	if err != nil {
 		return cli.Usagef("-label: %v", err)
 	}
+	s, err := tracestore.Open(dir)
+	if err != nil {
+		return err
+	}
+	end := s.Manifest().Duration + 1
+	s.Close()
+	if err := defaultTo(from, &to, end); err != nil {
+		return err
+	}
 	x, err := openLabels(dir)
 	if err != nil {
 		return err
@@ -328,13 +376,10 @@ func queryLabel(env *cli.Env, dir, label string, from, to timeFlag, asJSON bool,
 	if x == nil {
 		return fmt.Errorf("%s has no %s: build it with pctab-trace build -labels", dir, labels.FileName)
 	}
-	if !to.set {
-		to.ns = 1<<63 - 1
-	}
 	ss := x.Samples(l, from.ns, to.ns)
 	res := labelResult{SchemaVersion: labelSchemaVersion, Store: dir, Label: l.String(), From: from.ns, To: to.ns, Samples: len(ss), LabelSamples: len(x.Samples(l, -1<<63, 1<<63-1)), Funcs: x.ByFunc(ss)}
 	if asJSON {
-		return json.NewEncoder(env.Stdout).Encode(res)
+		return jsonschema.Write(env.Stdout, res)
 	}
 	fmt.Fprintf(env.Stdout, "%s: %d CPU samples in [%d, %d) (%d in the whole trace)\n", res.Label, res.Samples, from.ns, to.ns, res.LabelSamples)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -396,9 +441,6 @@ var queryCommand = &cli.Command{
 				}
 				file, lineNo = (*line)[:i], uint32(n)
 			}
-			if *show < 0 {
-				return cli.Usagef("-show %d: want 0 or more events", *show)
-			}
 			s, err := tracestore.Open(args[0])
 			if err != nil {
 				return err
@@ -427,9 +469,7 @@ var queryCommand = &cli.Command{
 				return err
 			}
 			if *asJSON {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "\t")
-				return enc.Encode(res)
+				return jsonschema.Write(env.Stdout, res)
 			}
 			what := *fn
 			if what == "" {
@@ -451,6 +491,14 @@ var queryCommand = &cli.Command{
 			return nil
 		}
 	},
+}
+
+// trackKinds returns the names of the track kinds, -track's values.
+func trackKinds() []string {
+	return []string{
+		tracestore.TrackGoroutine.String(), tracestore.TrackProc.String(),
+		tracestore.TrackThread.String(), tracestore.TrackGlobal.String(),
+	}
 }
 
 // aggResult is agg's -json output.
@@ -486,7 +534,7 @@ var aggCommand = &cli.Command{
 		var from, to timeFlag
 		fs.Var(&from, "from", "start `t` of the time range (ns or a duration since the trace's start)")
 		fs.Var(&to, "to", "end `t` of the time range (default: the trace's end)")
-		track := fs.String("track", "", "only lanes of this track kind: goroutine, proc, global")
+		track := fs.String("track", "", "only lanes of this track `kind`: "+strings.Join(trackKinds(), ", "))
 		top := fs.Int("top", 20, "print the `n` busiest lanes")
 		asJSON := fs.Bool("json", false, "print JSON (every lane)")
 		return func(env *cli.Env, args []string) error {
@@ -495,6 +543,9 @@ var aggCommand = &cli.Command{
 			}
 			if *top < 0 {
 				return cli.Usagef("-top %d: want 0 or more lanes", *top)
+			}
+			if *track != "" && !slices.Contains(trackKinds(), *track) {
+				return cli.Usagef("-track %q: want one of %s", *track, strings.Join(trackKinds(), ", "))
 			}
 			if err := checkRange(from, to); err != nil {
 				return err
@@ -525,9 +576,7 @@ var aggCommand = &cli.Command{
 				res.Lanes = append(res.Lanes, la)
 			}
 			if *asJSON {
-				enc := json.NewEncoder(env.Stdout)
-				enc.SetIndent("", "\t")
-				return enc.Encode(res)
+				return jsonschema.Write(env.Stdout, res)
 			}
 			lanes := append([]laneAgg(nil), res.Lanes...)
 			sort.SliceStable(lanes, func(i, j int) bool { return lanes[i].Busy > lanes[j].Busy })

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,7 +180,26 @@ func TestCommands(t *testing.T) {
 		{Name: "old -page-size", Args: []string{"build", "-page-size", "4096", tr, missing}, Code: cli.ExitUsage, Stderr: []string{"not defined: -page-size"}, NoStdout: true},
 		{Name: "agg of a missing store", Args: []string{"agg", missing}, Code: cli.ExitFailure, Stderr: []string{"pctab-trace: "}, NoStdout: true},
 		{Name: "build from a missing trace", Args: []string{"build", missing, missing + ".store"}, Code: cli.ExitFailure, Stderr: []string{"no such file"}, NoStdout: true},
+		{Name: "build from a file that is no trace", Args: []string{"build", store + "/manifest.json", missing + ".store"}, Code: cli.ExitFailure,
+			Stderr: []string{"pctab-trace: building " + missing + ".store from " + store + "/manifest.json: "}, NoStdout: true},
+		{Name: "build -pagesize not a power of two", Args: []string{"build", "-pagesize", "3000", tr, missing + ".store"}, Code: cli.ExitUsage, Stderr: []string{"-pagesize=3000: want a power of two from 1024"}, NoStdout: true},
+		{Name: "build -mem too small", Args: []string{"build", "-mem", "1MiB", tr, missing + ".store"}, Code: cli.ExitUsage, Stderr: []string{"-mem=1MiB: want at least 4MiB"}, NoStdout: true},
+		{Name: "build -mem 0", Args: []string{"build", "-mem", "0", tr, missing + ".store"}, Code: cli.ExitUsage, Stderr: []string{"-mem=0: want at least 4MiB"}, NoStdout: true},
+		{Name: "agg unknown -track", Args: []string{"agg", "-track", "goroutines", store}, Code: cli.ExitUsage, Stderr: []string{`-track "goroutines": want one of goroutine, proc, thread, global`}, NoStdout: true},
+		{Name: "agg -track thread", Args: []string{"agg", "-track", "thread", store}, Stdout: []string{"lanes with spans"}, NoStderr: true},
+		{Name: "agg negative -from", Args: []string{"agg", "-from", "-5", store}, Code: cli.ExitUsage, Stderr: []string{"before the trace's start"}, NoStdout: true},
+		{Name: "query negative -to", Args: []string{"query", "-func", fn, "-to=-1s", store}, Code: cli.ExitUsage, Stderr: []string{"before the trace's start"}, NoStdout: true},
+		{Name: "agg flag after the store", Args: []string{"agg", store, "-json"}, Code: cli.ExitUsage, Stderr: []string{"flag -json after the argument"}, NoStdout: true},
 	})
+	if !strings.HasPrefix(js, "{\n\t\"schema_version\": ") {
+		t.Errorf("agg -json is not indented with tabs:\n%.60s", js)
+	}
+	for _, a := range []string{"-build", "-json"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{a, store}, &stdout, &stderr); code != cli.ExitUsage || !strings.Contains(stderr.String(), "flag provided but not defined: "+a) {
+			t.Errorf("pctab-trace %s STORE: exit %d, stderr %q", a, code, stderr.String())
+		}
+	}
 }
 
 // TestCommandLine checks the command-line convention (package cli): -h and
@@ -258,8 +278,44 @@ func TestLabelCommands(t *testing.T) {
 	if out := runCmd(t, "query", "-label", "query=q3", store); !strings.Contains(out, "query=q3:") || !strings.Contains(out, "flat%") {
 		t.Errorf("query -label printed:\n%s", out)
 	}
+	if !strings.HasPrefix(js, "{\n\t\"schema_version\": ") {
+		t.Errorf("query -label -json is not indented with tabs:\n%.60s", js)
+	}
+	// Without -to, the range ends at the trace's end, as query's does.
+	st, err := tracestore.Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := st.Manifest().Duration + 1
+	st.Close()
+	if out := runCmd(t, "query", "-label", "query=q3", store); !strings.Contains(out, fmt.Sprintf("samples in [0, %d)", end)) {
+		t.Errorf("query -label's range does not end at the trace's end, %d:\n%s", end, out)
+	}
 	var stdout, stderr bytes.Buffer
 	if code := run(context.Background(), []string{"query", "-label", "query", store}, &stdout, &stderr); code == 0 {
 		t.Errorf("query -label without '=': exit 0")
 	}
+	// A history that does not read is refused before the store is built.
+	bad, badStore := filepath.Join(dir, "bad.json"), filepath.Join(dir, "bad-store")
+	if err := os.WriteFile(bad, []byte("not JSON"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(context.Background(), []string{"build", "-labels", bad, tr, badStore}, &stdout, &stderr); code != cli.ExitFailure || !strings.Contains(stderr.String(), "-labels "+bad+": ") {
+		t.Errorf("build -labels BAD: exit %d, stderr %q", code, stderr.String())
+	}
+	if _, err := os.Stat(badStore); !os.IsNotExist(err) {
+		t.Errorf("build -labels BAD left a store: %v", err)
+	}
+}
+
+// TestDocs checks docs/pctab-trace.md against the commands' flags: each
+// flag is documented, and each command line the docs show names only
+// defined flags.
+func TestDocs(t *testing.T) {
+	page := []string{"docs/pctab-trace.md"}
+	clitest.Docs(t, program(), clitest.DocConfig{Root: "../..", Pages: map[string][]string{
+		"build": page, "query": page, "agg": page, "serve": page,
+	}})
 }
