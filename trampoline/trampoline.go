@@ -180,7 +180,7 @@ func Snapshot() History {
 func WriteHistory(w io.Writer) error {
 	h := Snapshot()
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", " ")
+	enc.SetIndent("", "\t")
 	return enc.Encode(h)
 }
 
