@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -16,7 +17,17 @@ func TestCommandLine(t *testing.T) {
 	p := program()
 	clitest.FlagNames(t, p)
 	bin := testbuild.Build(t, testbuild.Config{Archive: "features"})
-	missing := filepath.Join(t.TempDir(), "missing")
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing")
+	garbage := filepath.Join(dir, "garbage.json")
+	if err := os.WriteFile(garbage, []byte("not JSON"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// This test binary has trampolines: labels reads its history.
+	labelled, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := append(clitest.Convention(p), []clitest.Case{
 		{Name: "help lists the commands", Args: []string{"help"},
 			Stdout: []string{"report", "verify", "stacks", "replay", "labels", "pctab-stats [flags] [BINARY...]"}, NoStderr: true},
@@ -43,6 +54,40 @@ func TestCommandLine(t *testing.T) {
 			Stderr: []string{"need -history", "usage: pctab-stats labels"}, NoStdout: true},
 		{Name: "replay unreadable trace", Args: []string{"replay", "-trace", missing, bin}, Code: cli.ExitFailure,
 			Stderr: []string{"no such file"}},
+		{Name: "report negative -j", Args: []string{"-j=-2", bin}, Code: cli.ExitUsage, Stderr: []string{"-j=-2: want 0"}, NoStdout: true},
+		{Name: "verify negative -j", Args: []string{"verify", "-j", "-1", bin}, Code: cli.ExitUsage, Stderr: []string{"-j=-1: want 0"}, NoStdout: true},
+		{Name: "verify flag after the binary", Args: []string{"verify", bin, "-json"}, Code: cli.ExitUsage,
+			Stderr: []string{"pctab-stats verify: flag -json after the argument", "usage: pctab-stats verify"}, NoStdout: true},
+		{Name: "report flag after the binary", Args: []string{bin, "-variants=false"}, Code: cli.ExitUsage,
+			Stderr: []string{"flag -variants after the argument"}, NoStdout: true},
+		{Name: "verify without a binary is the local go", Args: []string{"help", "verify"}, Stdout: []string{"[BINARY...]", "Without a BINARY it checks"}, NoStderr: true},
+		// The stacks and replay flags are checked before the input is read:
+		// the missing trace would be a failure (exit 1).
+		{Name: "stacks negative -maxthreads", Args: []string{"stacks", "-trace", missing, "-maxthreads", "-1"}, Code: cli.ExitUsage, Stderr: []string{"-maxthreads=-1"}, NoStdout: true},
+		{Name: "stacks negative -budget", Args: []string{"stacks", "-trace", missing, "-budget", "-5"}, Code: cli.ExitUsage, Stderr: []string{"-budget=-5"}, NoStdout: true},
+		{Name: "stacks bad -filelayout", Args: []string{"stacks", "-trace", missing, "-filelayout", "pc/nope"}, Code: cli.ExitUsage, Stderr: []string{"-filelayout: ", "pc/nope"}, NoStdout: true},
+		{Name: "stacks -o is the trace", Args: []string{"stacks", "-trace", bin, "-o", bin}, Code: cli.ExitUsage, Stderr: []string{"-o " + bin + " is the input"}, NoStdout: true},
+		{Name: "replay negative -synthetic", Args: []string{"replay", "-synthetic", "-3", bin}, Code: cli.ExitUsage, Stderr: []string{"-synthetic=-3"}, NoStdout: true},
+		{Name: "replay too many synthetic frames", Args: []string{"replay", "-synthetic", "100000000000", bin}, Code: cli.ExitUsage, Stderr: []string{"-synthetic=100000000000 -maxdepth=40: at most"}, NoStdout: true},
+		{Name: "replay reversed depths", Args: []string{"replay", "-synthetic", "10", "-mindepth", "50", "-maxdepth", "10", bin}, Code: cli.ExitUsage, Stderr: []string{"-mindepth=50 -maxdepth=10"}, NoStdout: true},
+		{Name: "replay -maxdepth too deep", Args: []string{"replay", "-synthetic", "10", "-maxdepth", "100000", bin}, Code: cli.ExitUsage, Stderr: []string{"-maxdepth=100000"}, NoStdout: true},
+		{Name: "replay negative -frames", Args: []string{"replay", "-trace", missing, "-frames", "-1", bin}, Code: cli.ExitUsage, Stderr: []string{"-frames=-1"}, NoStdout: true},
+		{Name: "replay negative -mismatches", Args: []string{"replay", "-trace", missing, "-mismatches", "-1", bin}, Code: cli.ExitUsage, Stderr: []string{"-mismatches=-1"}, NoStdout: true},
+		{Name: "labels -o is the binary", Args: []string{"labels", "-history", missing, "-pprof", missing, "-o", bin, bin}, Code: cli.ExitUsage, Stderr: []string{"-o " + bin + " is the input"}, NoStdout: true},
+		{Name: "labels bad history", Args: []string{"labels", "-history", garbage, "-pprof", missing, "-o", missing, labelled}, Code: cli.ExitFailure, Stderr: []string{"pctab-stats: labels: -history " + garbage + ": "}, NoStdout: true},
 	}...)
 	clitest.Run(t, p, cases)
+}
+
+// TestDocs checks the pages of docs/ against the commands' flags: each
+// flag is documented, and each command line they show names only
+// defined flags.
+func TestDocs(t *testing.T) {
+	clitest.Docs(t, program(), clitest.DocConfig{Root: "../..", Pages: map[string][]string{
+		"report": {"docs/pctab-stats.md", "docs/lookup-speed.md"},
+		"verify": {"docs/verify.md"},
+		"stacks": {"docs/stacks.md"},
+		"replay": {"docs/replay.md"},
+		"labels": {"docs/labels.md"},
+	}})
 }

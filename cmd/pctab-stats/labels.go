@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/stackinput"
 	"github.com/pctab/pctab/tracestore"
@@ -70,6 +70,9 @@ func runLabels(lf *labelsFlags, args []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 || *lf.hist == "" || *lf.out == "" || (*lf.tracePath == "") == (*lf.pprofPath == "") {
 		return cli.Usagef("need -history, -o, exactly one of -trace and -pprof, and one binary")
 	}
+	if err := cli.CheckOutput("-o", *lf.out, args[0], *lf.hist, *lf.tracePath, *lf.pprofPath); err != nil {
+		return err
+	}
 	bin, err := objscan.Open(args[0])
 	if err != nil {
 		return err
@@ -86,7 +89,7 @@ func runLabels(lf *labelsFlags, args []string, stdout, stderr io.Writer) error {
 	h, err := trampoline.ReadHistory(hf)
 	hf.Close()
 	if err != nil {
-		return err
+		return fmt.Errorf("labels: -history %s: %w", *lf.hist, err)
 	}
 	var p *profile.Profile
 	var st resolve.Stats
@@ -128,7 +131,7 @@ func runLabels(lf *labelsFlags, args []string, stdout, stderr io.Writer) error {
 	}
 	warnCut(stderr, *lf.tracePath, cut)
 	if *lf.asJSON {
-		return json.NewEncoder(stdout).Encode(labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st, cut})
+		return jsonschema.Write(stdout, labelsJSON{labelsSchemaVersion, args[0], tr.N, *lf.out, st, cut})
 	}
 	fmt.Fprintf(stdout, "%s: %d trampolines; %d samples, %d through a trampoline, %d labelled, %d unattributed (trampoline bound more than once in the profile, or not at the sample's time); wrote %s\n",
 		args[0], tr.N, st.Samples, st.Through, st.Labelled, st.Unattributed, *lf.out)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/internal/stat"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
@@ -125,6 +125,9 @@ func parseReplayFlags(args []string, stderr io.Writer) (replayConfig, error) {
 // binary in args.
 func (rf *replayFlags) config(args []string) (replayConfig, error) {
 	cfg := rf.cfg
+	if err := cfg.checkCounts(); err != nil {
+		return cfg, err
+	}
 	n := 0
 	for _, set := range []bool{cfg.tracePath != "", cfg.pprofPath != "", cfg.synthetic > 0} {
 		if set {
@@ -172,6 +175,34 @@ func (rf *replayFlags) config(args []string) (replayConfig, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// Limits of the synthetic stacks: no real stack is deeper than
+// maxSyntheticDepth frames (the tracer and pprof record at most 128), and
+// -synthetic N draws at most maxSyntheticFrames frames in all (N stacks of
+// up to -maxdepth frames, 8 bytes a frame, held at once), so that a count
+// on the command line cannot exhaust the memory.
+const (
+	maxSyntheticDepth  = 4096
+	maxSyntheticFrames = 1 << 26
+)
+
+// checkCounts checks the numeric flags: counts that cannot be negative,
+// the synthetic stacks' depth range and their size in all.
+func (cfg *replayConfig) checkCounts() error {
+	switch {
+	case cfg.synthetic < 0:
+		return cli.Usagef("-synthetic=%d: want a number of stacks, 1 or more", cfg.synthetic)
+	case cfg.maxFrames < 0:
+		return cli.Usagef("-frames=%d: want 0 (all) or more", cfg.maxFrames)
+	case cfg.limit < 0:
+		return cli.Usagef("-mismatches=%d: want 0 or more", cfg.limit)
+	case cfg.minDepth < 1 || cfg.maxDepth < cfg.minDepth || cfg.maxDepth > maxSyntheticDepth:
+		return cli.Usagef("-mindepth=%d -maxdepth=%d: want 1 <= -mindepth <= -maxdepth <= %d", cfg.minDepth, cfg.maxDepth, maxSyntheticDepth)
+	case cfg.synthetic > maxSyntheticFrames/cfg.maxDepth:
+		return cli.Usagef("-synthetic=%d -maxdepth=%d: at most %d frames in all (-synthetic × -maxdepth)", cfg.synthetic, cfg.maxDepth, maxSyntheticFrames)
+	}
+	return nil
 }
 
 func encodingNames() []string {
@@ -462,12 +493,7 @@ func perFrame(x float64, frames uint64) float64 {
 // and one benchmark line per timed pass followed by the ratios as comments.
 func writeReplay(w io.Writer, cfg replayConfig, rep *replayReport) error {
 	if cfg.json {
-		b, err := json.MarshalIndent(rep, "", "\t")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return jsonschema.Write(w, rep)
 	}
 	file := []benchfmt.Config{
 		{Key: "binary", Value: []byte(rep.Binary), File: true},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/lookupbench"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/report"
@@ -173,6 +173,9 @@ func parseReportFlags(args []string, stderr io.Writer) (reportConfig, error) {
 // the binaries paths (none: the local go binary).
 func (rf *reportFlags) config(paths []string, stderr io.Writer) (reportConfig, error) {
 	cfg := reportConfig{format: *rf.format, variants: *rf.variants, workers: *rf.workers}
+	if cfg.workers < 0 {
+		return cfg, cli.Usagef("-j=%d: want 0 (GOMAXPROCS) or more", cfg.workers)
+	}
 	switch cfg.format {
 	case formatText, formatJSON, formatBench:
 	default:
@@ -292,12 +295,7 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 func writeResult(stdout io.Writer, bw *benchfmt.Writer, format string, res binResult) error {
 	switch format {
 	case formatJSON:
-		b, err := json.Marshal(jsonReport{reportSchemaVersion, res.size, res.speed})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return jsonschema.WriteLine(stdout, jsonReport{reportSchemaVersion, res.size, res.speed})
 	case formatBench:
 		return lookupbench.WriteBench(bw, res.name, res.speed)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/runtimeshim"
 	"github.com/pctab/pctab/stackcompress"
@@ -85,6 +85,19 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 	if n := *f.pageNodes; n < 1 || n > stackcompress.MaxPageNodes || n&(n-1) != 0 {
 		return cli.Usagef("-pagenodes=%d: want a power of two from 1 to %d", n, stackcompress.MaxPageNodes)
 	}
+	if *f.maxThreads < 0 {
+		return cli.Usagef("-maxthreads=%d: want 0 or more", *f.maxThreads)
+	}
+	if *f.budget < 0 {
+		return cli.Usagef("-budget=%d: want 0 (no budget) or more bytes", *f.budget)
+	}
+	fileVariant, err := parseVariant(*f.fileLayout)
+	if err != nil {
+		return cli.Usagef("-filelayout: %w", err)
+	}
+	if err := cli.CheckOutput("-o", *f.outPath, append([]string{*f.tracePath, *f.pprofPath}, args...)...); err != nil {
+		return err
+	}
 	opts := stackreport.Options{PageNodes: *f.pageNodes, CacheKey: *f.cacheKey, TextBase: *f.textBase, MaxThreads: *f.maxThreads}
 	if *f.layouts != "" {
 		for _, s := range strings.Split(*f.layouts, ",") {
@@ -111,21 +124,12 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 	}
 	var fileRep *stackreport.FileReport
 	if *f.outPath != "" {
-		v, err := parseVariant(*f.fileLayout)
-		if err != nil {
-			return cli.Usagef("-filelayout: %w", err)
-		}
-		if fileRep, err = stackreport.WriteFile(corpus, v, opts, *f.outPath, *f.budget, *f.noMmap); err != nil {
+		if fileRep, err = stackreport.WriteFile(corpus, fileVariant, opts, *f.outPath, *f.budget, *f.noMmap); err != nil {
 			return err
 		}
 	}
 	if *f.jsonOut {
-		b, err := json.MarshalIndent(stacksJSON{stacksSchemaVersion, rep, fileRep, cut}, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
-		return err
+		return jsonschema.Write(stdout, stacksJSON{stacksSchemaVersion, rep, fileRep, cut})
 	}
 	if err := stackreport.WriteText(stdout, rep); err != nil {
 		return err

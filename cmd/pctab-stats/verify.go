@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"os"
 
 	"github.com/pctab/pctab/internal/cli"
+	"github.com/pctab/pctab/internal/jsonschema"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
 	"github.com/pctab/pctab/toolchain"
@@ -36,7 +36,7 @@ type verifyJSON struct {
 // tables, stock, rewritten by rewrite-binary or built by pctab-toolchain.
 var verifyCommand = &cli.Command{
 	Name:  "verify",
-	Args:  "[-j N] [-json] [-orig ORIG | -twin TWIN] BINARY...",
+	Args:  "[-j N] [-json] [-orig ORIG | -twin TWIN] [BINARY...]",
 	Short: "check every table lookup at every PC",
 	Long: "Verify checks every distinct PC-value table of every function at every PC:\n" +
 		"varint lookup, spec linear lookup, every variant and the decoded runs agree,\n" +
@@ -47,7 +47,8 @@ var verifyCommand = &cli.Command{
 		"a replace-mode binary against the original given with -orig. For a binary\n" +
 		"built by pctab-toolchain it checks its linear tables against -twin, the same\n" +
 		"program built with the twin GOROOT's stock linker.\n\n" +
-		"It exits 1 if any binary cannot be checked or has a mismatch.",
+		"Without a BINARY it checks $(go env GOROOT)/bin/go. It exits 1 if any binary\n" +
+		"cannot be checked or has a mismatch.",
 	Flags: func(fs *flag.FlagSet) cli.RunFunc {
 		workers := fs.Int("j", 0, "worker goroutines (0 = GOMAXPROCS)")
 		jsonOut := fs.Bool("json", false, "print one JSON object per binary, one per line")
@@ -56,6 +57,9 @@ var verifyCommand = &cli.Command{
 		return func(env *cli.Env, args []string) error {
 			if *twinPath != "" && *origPath != "" {
 				return cli.Usagef("give -orig or -twin, not both")
+			}
+			if *workers < 0 {
+				return cli.Usagef("-j=%d: want 0 (GOMAXPROCS) or more", *workers)
 			}
 			return runVerify(env.Stdout, args, *origPath, *twinPath, *workers, *jsonOut)
 		}
@@ -86,11 +90,7 @@ func runVerify(stdout io.Writer, args []string, origPath, twinPath string, worke
 			failed++
 		}
 		if jsonOut {
-			b, err := json.Marshal(out)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(stdout, "%s\n", b); err != nil {
+			if err := jsonschema.WriteLine(stdout, out); err != nil {
 				return err
 			}
 			continue
