@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -260,6 +261,9 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 		}
 		res, err := measureFile(p, cfg, prog, prefix)
 		prog.clear()
+		if errors.Is(err, errOutput) {
+			return err // not the binary's fault: the next would fail too
+		}
 		if err != nil {
 			fmt.Fprintf(stderr, "pctab-stats: %v\n", err)
 			failed++
@@ -275,7 +279,7 @@ func doReport(cfg reportConfig, stdout, stderr io.Writer) error {
 		}
 		if cfg.svg != "" {
 			if err := writePlots(cfg.svg, res); err != nil {
-				return err
+				return fmt.Errorf("-svg %s: %w", cfg.svg, err)
 			}
 		}
 	}
@@ -365,7 +369,7 @@ func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (
 	}
 	if cfg.pairs != "" {
 		if err := writePairs(cfg, b, filepath.Base(path)); err != nil {
-			return res, err
+			return res, fmt.Errorf("%w: %w", errOutput, err)
 		}
 	}
 	ro := cfg.run
@@ -396,6 +400,10 @@ func measureFile(path string, cfg reportConfig, prog *progress, prefix string) (
 	}
 	return res, nil
 }
+
+// errOutput marks an error writing the command's files (-pairs), which
+// stops the command, unlike an error reading one binary.
+var errOutput = errors.New("writing the output")
 
 // benchNames returns the name of each binary in benchmark names: its base
 // name, with a suffix when several binaries share it.
@@ -474,7 +482,7 @@ func writePairs(cfg reportConfig, b *lookupbench.Bench, bin string) error {
 			continue
 		}
 		if err := os.WriteFile(name, buf.Bytes(), 0o666); err != nil {
-			return fmt.Errorf("-pairs: %w", err)
+			return fmt.Errorf("-pairs %s: %w", cfg.pairs, err)
 		}
 	}
 	return nil
