@@ -74,7 +74,7 @@ func runReplay(cfg replayConfig, stdout, stderr io.Writer) error {
 			err = werr
 		}
 		for _, d := range rep.Check.Details {
-			fmt.Fprintf(stderr, "replay: mismatch: %s\n", d)
+			fmt.Fprintf(stderr, "pctab-stats replay: mismatch: %s\n", d)
 		}
 		if err == nil && rep.Check.Mismatches > 0 {
 			err = fmt.Errorf("replay: %d mismatching frames (%d shown above)", rep.Check.Mismatches, len(rep.Check.Details))

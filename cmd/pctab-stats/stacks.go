@@ -190,7 +190,7 @@ func fromBinary(path string, c *stackinput.Corpus, opts *stackreport.Options, is
 	}
 	slide, err := shim.FindSlide(c.Locations)
 	if err != nil {
-		fmt.Fprintf(stderr, "pctab-stats stacks: no physical frames: %v\n", err)
+		fmt.Fprintf(stderr, "pctab-stats: warning: %s: no physical frames: %v\n", path, err)
 		return nil
 	}
 	if !userBase {
