@@ -19,6 +19,8 @@
 //	pctab-toolchain libbench [flags]      benchmark real libraries that unwind on hot paths, stock against every flavour
 //	pctab-toolchain compare [flags]       all of it: build what is missing, sizes, the runtime's and stackbench's benchmarks, summaries
 //	pctab-toolchain testsuite [flags] -o DIR [PKGS]  go test -short std cmd stock and in runtime flavours; the packages whose outcome differs
+//	pctab-toolchain population [flags] [NAME...]     real programs built stock, patched and twin: checks and file sizes
+//	pctab-toolchain readers [flags]       outside readers of the pclntab, released and patched, on patched binaries
 //
 // A patched binary is checked against its twin by pctab-stats verify -twin
 // TWIN PATCHED. Run "pctab-toolchain help COMMAND" for a command's flags.
