@@ -122,11 +122,20 @@ func CheckSnake(paths []string) error {
 type Schema struct {
 	Version int
 	Fields  []string
+	// First is the top-level field the type encodes first ("" for a
+	// schema read from a golden file).
+	First string
 }
 
 // Of returns the schema of type t at the given version.
 func Of(t reflect.Type, version int) Schema {
-	return Schema{Version: version, Fields: Fields(t)}
+	var inOrder []string
+	walk(t, "", &inOrder, map[reflect.Type]bool{})
+	s := Schema{Version: version, Fields: Fields(t)}
+	if len(inOrder) > 0 {
+		s.First = inOrder[0]
+	}
+	return s
 }
 
 // Format returns the golden-file form of s: a "schema_version N" line,
@@ -205,6 +214,9 @@ func Golden(t TB, path string, s Schema) {
 	}
 	if !slices.Contains(s.Fields, VersionField) {
 		t.Fatalf("%s: no top-level %s field", path, VersionField)
+	}
+	if s.First != "" && s.First != VersionField {
+		t.Fatalf("%s: the first field is %s: %s comes first", path, s.First, VersionField)
 	}
 	if os.Getenv("PCTAB_UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(path, []byte(s.Format()), 0o666); err != nil {

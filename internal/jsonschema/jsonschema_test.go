@@ -62,18 +62,18 @@ func TestCheckSnake(t *testing.T) {
 }
 
 func TestCompare(t *testing.T) {
-	v1 := Schema{1, []string{"a", "b", "schema_version"}}
+	v1 := Schema{Version: 1, Fields: []string{"a", "b", "schema_version"}}
 	for _, tc := range []struct {
 		name string
 		got  Schema
 		err  string // substring; "" means no error
 	}{
 		{"same", v1, ""},
-		{"renamed, same version", Schema{1, []string{"a", "c", "schema_version"}}, "bump the version"},
-		{"removed, same version", Schema{1, []string{"a", "schema_version"}}, "bump the version"},
-		{"added, same version", Schema{1, []string{"a", "b", "d", "schema_version"}}, "bump the version"},
-		{"renamed, new version", Schema{2, []string{"a", "c", "schema_version"}}, "rewrite the golden list"},
-		{"only the version", Schema{2, v1.Fields}, "rewrite the golden list"},
+		{"renamed, same version", Schema{Version: 1, Fields: []string{"a", "c", "schema_version"}}, "bump the version"},
+		{"removed, same version", Schema{Version: 1, Fields: []string{"a", "schema_version"}}, "bump the version"},
+		{"added, same version", Schema{Version: 1, Fields: []string{"a", "b", "d", "schema_version"}}, "bump the version"},
+		{"renamed, new version", Schema{Version: 2, Fields: []string{"a", "c", "schema_version"}}, "rewrite the golden list"},
+		{"only the version", Schema{Version: 2, Fields: v1.Fields}, "rewrite the golden list"},
 	} {
 		err := Compare(v1, tc.got)
 		if (err != nil) != (tc.err != "") || err != nil && !strings.Contains(err.Error(), tc.err) {
@@ -84,6 +84,7 @@ func TestCompare(t *testing.T) {
 
 func TestFormatParse(t *testing.T) {
 	s := Of(reflect.TypeFor[outer](), 3)
+	s.First = "" // a golden file does not record it
 	got, err := Parse([]byte(s.Format()))
 	if err != nil || !reflect.DeepEqual(got, s) {
 		t.Fatalf("Parse(Format) = %v, %v; want %v", got, err, s)
@@ -107,7 +108,7 @@ func TestGolden(t *testing.T) {
 	if f.msg != "" {
 		t.Errorf("Golden failed on its own schema: %s", f.msg)
 	}
-	Golden(&f, path, Schema{1, []string{"a_b", "schema_version"}})
+	Golden(&f, path, Schema{Version: 1, Fields: []string{"a_b", "schema_version"}})
 	if f.msg == "" {
 		t.Error("Golden passed with a field gone at the same version")
 	}
@@ -116,6 +117,19 @@ func TestGolden(t *testing.T) {
 	if f.msg == "" {
 		t.Error("Golden passed a schema without schema_version")
 	}
+	// schema_version after another field.
+	late := Of(reflect.TypeFor[versionLast](), 1)
+	os.WriteFile(path, []byte(late.Format()), 0o666)
+	f.msg = ""
+	Golden(&f, path, late)
+	if !strings.Contains(f.msg, "comes first") {
+		t.Errorf("Golden on a type whose schema_version comes second: %q", f.msg)
+	}
+}
+
+type versionLast struct {
+	inner
+	base
 }
 
 type inner2 struct {
