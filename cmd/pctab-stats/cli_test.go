@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/pctab/pctab/internal/cli"
@@ -70,6 +71,8 @@ func TestCommandLine(t *testing.T) {
 		{Name: "stacks negative -budget", Args: []string{"stacks", "-trace", missing, "-budget", "-5"}, Code: cli.ExitUsage, Stderr: []string{"-budget=-5"}, NoStdout: true},
 		{Name: "stacks bad -filelayout", Args: []string{"stacks", "-trace", missing, "-filelayout", "pc/nope"}, Code: cli.ExitUsage, Stderr: []string{"-filelayout: ", "pc/nope"}, NoStdout: true},
 		{Name: "stacks -o is the trace", Args: []string{"stacks", "-trace", bin, "-o", bin}, Code: cli.ExitUsage, Stderr: []string{"-o " + bin + " is the input"}, NoStdout: true},
+		{Name: "replay two binaries", Args: []string{"replay", "-synthetic", "5", bin, missing}, Code: cli.ExitUsage, Stderr: []string{"want one BINARY, got [", strconv.Quote(missing)}, NoStdout: true},
+		{Name: "stacks two binaries", Args: []string{"stacks", "-trace", missing, bin, missing}, Code: cli.ExitUsage, Stderr: []string{"at most one BINARY, got ["}, NoStdout: true},
 		{Name: "replay negative -synthetic", Args: []string{"replay", "-synthetic", "-3", bin}, Code: cli.ExitUsage, Stderr: []string{"-synthetic=-3"}, NoStdout: true},
 		{Name: "replay too many synthetic frames", Args: []string{"replay", "-synthetic", "100000000000", bin}, Code: cli.ExitUsage, Stderr: []string{"-synthetic=100000000000 -maxdepth=40: at most"}, NoStdout: true},
 		{Name: "replay reversed depths", Args: []string{"replay", "-synthetic", "10", "-mindepth", "50", "-maxdepth", "10", bin}, Code: cli.ExitUsage, Stderr: []string{"-mindepth=50 -maxdepth=10"}, NoStdout: true},

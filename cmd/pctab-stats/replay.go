@@ -138,7 +138,7 @@ func (rf *replayFlags) config(args []string) (replayConfig, error) {
 		return cfg, cli.Usagef("give exactly one of -trace, -pprof and -synthetic")
 	}
 	if len(args) != 1 {
-		return cfg, cli.Usagef("want one BINARY, got %d arguments", len(args))
+		return cfg, cli.Usagef("want one BINARY, got %q", args)
 	}
 	if cfg.count < 1 {
 		return cfg, cli.Usagef("-count must be at least 1")

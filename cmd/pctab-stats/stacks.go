@@ -75,7 +75,7 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 		return cli.Usagef("give exactly one of -trace and -pprof")
 	}
 	if nargs > 1 {
-		return cli.Usagef("at most one BINARY, got %d arguments", nargs)
+		return cli.Usagef("at most one BINARY, got %q", args)
 	}
 	switch *f.cacheKey {
 	case stackreport.KeyGoroutine, stackreport.KeyThread, stackreport.KeySingle, stackreport.KeyOff:

@@ -132,7 +132,7 @@ var buildCommand = &cli.Command{
 		histPath := fs.String("labels", "", "index CPU samples by the labels of this trampoline history `file`")
 		return func(env *cli.Env, args []string) error {
 			if len(args) != 2 {
-				return cli.Usagef("want TRACE STORE, got %d arguments", len(args))
+				return cli.Usagef("want TRACE STORE, got %q", args)
 			}
 			if ps := *pageSize; ps < tracestore.MinPageSize || ps > tracestore.MaxPageSize || ps&(ps-1) != 0 {
 				return cli.Usagef("-pagesize=%d: want a power of two from %d to %d", ps, tracestore.MinPageSize, tracestore.MaxPageSize)
