@@ -189,9 +189,9 @@ func (p *Program) Run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if p.Default != "" && (strings.HasPrefix(arg, "-") || p.Operand != nil && p.Operand(arg)) {
 		return p.runCommand(ctx, p.Lookup(p.Default), args, stdout, stderr)
 	}
-	if len(arg) > 1 && strings.HasPrefix(arg, "-") {
+	if name := flagName(arg); name != "" {
 		// As the go command: the program itself has no flags.
-		fmt.Fprintf(stderr, "flag provided but not defined: -%s\nusage: %s <command> [arguments]\nRun '%s help' for usage.\n", flagName(arg), p.Name, p.Name)
+		fmt.Fprintf(stderr, "flag provided but not defined: -%s\nusage: %s <command> [arguments]\nRun '%s help' for usage.\n", name, p.Name, p.Name)
 		return ExitUsage
 	}
 	what := ""

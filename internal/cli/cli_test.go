@@ -105,6 +105,7 @@ func TestNoDefault(t *testing.T) {
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"Usage:", "The commands are:"}, NoStdout: true},
 		{Name: "flag", Args: []string{"-n", "1"}, Code: cli.ExitUsage, Stderr: []string{"flag provided but not defined: -n", "usage: prog <command> [arguments]", "Run 'prog help'"}, NoStdout: true},
 		{Name: "double-dash flag", Args: []string{"--n=1"}, Code: cli.ExitUsage, Stderr: []string{"flag provided but not defined: -n\n"}, NoStdout: true},
+		{Name: "double dash alone", Args: []string{"--", "show"}, Code: cli.ExitUsage, Stderr: []string{`unknown command "--"`}, NoStdout: true},
 	})
 }
 
