@@ -202,7 +202,8 @@ var buildCommand = &cli.Command{
 				ts, measured = tracestore.TraceSize{Total: m.TraceBytes}, false
 			} else if err != nil {
 				if m.Truncated == nil {
-					return err
+					removeStore(args[1], existed)
+					return fmt.Errorf("measuring %s: %w", args[0], err)
 				}
 				ts.Total = m.TraceBytes // the parts measured are those before the cut
 			}
