@@ -68,34 +68,45 @@ func declareStacksFlags(fs *flag.FlagSet) *stacksFlags {
 	}
 }
 
-// runStacks runs pctab-stats stacks with flags f on the arguments args.
-func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
-	nargs := len(args)
+// check checks the flags and the arguments args of pctab-stats stacks,
+// before any input is read, and returns -filelayout's variant.
+func (f *stacksFlags) check(args []string) (stackreport.Variant, error) {
+	var none stackreport.Variant
 	if (*f.tracePath == "") == (*f.pprofPath == "") {
-		return cli.Usagef("give exactly one of -trace and -pprof")
+		return none, cli.Usagef("give exactly one of -trace and -pprof")
 	}
-	if nargs > 1 {
-		return cli.Usagef("at most one BINARY, got %q", args)
+	if len(args) > 1 {
+		return none, cli.Usagef("at most one BINARY, got %q", args)
 	}
 	switch *f.cacheKey {
 	case stackreport.KeyGoroutine, stackreport.KeyThread, stackreport.KeySingle, stackreport.KeyOff:
 	default:
-		return cli.Usagef("-cachekey=%s: want goroutine, thread, single or off", *f.cacheKey)
+		return none, cli.Usagef("-cachekey=%s: want goroutine, thread, single or off", *f.cacheKey)
 	}
 	if n := *f.pageNodes; n < 1 || n > stackcompress.MaxPageNodes || n&(n-1) != 0 {
-		return cli.Usagef("-pagenodes=%d: want a power of two from 1 to %d", n, stackcompress.MaxPageNodes)
+		return none, cli.Usagef("-pagenodes=%d: want a power of two from 1 to %d", n, stackcompress.MaxPageNodes)
 	}
 	if *f.maxThreads < 0 {
-		return cli.Usagef("-maxthreads=%d: want 0 or more", *f.maxThreads)
+		return none, cli.Usagef("-maxthreads=%d: want 0 or more", *f.maxThreads)
 	}
 	if *f.budget < 0 {
-		return cli.Usagef("-budget=%d: want 0 (no budget) or more bytes", *f.budget)
+		return none, cli.Usagef("-budget=%d: want 0 (no budget) or more bytes", *f.budget)
 	}
 	fileVariant, err := parseVariant(*f.fileLayout)
 	if err != nil {
-		return cli.Usagef("-filelayout: %w", err)
+		return none, cli.Usagef("-filelayout: %w", err)
 	}
 	if err := cli.CheckOutput("-o", *f.outPath, append([]string{*f.tracePath, *f.pprofPath}, args...)...); err != nil {
+		return none, err
+	}
+	return fileVariant, nil
+}
+
+// runStacks runs pctab-stats stacks with flags f on the arguments args.
+func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
+	nargs := len(args)
+	fileVariant, err := f.check(args)
+	if err != nil {
 		return err
 	}
 	opts := stackreport.Options{PageNodes: *f.pageNodes, CacheKey: *f.cacheKey, TextBase: *f.textBase, MaxThreads: *f.maxThreads}
