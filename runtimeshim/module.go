@@ -109,6 +109,9 @@ var ErrUnsupported = errors.New("runtimeshim: unsupported binary")
 // NewModule builds the module of a parsed binary. The binary must use the
 // Go 1.20+ pclntab layout (magic 0xfffffff1).
 func NewModule(f *objscan.File) (*Module, error) {
+	if f.Linear != nil && f.Linear.Mode == "replace" {
+		return nil, fmt.Errorf("%w: pclntab layout %s: its tables are linear only (rewrite-binary's replace mode, or pctab-toolchain), and the shim reads a stock binary's varint tables; replay the original or the twin", ErrUnsupported, f.Version)
+	}
 	if f.Magic != objscan.Go120Magic {
 		return nil, fmt.Errorf("%w: pclntab layout %s; the shim models Go 1.20 and later", ErrUnsupported, f.Version)
 	}

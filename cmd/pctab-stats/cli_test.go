@@ -9,6 +9,7 @@ import (
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/cli/clitest"
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/rewrite"
 )
 
 // TestCommandLine checks the command-line convention (package cli): -h and
@@ -27,6 +28,10 @@ func TestCommandLine(t *testing.T) {
 	// This test binary has trampolines: labels reads its history.
 	labelled, err := os.Executable()
 	if err != nil {
+		t.Fatal(err)
+	}
+	linear := filepath.Join(dir, "linear")
+	if _, err := rewrite.RewriteFile(bin, linear, rewrite.Options{Mode: rewrite.Replace}); err != nil {
 		t.Fatal(err)
 	}
 	cases := append(clitest.Convention(p), []clitest.Case{
@@ -71,6 +76,8 @@ func TestCommandLine(t *testing.T) {
 		{Name: "stacks negative -budget", Args: []string{"stacks", "-trace", missing, "-budget", "-5"}, Code: cli.ExitUsage, Stderr: []string{"-budget=-5"}, NoStdout: true},
 		{Name: "stacks bad -filelayout", Args: []string{"stacks", "-trace", missing, "-filelayout", "pc/nope"}, Code: cli.ExitUsage, Stderr: []string{"-filelayout: ", "pc/nope"}, NoStdout: true},
 		{Name: "stacks -o is the trace", Args: []string{"stacks", "-trace", bin, "-o", bin}, Code: cli.ExitUsage, Stderr: []string{"-o " + bin + " is the input"}, NoStdout: true},
+		{Name: "replay of a binary with linear tables only", Args: []string{"replay", "-synthetic", "5", linear}, Code: cli.ExitFailure,
+			Stderr: []string{"its tables are linear only", "replay the original"}},
 		{Name: "replay two binaries", Args: []string{"replay", "-synthetic", "5", bin, missing}, Code: cli.ExitUsage, Stderr: []string{"want one BINARY, got [", strconv.Quote(missing)}, NoStdout: true},
 		{Name: "stacks two binaries", Args: []string{"stacks", "-trace", missing, bin, missing}, Code: cli.ExitUsage, Stderr: []string{"at most one BINARY, got ["}, NoStdout: true},
 		{Name: "replay negative -synthetic", Args: []string{"replay", "-synthetic", "-3", bin}, Code: cli.ExitUsage, Stderr: []string{"-synthetic=-3"}, NoStdout: true},
