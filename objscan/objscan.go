@@ -27,7 +27,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -256,17 +255,15 @@ type Table struct {
 }
 
 // Open opens the named Go binary and parses its pclntab.
+//
+// It refuses a path that is not a regular file (see [ErrNotRegular]), and
+// does so without blocking on a named pipe.
 func Open(path string) (*File, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	ff, err := newFile(f, st.Size())
+	ff, err := newFile(f, size)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
