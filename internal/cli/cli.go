@@ -113,13 +113,14 @@ type ExitError struct{ Code int }
 // Error returns "exit status N".
 func (e *ExitError) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// IsFile is a Program.Operand: arg names an existing file or is a path
-// with a directory part.
+// IsFile is a Program.Operand: arg names an existing file, or a symbolic
+// link even if it leads nowhere (opening it says why), or is a path with a
+// directory part.
 func IsFile(arg string) bool {
 	if strings.ContainsRune(arg, '/') || strings.ContainsRune(arg, os.PathSeparator) {
 		return true
 	}
-	_, err := os.Stat(arg)
+	_, err := os.Lstat(arg)
 	return err == nil
 }
 

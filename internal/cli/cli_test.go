@@ -69,6 +69,9 @@ func TestProgram(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o666); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink("loop", filepath.Join(dir, "loop")); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(dir)
 	cases := append(clitest.Convention(p), []clitest.Case{
 		{Name: "help lists", Args: []string{"help"}, Stdout: []string{"Prog is a test program.", "\tshow  show files", "\techo  print the arguments", "prog [-n N] FILE...    (prog show)", "These commands have moved:\n\n\told   use prog show FILE\n"}, NoStderr: true},
@@ -77,6 +80,7 @@ func TestProgram(t *testing.T) {
 		{Name: "named", Args: []string{"show", "-n", "2", file}, Stdout: []string{"shown " + file + " 2"}, NoStderr: true},
 		{Name: "bare flag", Args: []string{"-n", "3", file}, Stdout: []string{"shown " + file + " 3"}, NoStderr: true},
 		{Name: "bare file", Args: []string{"f"}, Stdout: []string{"shown f 1"}, NoStderr: true},
+		{Name: "bare symlink loop", Args: []string{"loop"}, Code: cli.ExitFailure, Stderr: []string{"prog: stat loop: too many levels of symbolic links"}, NoStdout: true},
 		{Name: "bare path", Args: []string{"./missing"}, Code: cli.ExitFailure, Stderr: []string{"prog: stat ./missing: no such file"}, NoStdout: true},
 		{Name: "no arguments", Args: nil, Code: cli.ExitUsage, Stderr: []string{"prog show: no FILE", "usage: prog show [-n N] FILE...", "Run 'prog help show'"}, NoStdout: true},
 		{Name: "usage error wraps", Args: []string{"show", "-n=-1", file}, Code: cli.ExitUsage, Stderr: []string{"-n=-1: negative"}, NoStdout: true},
