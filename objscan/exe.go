@@ -288,13 +288,64 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 			return openMachO(r)
 		}
 	}
-	if le == macho.MagicFat || be == macho.MagicFat {
-		return nil, errors.New("universal (fat) Mach-O files are not supported; extract one architecture with lipo")
+	if be == macho.MagicFat || be == magicFat64 {
+		if err := fatError(r, be == magicFat64); err != nil {
+			return nil, err
+		}
 	}
 	if name := otherFormat(magic[:]); name != "" {
 		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O and PE", magic, name)
 	}
 	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O and PE", magic)
+}
+
+// magicFat64 is the magic of a universal Mach-O file whose fat_arch
+// records hold 64-bit offsets and sizes (fat_arch_64).
+const magicFat64 = 0xcafebabf
+
+// maxFatArches is one more than the most architectures a universal Mach-O
+// file is taken to hold: a file starting with 0xcafebabe and a larger count
+// is a Java class file (whose version fields are there), as file(1) tells
+// them apart.
+const maxFatArches = 20
+
+// fatError returns the error for the universal (fat) Mach-O file in r:
+// pctab reads thin files, and the error lists the architectures inside,
+// with the offset and size of each, so that one can be extracted. It
+// returns nil for a file that starts with the fat magic but is no
+// universal file (a Java class file), for otherFormat to name.
+func fatError(r io.ReaderAt, wide bool) error {
+	var hdr [8]byte
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
+		return fmt.Errorf("Mach-O universal header: %w", truncated(err, r))
+	}
+	n := binary.BigEndian.Uint32(hdr[4:])
+	if n == 0 || n >= maxFatArches {
+		return nil
+	}
+	size := int64(20) // fat_arch: cputype, cpusubtype, offset, size, align
+	if wide {
+		size = 32 // fat_arch_64: 64-bit offset and size, and a reserved word
+	}
+	buf := make([]byte, int64(n)*size)
+	if _, err := r.ReadAt(buf, 8); err != nil {
+		return fmt.Errorf("Mach-O universal header: %d architectures: %w", n, truncated(err, r))
+	}
+	arches := make([]string, n)
+	for i := range arches {
+		a := buf[int64(i)*size:]
+		cpu := macho.Cpu(binary.BigEndian.Uint32(a))
+		off, sz := uint64(binary.BigEndian.Uint32(a[8:])), uint64(binary.BigEndian.Uint32(a[12:]))
+		if wide {
+			off, sz = binary.BigEndian.Uint64(a[8:]), binary.BigEndian.Uint64(a[16:])
+		}
+		name, ok := machoArch[cpu]
+		if !ok {
+			name = fmt.Sprintf("cpu %#x", uint32(cpu))
+		}
+		arches[i] = fmt.Sprintf("%s (%d bytes at offset %#x)", name, sz, off)
+	}
+	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O and PE files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
 }
 
 // otherFormat names the container formats of files that are not ELF,
@@ -315,6 +366,18 @@ func otherFormat(magic []byte) string {
 		return "a Plan 9 a.out file (plan9/386, amd64 or arm)"
 	case bytes.HasPrefix(magic, []byte("#!")):
 		return "a script, not a binary"
+	case be == macho.MagicFat:
+		return "a Java class file" // a universal Mach-O file is taken by fatError
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		return "gzip-compressed data; decompress it first"
+	case bytes.Equal(magic, []byte{0xfd, '7', 'z', 'X'}):
+		return "xz-compressed data; decompress it first"
+	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		return "zstd-compressed data; decompress it first"
+	case bytes.HasPrefix(magic, []byte("BZh")):
+		return "bzip2-compressed data; decompress it first"
+	case bytes.Equal(magic, []byte("PK\x03\x04")):
+		return "a zip archive; extract the binary first"
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package objscan
 
 import (
 	"bytes"
+	"debug/macho"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -378,6 +379,16 @@ func TestOtherFormats(t *testing.T) {
 		{[]byte{0x00, 0x00, 0x01, 0xeb, 0, 0, 0, 0}, "Plan 9 a.out"},
 		{[]byte{0x00, 0x00, 0x06, 0x47, 0, 0, 0, 0}, "Plan 9 a.out"},
 		{[]byte("#!/bin/sh\necho hi\n"), "script"},
+		{[]byte{0x1f, 0x8b, 0x08, 0x00}, "gzip"},
+		{[]byte("\xfd7zXZ\x00"), "xz"},
+		{[]byte{0x28, 0xb5, 0x2f, 0xfd}, "zstd"},
+		{[]byte("BZh91AY"), "bzip2"},
+		{[]byte("PK\x03\x04"), "zip archive"},
+		{[]byte{0xca, 0xfe, 0xba, 0xbe, 0x00, 0x00, 0x00, 0x34}, "Java class"},
+		{[]byte{0xca, 0xfe, 0xba, 0xbe, 0x00, 0x00, 0x00, 0x00}, "Java class"},
+		{fatHeader(false, macho.CpuAmd64, macho.CpuArm64), "universal (fat) Mach-O file of 2 architectures, amd64 (4096 bytes at offset 0x1000), arm64 (4096 bytes at offset 0x2000)"},
+		{fatHeader(true, macho.CpuArm64), "universal (fat) Mach-O file of 1 architectures, arm64 (4096 bytes at offset 0x1000)"},
+		{fatHeader(false, 0x77, macho.CpuPpc64), "cpu 0x77 (4096 bytes at offset 0x1000), ppc64"},
 	} {
 		data := append(tc.head, make([]byte, 64)...)
 		_, err := NewFile(bytes.NewReader(data))
@@ -387,6 +398,42 @@ func TestOtherFormats(t *testing.T) {
 	}
 	if _, err := NewFile(bytes.NewReader(nil)); err == nil || !strings.Contains(err.Error(), "empty file") || errors.Is(err, ErrTruncated) {
 		t.Errorf("empty file: error %v, want \"empty file\", not ErrTruncated", err)
+	}
+}
+
+// fatHeader returns the header of a universal Mach-O file of the given
+// architectures, 4096 bytes each from offset 4096, with 64-bit fat_arch
+// records if wide.
+func fatHeader(wide bool, cpus ...macho.Cpu) []byte {
+	b := binary.BigEndian.AppendUint32(nil, macho.MagicFat)
+	if wide {
+		b = binary.BigEndian.AppendUint32(nil, 0xcafebabf)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(cpus)))
+	for i, c := range cpus {
+		b = binary.BigEndian.AppendUint32(b, uint32(c))
+		b = binary.BigEndian.AppendUint32(b, 0)
+		if wide {
+			b = binary.BigEndian.AppendUint64(b, uint64(i+1)<<12)
+			b = binary.BigEndian.AppendUint64(b, 4096)
+			b = binary.BigEndian.AppendUint32(b, 12)
+			b = binary.BigEndian.AppendUint32(b, 0)
+		} else {
+			b = binary.BigEndian.AppendUint32(b, uint32(i+1)<<12)
+			b = binary.BigEndian.AppendUint32(b, 4096)
+			b = binary.BigEndian.AppendUint32(b, 12)
+		}
+	}
+	return b
+}
+
+// TestFatTruncated checks that a universal Mach-O header cut inside its
+// fat_arch records is reported as truncated.
+func TestFatTruncated(t *testing.T) {
+	b := fatHeader(false, macho.CpuAmd64, macho.CpuArm64)
+	_, err := NewFile(bytes.NewReader(b[:30]))
+	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), "universal header: 2 architectures") {
+		t.Errorf("error %v, want ErrTruncated for the universal header's 2 architectures", err)
 	}
 }
 
