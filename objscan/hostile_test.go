@@ -437,6 +437,30 @@ func TestFatTruncated(t *testing.T) {
 	}
 }
 
+// TestPclntabRemoved checks the error for a binary whose pclntab section
+// is gone (objcopy --remove-section .gopclntab on a -s -w build leaves a few
+// pcHeader magics in its data, in tables of the runtime): one line, naming
+// where each rejected candidate lies.
+func TestPclntabRemoved(t *testing.T) {
+	pcln := make([]byte, 64)
+	for _, at := range []int{8, 40} {
+		binary.LittleEndian.PutUint32(pcln[at:], Go120Magic) // PC quantum 0
+	}
+	b := bytes.Replace(synthELF(pcln, false), []byte("\x00.gopclntab\x00"), []byte("\x00.rodata.go\x00"), 1)
+	_, err := NewFile(bytes.NewReader(b))
+	if err == nil {
+		t.Fatal("opened")
+	}
+	for _, want := range []string{"no pclntab", "none of the 2 places", "candidate at .rodata.go+0x8: ", "; candidate at .rodata.go+0x28: ", "PC quantum 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %q has several lines", err)
+	}
+}
+
 // TestGccgo checks that an ELF file with gccgo's .go_export section and no
 // pclntab is refused as a gccgo build, and one without it as a file with
 // no pclntab.

@@ -3,8 +3,8 @@ package objscan
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"strings"
 )
 
 // locate finds the pclntab bytes and their address.
@@ -74,7 +74,7 @@ func (f *File) scanMagic(fileSize int64) error {
 					}
 					cand := &File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion}
 					if err := cand.parseHeader(); err != nil {
-						tried = append(tried, err)
+						tried = append(tried, fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err))
 						continue
 					}
 					if at%cand.PtrSize != 0 {
@@ -92,13 +92,29 @@ func (f *File) scanMagic(fileSize int64) error {
 		}
 	}
 	if len(tried) > 0 {
-		return fmt.Errorf("objscan: no pclntab section or symbols, and no valid pcHeader found by scanning: %w", errors.Join(tried[:min(len(tried), 3)]...))
+		return fmt.Errorf("objscan: no pclntab: no pclntab section or symbols, and none of the %d places in the data sections that hold a pcHeader magic starts a valid pclntab (is its pclntab removed?); the first %d: %w",
+			len(tried), min(len(tried), 3), oneLine(tried[:min(len(tried), 3)]))
 	}
 	if f.im.gccgo {
 		return formatErr("binary", -1, "no pclntab: built by gccgo (it has a .go_export section), which writes DWARF line tables instead of a pclntab; pctab reads binaries of the gc toolchain")
 	}
 	return formatErr("binary", -1, "no pclntab: no .gopclntab/__gopclntab section, no runtime.pclntab symbols, and no pcHeader magic in any data section (is this a Go binary?)")
 }
+
+// oneLine is errors.Join on one line: a command prints it as one message.
+type oneLine []error
+
+// Error joins the errors' messages with "; ".
+func (e oneLine) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Unwrap returns the errors, for errors.Is and errors.As.
+func (e oneLine) Unwrap() []error { return e }
 
 // textBase derives the address that Go 1.18+ entry offsets are relative to,
 // the way the runtime does: moduledata.text, or the runtime.text symbol.
