@@ -39,6 +39,7 @@ type image struct {
 	textSect uint64 // address of the first executable section, a last-resort text base
 	fileSize int64  // size of the file, or the largest int64 if unknown
 	gccgo    bool   // has gccgo's .go_export section: no pclntab to find
+	interp   string // an ELF file's program interpreter (PT_INTERP), if any
 }
 
 // wantSyms are the symbols objscan looks up, when the binary has a symbol
@@ -434,6 +435,14 @@ func openELF(r io.ReaderAt) (*image, error) {
 	im.ptrSize = 8
 	if f.Class == elf.ELFCLASS32 {
 		im.ptrSize = 4
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP && p.Filesz > 0 && p.Filesz <= 256 {
+			b := make([]byte, p.Filesz)
+			if _, err := p.ReadAt(b, 0); err == nil {
+				im.interp = string(bytes.TrimRight(b, "\x00"))
+			}
+		}
 	}
 	for _, s := range f.Sections {
 		if s.Name == ".go_export" {

@@ -23,6 +23,7 @@
 package objscan
 
 import (
+	"bytes"
 	"debug/buildinfo"
 	"encoding/binary"
 	"fmt"
@@ -301,12 +302,13 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 	if size != 1<<63-1 {
 		f.FileSize = size
 	}
+	goosKnown := false
 	if bi, err := safely("build info", func() (*buildinfo.BuildInfo, error) { return buildinfo.Read(r) }); err == nil {
 		f.GoVersion = bi.GoVersion
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "GOOS":
-				f.GOOS = s.Value
+				f.GOOS, goosKnown = s.Value, true
 			case "GOARCH":
 				f.GOARCH = s.Value
 			}
@@ -326,7 +328,59 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 	if err := f.finishLinear(r, size); err != nil { // rewritten binaries (linear.go)
 		return nil, err
 	}
+	if !goosKnown && f.Format == "elf" && f.GOOS == "linux" {
+		f.GOOS = f.elfOS()
+	}
 	return f, nil
+}
+
+// elfOS returns the GOOS of an ELF binary whose build info does not
+// record it (Go 1.17 and earlier) and whose OSABI byte does not tell
+// (Go sets it only for FreeBSD, NetBSD and OpenBSD; the System V value is
+// read as linux): the OS whose runtime source file, os_dragonfly,
+// os_illumos or os_solaris (os3_solaris before Go 1.5's os_solaris.c
+// became Go), is in the file table, else android or solaris from the
+// program interpreter of a dynamically linked binary, else linux.
+func (f *File) elfOS() string { return elfGOOS(f.FileNames().Table(), f.im.interp) }
+
+// elfGOOS is elfOS from the table of file names and the program
+// interpreter.
+func elfGOOS(table []byte, interp string) string {
+	for _, c := range []struct{ goos, file string }{
+		{"illumos", "os_illumos"}, // illumos builds have os_solaris.go too
+		{"dragonfly", "os_dragonfly"},
+		{"solaris", "os_solaris"},
+		{"solaris", "os3_solaris"},
+	} {
+		for _, ext := range []string{".go\x00", ".c\x00"} {
+			if hasFileName(table, "runtime/"+c.file+ext) {
+				return c.goos
+			}
+		}
+	}
+	switch {
+	case strings.HasPrefix(interp, "/system/bin/linker"):
+		return "android"
+	case strings.HasSuffix(interp, "/ld.so.1"): // /lib/amd64/ld.so.1, /usr/lib/ld.so.1
+		return "solaris"
+	}
+	return "linux"
+}
+
+// hasFileName reports whether table holds name (which ends in a NUL) as
+// a whole file name or as the end of a path.
+func hasFileName(table []byte, name string) bool {
+	for off := 0; ; {
+		i := bytes.Index(table[off:], []byte(name))
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		if at == 0 || table[at-1] == 0 || table[at-1] == '/' {
+			return true
+		}
+		off = at + 1
+	}
 }
 
 // layoutMinor returns the minor version of the release whose formats f

@@ -64,3 +64,30 @@ func TestOpenNotRegular(t *testing.T) {
 		})
 	}
 }
+
+// TestELFGOOS checks how the GOOS of an ELF binary is told when neither
+// its build info (Go 1.17 and earlier record no GOOS) nor its OSABI byte
+// (set for FreeBSD, NetBSD and OpenBSD only) says: go1.9.7's solaris/amd64
+// and go1.10.8's dragonfly/amd64 builds were reported as linux/amd64.
+func TestELFGOOS(t *testing.T) {
+	for _, tc := range []struct {
+		table, interp, want string
+	}{
+		{"\x00runtime/os_dragonfly.go\x00runtime/proc.go\x00", "", "dragonfly"},
+		{"/usr/local/go/src/runtime/os_solaris.go\x00", "", "solaris"},
+		{"/usr/local/go/src/runtime/os3_solaris.go\x00", "", "solaris"},
+		{"runtime/os_solaris.go\x00runtime/os_illumos.go\x00", "/lib/amd64/ld.so.1", "illumos"},
+		{"C:/go/src/runtime/os_solaris.c\x00", "", "solaris"}, // Go 1.3 and 1.4: the runtime in C
+		{"runtime/os_linux.go\x00", "/lib/amd64/ld.so.1", "solaris"},
+		{"runtime/os_linux.go\x00", "/system/bin/linker64", "android"},
+		{"runtime/os_linux.go\x00", "/lib64/ld-linux-x86-64.so.2", "linux"},
+		{"runtime/os_linux.go\x00", "", "linux"},
+		{"myruntime/os_dragonfly.go\x00", "", "linux"}, // not the runtime's file
+		{"runtime/os_dragonfly.gox\x00", "", "linux"},
+		{"", "", "linux"},
+	} {
+		if got := elfGOOS([]byte(tc.table), tc.interp); got != tc.want {
+			t.Errorf("elfGOOS(%q, %q) = %q, want %q", tc.table, tc.interp, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package objscan
+
+import (
+	"debug/elf"
+	"debug/macho"
+	"debug/pe"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
+)
+
+// bigEndian lists the GOARCHes whose byte order is big-endian; ptr4 those
+// with 4-byte pointers.
+var (
+	bigEndian = map[string]bool{"ppc64": true, "mips": true, "mips64": true, "s390x": true}
+	ptr4      = map[string]bool{"386": true, "arm": true, "mips": true, "mipsle": true}
+)
+
+// otherFormats maps the GOOSes and GOARCHes whose binaries are in no
+// format objscan reads to the name its error must give.
+var otherFormats = map[string]string{"aix": "XCOFF", "plan9": "Plan 9 a.out", "js": "WebAssembly", "wasip1": "WebAssembly"}
+
+// TestPorts builds the features program for every port of the local
+// toolchain (go tool dist list) with cgo off, and checks that objscan
+// either reads it right (the target, byte order and pointer size of the
+// port; every function, file and line against debug/gosym; the entry of
+// every function the container's symbol table names) or refuses its
+// container format by name (XCOFF, Plan 9 a.out, WebAssembly). Ports that
+// the go command links only externally (android/386, amd64 and arm, ios)
+// are skipped; ios/amd64 builds with -buildmode=exe.
+func TestPorts(t *testing.T) {
+	testenv.SkipUnlessLong(t, "builds the features program for every port of the local toolchain")
+	out, err := exec.Command("go", "tool", "dist", "list", "-json").Output()
+	if err != nil {
+		t.Fatalf("go tool dist list: %v", err)
+	}
+	var ports []struct{ GOOS, GOARCH string }
+	if err := json.Unmarshal(out, &ports); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		cfg := testbuild.Config{Archive: "features", GOOS: p.GOOS, GOARCH: p.GOARCH}
+		if p.GOOS == "ios" && p.GOARCH == "amd64" {
+			cfg.BuildMode = "exe" // its default, pie, links externally
+		}
+		t.Run(p.GOOS+"-"+p.GOARCH, func(t *testing.T) {
+			checkPort(t, cfg)
+		})
+	}
+}
+
+// TestOldPorts builds cmd/gofmt with older toolchains for ports the
+// local tests build with the local one only, and for ports their release
+// added (ppc64 big-endian in go1.5, mips64le in go1.6, s390x in go1.7,
+// mips in go1.8, riscv64 in go1.14, windows/arm64 in go1.17, loong64 in
+// go1.19, openbsd/riscv64 in go1.23), and checks them as TestPorts does.
+// The GOOS of the solaris and dragonfly builds, whose build info (before
+// Go 1.18) and OSABI byte do not record it, comes from their file tables.
+func TestOldPorts(t *testing.T) {
+	testenv.SkipUnlessLong(t, "cross-compiles cmd/gofmt with older toolchains")
+	for _, tc := range []struct {
+		toolchain string
+		ports     []string
+	}{
+		{"go1.5.4", []string{"linux/ppc64", "windows/386", "darwin/amd64", "linux/arm"}},
+		{"go1.6.4", []string{"linux/mips64le", "netbsd/386"}},
+		{"go1.7.6", []string{"linux/s390x", "openbsd/amd64", "plan9/amd64"}},
+		{"go1.8.7", []string{"linux/mips", "darwin/386", "freebsd/arm"}},
+		{"go1.9.7", []string{"solaris/amd64", "windows/amd64"}},
+		{"go1.10.8", []string{"dragonfly/amd64", "netbsd/arm"}},
+		{"go1.11.13", []string{"openbsd/386", "js/wasm"}},
+		{"go1.12.17", []string{"windows/arm", "linux/ppc64le", "aix/ppc64"}},
+		{"go1.13.15", []string{"illumos/amd64", "netbsd/arm64"}},
+		{"go1.14.15", []string{"linux/riscv64", "openbsd/arm64"}},
+		{"go1.16.15", []string{"darwin/arm64", "openbsd/mips64"}},
+		{"go1.17.13", []string{"windows/arm64", "solaris/amd64"}},
+		{"go1.19.13", []string{"linux/loong64"}},
+		{"go1.20.14", []string{"linux/ppc64", "dragonfly/amd64"}},
+		{"go1.22.12", []string{"openbsd/ppc64", "linux/mips"}},
+		{"go1.23.12", []string{"openbsd/riscv64"}},
+		{"go1.25.14", []string{"windows/386", "linux/s390x"}},
+	} {
+		for _, port := range tc.ports {
+			goos, goarch, _ := strings.Cut(port, "/")
+			cfg := testbuild.Config{Package: "cmd/gofmt", Toolchain: tc.toolchain, GOOS: goos, GOARCH: goarch}
+			t.Run(tc.toolchain+"-"+goos+"-"+goarch, func(t *testing.T) {
+				checkPort(t, cfg)
+			})
+		}
+	}
+}
+
+// checkPort builds cfg and checks what objscan makes of it; see TestPorts.
+func checkPort(t *testing.T, cfg testbuild.Config) {
+	path, err := testbuild.Compile(t.Context(), cfg)
+	if err != nil {
+		if strings.Contains(err.Error(), "requires external (cgo) linking") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	f, err := Open(path)
+	if name, ok := otherFormats[cfg.GOOS]; ok || cfg.GOARCH == "wasm" {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Fatalf("error %v, want one naming %s", err, name)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.GOOS != cfg.GOOS || f.GOARCH != cfg.GOARCH {
+		t.Errorf("target %s/%s, want %s/%s", f.GOOS, f.GOARCH, cfg.GOOS, cfg.GOARCH)
+	}
+	if want := binary.ByteOrder(binary.LittleEndian); bigEndian[cfg.GOARCH] && f.ByteOrder != binary.BigEndian || !bigEndian[cfg.GOARCH] && f.ByteOrder != want {
+		t.Errorf("byte order %v", f.ByteOrder)
+	}
+	if want := map[bool]int{true: 4, false: 8}[ptr4[cfg.GOARCH]]; f.PtrSize != want {
+		t.Errorf("pointer size %d, want %d", f.PtrSize, want)
+	}
+	checkGosym(t, f, 3)
+	checkContainerSymbols(t, f, path)
+}
+
+// checkContainerSymbols checks the entry of every function of f against
+// the function symbols of the container's symbol table, an independent
+// record of where the linker put them: every function the table names
+// must be at one of the addresses it gives for the name (or for the name
+// with ".abi0", the assembly function a pclntab entry stands for).
+func checkContainerSymbols(t *testing.T, f *File, path string) {
+	t.Helper()
+	syms, err := containerSymbols(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found, bad := 0, 0
+	for i := range f.Funcs {
+		fn := &f.Funcs[i]
+		addrs, ok := syms[fn.Name]
+		if !ok {
+			continue
+		}
+		found++
+		if !addrs[fn.Entry] && !syms[fn.Name+".abi0"][fn.Entry] {
+			if bad++; bad <= 5 {
+				t.Errorf("%s at %#x, the symbol table has it at %v", fn.Name, fn.Entry, addrs)
+			}
+		}
+	}
+	t.Logf("%d of %d functions in the symbol table, %d at another address", found, len(f.Funcs), bad)
+}
+
+// containerSymbols reads the function symbols of the ELF, Mach-O or PE
+// file at path: each name with its addresses.
+func containerSymbols(path string) (map[string]map[uint64]bool, error) {
+	m := map[string]map[uint64]bool{}
+	add := func(name string, addr uint64) {
+		if m[name] == nil {
+			m[name] = map[uint64]bool{}
+		}
+		m[name][addr] = true
+	}
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
+		syms, err := f.Symbols()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, err
+		}
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				add(s.Name, s.Value)
+			}
+		}
+		return m, nil
+	}
+	if f, err := macho.Open(path); err == nil {
+		defer f.Close()
+		if f.Symtab != nil {
+			for _, s := range f.Symtab.Syms {
+				if s.Sect > 0 && int(s.Sect) <= len(f.Sections) && f.Sections[s.Sect-1].Name == "__text" {
+					add(strings.TrimPrefix(s.Name, "_"), s.Value)
+				}
+			}
+		}
+		return m, nil
+	}
+	f, err := pe.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var base uint64
+	switch oh := f.OptionalHeader.(type) {
+	case *pe.OptionalHeader32:
+		base = uint64(oh.ImageBase)
+	case *pe.OptionalHeader64:
+		base = oh.ImageBase
+	}
+	for _, s := range f.Symbols {
+		if s.SectionNumber > 0 && int(s.SectionNumber) <= len(f.Sections) && f.Sections[s.SectionNumber-1].Name == ".text" {
+			add(s.Name, base+uint64(f.Sections[s.SectionNumber-1].VirtualAddress)+uint64(s.Value))
+		}
+	}
+	return m, nil
+}
