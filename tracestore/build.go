@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/pctab/pctab/diskmap"
 	"github.com/pctab/pctab/stackcompress"
@@ -212,21 +213,49 @@ type Truncation struct {
 	// Error is the trace reader's error.
 	Error string `json:"error"`
 	// AtByte is how many bytes the reader had consumed when it failed
-	// (it reads ahead, so the fault may lie before).
+	// (it reads ahead, so the fault may lie before: Framing says where,
+	// when the trace's framing breaks).
 	AtByte int64 `json:"at_byte"`
 	// EventsKept is the number of events the reader produced and the
-	// store holds; Generations, how many generations they span.
-	EventsKept  uint64 `json:"events_kept"`
-	Generations int    `json:"generations"`
-	// BytesKept is where the last generation kept ends in the trace
-	// (from its batch framing); BytesDropped the trace's bytes after it.
+	// store holds. Generations is how many whole generations they span;
+	// PartialEvents, how many of them are of the generation the reader
+	// failed in after it had produced them, after its Sync (a generation
+	// corrupt part way, or the last one of a trace of Go 1.22-1.25 cut
+	// off): 0 when it failed between generations.
+	EventsKept    uint64 `json:"events_kept"`
+	Generations   int    `json:"generations"`
+	PartialEvents uint64 `json:"partial_events"`
+	// BytesKept is where the last generation kept, whole or in part,
+	// ends in the trace (from its batch framing); BytesDropped the
+	// trace's bytes after it.
 	BytesKept    int64 `json:"bytes_kept"`
 	BytesDropped int64 `json:"bytes_dropped"`
+	// Framing, if set, is where the trace's batch framing breaks, and
+	// how: a batch cut off, a byte that starts no batch, a second trace's
+	// header.
+	Framing string `json:"framing,omitempty"`
 }
 
 // String says where the trace was cut and what was kept and dropped.
 func (t *Truncation) String() string {
-	return fmt.Sprintf("the trace is cut or unreadable after byte %d: %s; kept its first %d events (%d generations, %d bytes), dropped its last %d bytes", t.AtByte, t.Error, t.EventsKept, t.Generations, t.BytesKept, t.BytesDropped)
+	var b strings.Builder
+	fmt.Fprintf(&b, "the trace is cut or unreadable: the reader failed after reading %d bytes: %s", t.AtByte, t.Error)
+	if t.Framing != "" {
+		fmt.Fprintf(&b, "; its batch framing breaks at %s", t.Framing)
+	}
+	fmt.Fprintf(&b, "; kept its first %d events (%d whole generation%s", t.EventsKept, t.Generations, plural(t.Generations))
+	if t.PartialEvents > 0 {
+		fmt.Fprintf(&b, " and the first %d events of generation %d, which the reader produced before it failed in it", t.PartialEvents, t.Generations+1)
+	}
+	fmt.Fprintf(&b, ", %d bytes), dropped its last %d bytes", t.BytesKept, t.BytesDropped)
+	return b.String()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // buildInto writes the store into the empty directory dir.

@@ -17,9 +17,11 @@ import (
 // and lets the manifest list files this reader does not know (see
 // FileSum.Optional). Version 4 adds lanes.idx, which lets Open read
 // lanes.tab lazily. Version 5 bounds how far a compressed page or chunk
-// inflates (128×). Open reads only version 5: a store of an older version
-// is rebuilt from its trace.
-const SchemaVersion = 5
+// inflates (128×). Version 6 adds the manifest's truncated.partial_events
+// and truncated.framing, and truncated.generations counts only whole
+// generations; its files are version 5's. Open reads versions 5 and 6: a
+// store of an older version is rebuilt from its trace.
+const SchemaVersion = 6
 
 // oldestSchemaVersion is the oldest version Open reads.
 const oldestSchemaVersion = 5

@@ -133,6 +133,9 @@ func scanBatches(r io.Reader, visit func(batch)) (int64, error) {
 			continue
 		}
 		if b != evEventBatch && b != evExperimentalBatch {
+			if h, _ := br.r.Peek(15); isTraceHeader(append([]byte{b}, h...)) {
+				return start, &framingError{start, secondTrace(append([]byte{b}, h...))}
+			}
 			return start, &framingError{start, fmt.Sprintf("event type %d where a batch starts", b)}
 		}
 		exp := b == evExperimentalBatch

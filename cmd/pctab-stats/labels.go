@@ -20,8 +20,10 @@ import (
 // labelsSchemaVersion versions the -json output of pctab-stats labels
 // (testdata/labels.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-// Version 2 added truncated.
-const labelsSchemaVersion = 2
+// Version 2 added truncated; version 3 truncated.partial_events and
+// truncated.framing, and truncated.generations counts only whole
+// generations.
+const labelsSchemaVersion = 3
 
 // labelsJSON is the JSON form of a labels run: the schema version, the
 // binary, its trampolines, the profile written and the counts, and what

@@ -216,7 +216,9 @@ func encodingNames() []string {
 // replaySchemaVersion is the schema_version of replay's JSON
 // (testdata/replay.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const replaySchemaVersion = 3
+// Version 4: truncated.partial_events and truncated.framing, and
+// truncated.generations counts only whole generations.
+const replaySchemaVersion = 4
 
 // replayReport is everything a replay run found; it is also the JSON
 // output.

@@ -157,7 +157,9 @@ func runStacks(f *stacksFlags, args []string, stdout, stderr io.Writer) error {
 // stacksSchemaVersion is the schema_version of stacks' JSON
 // (testdata/stacks.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const stacksSchemaVersion = 2
+// Version 3: truncated.partial_events and truncated.framing, and
+// truncated.generations counts only whole generations.
+const stacksSchemaVersion = 3
 
 // stacksJSON is the JSON form of the stacks report: the schema version, the
 // report's fields and, with -o, the file read back under "file".

@@ -9,9 +9,10 @@ import (
 )
 
 // readTraceStacks reads the stacks of the execution trace in r. Of a trace
-// cut short, or unreadable part way, it reads those of the whole
-// generations, as pctab-trace build keeps their events, and says what was
-// dropped (nil if nothing was).
+// cut short, or unreadable part way, it reads those of the events the
+// trace reader produced, as pctab-trace build keeps them (the whole
+// generations, and those of a generation corrupt part way before the
+// fault), and says what was dropped (nil if nothing was).
 func readTraceStacks(r io.Reader) (*stackinput.Corpus, *tracestore.Truncation, error) {
 	er, err := tracestore.NewEventReader(r)
 	if err != nil {
@@ -35,6 +36,10 @@ func warnCut(stderr io.Writer, path string, cut *tracestore.Truncation) {
 // cutLine is the line of a text report that says what of a cut trace was
 // read.
 func cutLine(cut *tracestore.Truncation) string {
-	return fmt.Sprintf("the trace is cut: the samples are those of its first %d generations (%d bytes), without its last %d bytes (it turned unreadable after byte %d)",
-		cut.Generations, cut.BytesKept, cut.BytesDropped, cut.AtByte)
+	partial := ""
+	if cut.PartialEvents > 0 {
+		partial = fmt.Sprintf(" and the first %d events of the next, before the fault", cut.PartialEvents)
+	}
+	return fmt.Sprintf("the trace is cut: the samples are those of its first %d generations%s (%d bytes), without its last %d bytes (it turned unreadable after byte %d)",
+		cut.Generations, partial, cut.BytesKept, cut.BytesDropped, cut.AtByte)
 }

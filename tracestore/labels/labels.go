@@ -109,16 +109,17 @@ type Stats struct {
 	Unattributed int64 `json:"unattributed"` // through a trampoline that held no binding at the time
 	// Truncated, if set, says that the trace was cut or turned
 	// unreadable, and what was dropped: the index holds the samples of
-	// its whole generations, as a store built from it holds their events
-	// (tracestore.EventReader).
+	// the events the trace reader produced, as a store built from it
+	// holds those events (tracestore.EventReader).
 	Truncated *tracestore.Truncation `json:"truncated,omitempty"`
 }
 
 // Build reads the CPU samples of the execution trace r, labels each from
 // the history h, and writes the index to w. Of a cut or unreadable
-// trace, it indexes the samples of the whole generations, as
-// tracestore.Build keeps their events, and Stats.Truncated says what it
-// dropped; a trace whose first generation is unreadable is an error.
+// trace, it indexes the samples of the events the trace reader produced
+// (tracestore.EventReader), as tracestore.Build keeps those events, and
+// Stats.Truncated says what it dropped; a trace of which the reader
+// produces no event is an error.
 // baseTime is the trace clock's
 // time that the index's times count from (a store's Manifest.BaseTime).
 // It holds every sample in memory; BuildWith bounds them.

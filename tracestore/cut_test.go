@@ -1,0 +1,185 @@
+package tracestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	xtrace "golang.org/x/exp/trace"
+)
+
+// xCounts is what x/exp/trace reads of a trace: its events, how many of
+// them are Syncs, the events after the last Sync, and its error.
+type xCounts struct {
+	events, syncs, afterSync uint64
+	err                      error
+}
+
+func xread(data []byte) xCounts {
+	var c xCounts
+	r, err := xtrace.NewReader(bytes.NewReader(data))
+	if err != nil {
+		c.err = err
+		return c
+	}
+	for {
+		ev, err := r.ReadEvent()
+		if errors.Is(err, io.EOF) {
+			return c
+		}
+		if err != nil {
+			c.err = err
+			return c
+		}
+		c.events++
+		c.afterSync++
+		if ev.Kind() == xtrace.EventSync {
+			c.syncs++
+			c.afterSync = 0
+		}
+	}
+}
+
+// TestConcatenatedTraces builds a store of a file that holds two traces,
+// one after the other, as a program writes that calls trace.Start,
+// trace.Stop and trace.Start again with the same file. It is not one
+// trace. Build keeps the first and says where the second starts: for
+// Go 1.22 and later, x/exp/trace fails at the second header ("expected
+// batch event, got event 103"), which only the framing places; for the
+// format of Go 1.21 and older, which x/exp/trace reads whole, the build
+// failed ("CPU sample has wrong number of arguments"), saying nowhere.
+func TestConcatenatedTraces(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "go1.21-small.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := smallTrace(t)
+	second := traceOf(t, workload)
+	for _, c := range []struct {
+		name          string
+		first, second []byte
+	}{
+		{"go1.21", old, old},
+		{"local", first, second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			want := xread(c.first)
+			if want.err != nil {
+				t.Fatal(want.err)
+			}
+			data := append(bytes.Clone(c.first), c.second...)
+			if x := xread(data); x.err == nil {
+				t.Fatalf("x/exp/trace reads the two traces as one: %d events", x.events)
+			}
+			m, err := Build(bytes.NewReader(data), filepath.Join(t.TempDir(), "store"), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := m.Truncated
+			t.Log(tr)
+			if m.Events != want.events || tr == nil {
+				t.Fatalf("%d events, %v; the first trace has %d", m.Events, tr, want.events)
+			}
+			if tr.EventsKept != want.events || tr.Generations != int(want.syncs-1) || tr.PartialEvents != 0 ||
+				tr.BytesKept != int64(len(c.first)) || tr.BytesDropped != int64(len(c.second)) ||
+				!strings.HasPrefix(tr.Framing, fmt.Sprintf("byte %d: a second trace starts here", len(c.first))) {
+				t.Errorf("%+v; want the first trace's %d events and %d generations kept, its %d bytes", tr, want.events, want.syncs-1, len(c.first))
+			}
+		})
+	}
+}
+
+// TestHeaderErrors checks what Build says of inputs that are not a
+// trace, or whose header is cut.
+func TestHeaderErrors(t *testing.T) {
+	data := smallTrace(t)
+	for _, c := range []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty", nil, "the trace is empty"},
+		{"5 bytes", data[:5], `header is cut: 5 bytes ("go 1."), a header has 16`},
+		{"15 bytes", data[:15], "header is cut: 15 bytes"},
+		{"text", []byte("hello, world, this is not a trace"), `not an execution trace: its first 16 bytes are "hello, world, th"`},
+		{"go 1.99", []byte("go 1.99 trace\x00\x00\x00\x01\x02"), `"go 1.99 trace\x00\x00\x00": unknown or unsupported`},
+		{"go 1.10", []byte("go 1.10 trace\x00\x00\x00\x01\x02"), `"go 1.10 trace\x00\x00\x00": unknown or unsupported`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Build(bytes.NewReader(c.in), filepath.Join(t.TempDir(), "store"), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one that says %s", err, c.want)
+			}
+		})
+	}
+}
+
+// TestPartialGeneration builds a store of a trace whose second
+// generation is corrupt part way: x/exp/trace produces its first events,
+// then fails. Build keeps them, as it keeps every event the reader
+// produced, and the Truncation says so: one whole generation and the
+// events of the second before the fault. It used to count the second
+// generation among the whole ones. A trace whose first generation is so
+// corrupt has no whole generation: Build fails, as for a first
+// generation cut off (it used to keep the events before the fault and
+// call them a generation).
+func TestPartialGeneration(t *testing.T) {
+	t.Run("second", func(t *testing.T) {
+		bad, want := corruptPartWay(t, multiGenTrace(t), 1)
+		m, err := Build(bytes.NewReader(bad), filepath.Join(t.TempDir(), "store"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := m.Truncated
+		t.Log(tr)
+		if tr == nil || m.Events != want.events || tr.EventsKept != want.events || tr.Generations != 1 || tr.PartialEvents != want.afterSync {
+			t.Errorf("%d events, %+v; want %d events kept, 1 whole generation and %d events of the second after its Sync", m.Events, tr, want.events, want.afterSync)
+		}
+	})
+	t.Run("first", func(t *testing.T) {
+		bad, _ := corruptPartWay(t, smallTrace(t), 0)
+		_, err := Build(bytes.NewReader(bad), filepath.Join(t.TempDir(), "store"), Options{})
+		t.Log(err)
+		if err == nil || !strings.Contains(err.Error(), "first generation is cut or unreadable") {
+			t.Errorf("error %v, want one that says the first generation is unreadable", err)
+		}
+	})
+}
+
+// corruptPartWay returns data with a byte of an event batch of its
+// generation k (from 0) changed so that x/exp/trace produces some of the
+// generation's events and then fails, and what x/exp/trace reads of it.
+func corruptPartWay(t *testing.T, data []byte, k int) ([]byte, xCounts) {
+	batches := walkBatches(t, data)
+	var gens []uint64
+	for i, b := range batches {
+		if i == 0 || b.gen != batches[i-1].gen {
+			gens = append(gens, b.gen)
+		}
+	}
+	if len(gens) < k+1 || (k > 0 && len(gens) < k+2) {
+		t.Fatalf("%d generations, want %d or more", len(gens), k+2)
+	}
+	tries := 0
+	for _, b := range batches {
+		if b.gen != gens[k] || b.kind == evStacks || b.kind == evStrings || b.kind == evCPUSamples || b.kind == evFrequency || b.kind == evSync || b.size < 64 {
+			continue
+		}
+		for off := b.end - 2; off > b.end-int64(b.size)/2 && tries < 400; off -= 7 {
+			tries++
+			d := bytes.Clone(data)
+			d[off] = 0xff
+			if x := xread(d); x.err != nil && x.syncs == uint64(k+1) && x.afterSync > 0 {
+				t.Logf("byte %d of the batch [%d, %d) changed: x/exp/trace reads %d events, %d of generation %d, then fails: %v", off, b.start, b.end, x.events, x.afterSync, k+1, x.err)
+				return d, x
+			}
+		}
+	}
+	t.Fatalf("no byte found in %d tries that makes x/exp/trace fail part way through generation %d", tries, k+1)
+	return nil, xCounts{}
+}
