@@ -600,10 +600,11 @@ func (b *builder) add(ev *trace.Event) error {
 	if !b.haveT {
 		b.base, b.haveT = t, true
 	}
-	// Times are kept in [0, maxTime] from the first event, so no span's
-	// arithmetic can overflow.
-	if d := t - b.base; (t < b.base) != (d < 0) || d > maxTime {
-		return fmt.Errorf("trace event %d: time %d is more than %d ns after the first event's, %d", b.events, t, int64(maxTime), b.base)
+	// Times are kept in [0, maxTime) from the first event, so no span's
+	// arithmetic can overflow, and a span's start and duration leave two
+	// bits free (putSpan).
+	if d := t - b.base; (t < b.base) != (d < 0) || d >= maxTime {
+		return fmt.Errorf("trace event %d: time %d is %d ns or more after the first event's, %d", b.events, t, int64(maxTime), b.base)
 	} else {
 		t = d
 	}

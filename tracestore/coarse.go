@@ -450,7 +450,7 @@ func (s *Store) queryCoarse(l int, ln *Lane, lv *coarseLevel, bounds []int64, ce
 			cell.Busy = share(cb-ca, uint64(bounds[p+1])-uint64(bounds[p]))
 			if idx >= i0 && idx < i1 {
 				if kn, ok := r.kindName(idx); ok {
-					cell.Kind, cell.Name, cell.Span = SpanKind(kn>>24), kn&0xffffff, idx
+					cell.Kind, cell.Name, cell.Span = kn.kind(), kn.name(), idx
 				}
 			}
 		}

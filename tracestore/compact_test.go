@@ -3,6 +3,7 @@ package tracestore
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,4 +340,45 @@ func gatherCounts(b *builder, counts []int64, newID []uint32, lane func(n int, l
 		cb = binary.LittleEndian.AppendUint64(cb, uint64(c))
 	}
 	return b.gatherSpans(groups, len(counts), bytes.NewReader(cb), memLaneIDs(newID), lane)
+}
+
+// TestWideNames checks that a span's name keeps its 32 bits on its way
+// through the builder's temporary files (putSpan, getSpan), spanattr.bin
+// (appendAttr, decodeAttrs) and the readers' cache (kindChunk): a trace
+// with more than 2^24 distinct strings (user logs, say) gives later
+// regions and tasks names past 2^24, which lost their top 8 bits.
+func TestWideNames(t *testing.T) {
+	var spans []Span
+	for k := range numSpanKinds {
+		for _, name := range []uint32{0, 1, 1<<24 - 1, 1 << 24, 1<<24 + 5, 1<<31 + 7, math.MaxUint32} {
+			for _, tm := range []int64{0, 1, maxTime - 1} {
+				spans = append(spans, Span{Start: tm, Dur: maxTime - 1 - tm, Kind: k, Name: name, Stack: uint32(name) ^ 0x5a5a5a5a})
+			}
+		}
+	}
+	var rec [spanBytes]byte
+	var attrs []byte
+	var last [numSpanKinds]uint32
+	kc := &kindChunk{idx: make([]byte, len(spans))}
+	for j, s := range spans {
+		putSpan(rec[:], s)
+		if got := getSpan(rec[:]); got != s {
+			t.Errorf("temporary span file: %+v back as %+v", s, got)
+		}
+		attrs = appendAttr(attrs, s, &last)
+		kc.set(j, packKindName(s.Kind, s.Name))
+	}
+	kc.pack()
+	err := decodeAttrs(attrs, len(spans), func(j int, kind SpanKind, name, stack uint32) {
+		s := spans[j]
+		if kind != s.Kind || name != s.Name || stack != s.Stack {
+			t.Errorf("spanattr.bin: span %d %+v back as kind %d, name %d, stack %d", j, s, kind, name, stack)
+		}
+		if kn := kc.at(int64(j)); kn.kind() != s.Kind || kn.name() != s.Name {
+			t.Errorf("kind chunk: span %d %+v back as kind %d, name %d", j, s, kn.kind(), kn.name())
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"math/bits"
 	"strings"
 )
@@ -155,26 +156,42 @@ type Span struct {
 func (s Span) End() int64 { return s.Start + s.Dur }
 
 // spanBytes is the size of a span in the builder's temporary files:
-// start, duration, kind and name (kind in the top 8 bits), stack.
+// start, duration, name, stack. The builder's times are below maxTime
+// (2^62), which leaves the top two bits of the start and the duration
+// free: they hold the kind, its low two bits in the start's and its third
+// in the duration's. (The name had the top 8 bits of its 32, so that a
+// trace with more than 2^24 distinct strings gave later spans the wrong
+// names.)
 const spanBytes = 24
 
+const timeMask = 1<<62 - 1
+
 func putSpan(b []byte, s Span) {
-	binary.LittleEndian.PutUint64(b[0:], uint64(s.Start))
-	binary.LittleEndian.PutUint64(b[8:], uint64(s.Dur))
-	binary.LittleEndian.PutUint32(b[16:], uint32(s.Kind)<<24|s.Name&0xffffff)
+	binary.LittleEndian.PutUint64(b[0:], uint64(s.Start)&timeMask|uint64(s.Kind&3)<<62)
+	binary.LittleEndian.PutUint64(b[8:], uint64(s.Dur)&timeMask|uint64(s.Kind>>2&1)<<62)
+	binary.LittleEndian.PutUint32(b[16:], s.Name)
 	binary.LittleEndian.PutUint32(b[20:], s.Stack)
 }
 
 func getSpan(b []byte) Span {
-	kn := binary.LittleEndian.Uint32(b[16:])
+	start, dur := binary.LittleEndian.Uint64(b[0:]), binary.LittleEndian.Uint64(b[8:])
 	return Span{
-		Start: int64(binary.LittleEndian.Uint64(b[0:])),
-		Dur:   int64(binary.LittleEndian.Uint64(b[8:])),
-		Kind:  SpanKind(kn >> 24),
-		Name:  kn & 0xffffff,
+		Start: int64(start & timeMask),
+		Dur:   int64(dur & timeMask),
+		Kind:  SpanKind(start>>62 | dur>>62&1<<2),
+		Name:  binary.LittleEndian.Uint32(b[16:]),
 		Stack: binary.LittleEndian.Uint32(b[20:]),
 	}
 }
+
+// A kindName is a span's kind and name in one value: the kind above the
+// name's 32 bits.
+type kindName uint64
+
+func packKindName(k SpanKind, name uint32) kindName { return kindName(k)<<32 | kindName(name) }
+
+func (kn kindName) kind() SpanKind { return SpanKind(kn >> 32) }
+func (kn kindName) name() uint32   { return uint32(kn) }
 
 // Agg is the aggregate a lane's forest keeps over its spans: the longest
 // span (by duration; of equal ones the first) and the total duration.
@@ -536,7 +553,7 @@ func decodeAttrs(b []byte, n int, visit func(k int, kind SpanKind, name, stack u
 		var name, stack uint64
 		if head&attrName != 0 {
 			v, m := binary.Uvarint(b)
-			if m <= 0 || m != uvarintLen(v) || v == 0 || v > 0xffffff {
+			if m <= 0 || m != uvarintLen(v) || v == 0 || v > math.MaxUint32 {
 				return fmt.Errorf("span %d: bad name", k)
 			}
 			name, b = v, b[m:]

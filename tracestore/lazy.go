@@ -274,20 +274,20 @@ type attrCache struct {
 	raw   []byte
 }
 
-// A kindChunk is the kinds and names (kind<<24 | name) of a chunk's
+// A kindChunk is the kinds and names (packKindName) of a chunk's
 // spans: as indexes into a dictionary of its distinct values, packed in
 // 0, 1, 2, 4 or 8 bits as the dictionary's size needs, when there are at
 // most 256 of them; as they are otherwise. A nil *kindChunk is a corrupt
 // chunk.
 type kindChunk struct {
-	dict   []uint32
+	dict   []kindName
 	bits   uint     // bits per span in packed
 	packed []uint64 // while set builds it, idx instead
 	idx    []byte
-	all    []uint32
+	all    []kindName
 }
 
-func (c *kindChunk) at(j int64) uint32 {
+func (c *kindChunk) at(j int64) kindName {
 	if c.all != nil {
 		return c.all[j]
 	}
@@ -299,7 +299,7 @@ func (c *kindChunk) at(j int64) uint32 {
 }
 
 // set sets the value of span j, the spans before it being set.
-func (c *kindChunk) set(j int, v uint32) {
+func (c *kindChunk) set(j int, v kindName) {
 	if c.all != nil {
 		c.all[j] = v
 		return
@@ -314,7 +314,7 @@ func (c *kindChunk) set(j int, v uint32) {
 	}
 	if d == len(c.dict) {
 		if d == 256 { // too many: every value as it is
-			c.all = make([]uint32, len(c.idx))
+			c.all = make([]kindName, len(c.idx))
 			for i := range j {
 				c.all[i] = c.dict[c.idx[i]]
 			}
@@ -345,7 +345,7 @@ func (c *kindChunk) pack() {
 }
 
 func (c *kindChunk) size() int {
-	return 96 + 4*len(c.dict) + 8*len(c.packed) + len(c.idx) + 4*len(c.all)
+	return 96 + 8*len(c.dict) + 8*len(c.packed) + len(c.idx) + 8*len(c.all)
 }
 
 // attrCacheBytes bounds the memory of an attrCache: some 16,000 chunks
@@ -367,7 +367,7 @@ func (c *attrCache) chunk(k int64) *kindChunk {
 	kc := &kindChunk{idx: make([]byte, n)}
 	var err error
 	c.raw, err = c.s.attrChunkRecords(k, &c.codec, c.raw, func(j int, kind SpanKind, name, _ uint32) {
-		kc.set(j, uint32(kind)<<24|name)
+		kc.set(j, packKindName(kind, name))
 	})
 	if err != nil {
 		kc = nil
@@ -396,7 +396,7 @@ func (c *attrCache) chunk(k int64) *kindChunk {
 
 // kindName returns the kind and name of span g (of all the spans, lane
 // after lane), ok false if its chunk is corrupt.
-func (s *Store) kindName(g int64) (kn uint32, ok bool) {
+func (s *Store) kindName(g int64) (kn kindName, ok bool) {
 	c := s.kinds.chunk(g / AttrChunk)
 	if c == nil {
 		return 0, false

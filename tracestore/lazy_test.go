@@ -141,7 +141,7 @@ func TestLazyCorruption(t *testing.T) {
 // TestKindChunk fills kind chunks with few and with many distinct values:
 // each gives back every value.
 func TestKindChunk(t *testing.T) {
-	for _, distinct := range []int{1, 7, 36, 37, 4096} { // times 7 kinds, or 1
+	for _, distinct := range []int{1, 7, 18, 19, 4096} { // times 7 kinds and 2, or 1
 		if distinct == 1 {
 			c := &kindChunk{idx: make([]byte, 10)}
 			for j := range 10 {
@@ -152,9 +152,10 @@ func TestKindChunk(t *testing.T) {
 			}
 		}
 		c := &kindChunk{idx: make([]byte, AttrChunk)}
-		want := make([]uint32, AttrChunk)
+		want := make([]kindName, AttrChunk)
 		for j := range want {
-			want[j] = uint32((j/3)%distinct)<<4 | uint32(j%7)<<24
+			// Names past 2^24 too.
+			want[j] = packKindName(SpanKind(j%7), uint32((j/3)%distinct)<<4|uint32(j%2)<<31)
 			c.set(j, want[j])
 		}
 		c.pack()
@@ -163,7 +164,7 @@ func TestKindChunk(t *testing.T) {
 				t.Fatalf("%d distinct values: span %d: %#x, want %#x", distinct, j, got, v)
 			}
 		}
-		if n := distinct * 7; (c.all == nil) != (n <= 256) {
+		if n := distinct * 7 * 2; (c.all == nil) != (n <= 256) {
 			t.Errorf("%d distinct values: dictionary %v", n, c.all == nil)
 		}
 	}

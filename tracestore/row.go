@@ -181,7 +181,7 @@ func (s *Store) sweep(l int, ln *Lane, bounds []int64, cells []Cell) {
 		c.Busy = share(busy, uint64(b)-uint64(pa))
 		if agg.Index >= i0 && agg.Index < i1 {
 			if kn, ok := r.kindName(agg.Index); ok {
-				c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+				c.Kind, c.Name, c.Span = kn.kind(), kn.name(), agg.Index
 			}
 		}
 	}
@@ -446,7 +446,7 @@ func (r *rowSweep) head(i1 int64) (a Agg, exact bool) {
 
 // kindName returns the kind and name of the lane's span i, ok false if
 // its chunk of spanattr.bin is corrupt.
-func (r *rowSweep) kindName(i int64) (uint32, bool) {
+func (r *rowSweep) kindName(i int64) (kindName, bool) {
 	g := r.ln.firstSpan + i
 	if c := g / AttrChunk; c != r.knChunk {
 		r.knChunk, r.kn = c, r.s.kinds.chunk(c)

@@ -62,7 +62,7 @@ func (s *Store) queryRowRef(l int, t0, t1 int64, cells []Cell) {
 		c.Busy = share(busy, uint64(b)-uint64(a))
 		if agg.Index >= i0 && agg.Index < i1 {
 			kn, _ := s.kindName(ln.firstSpan + agg.Index)
-			c.Kind, c.Name, c.Span = SpanKind(kn>>24), kn&0xffffff, agg.Index
+			c.Kind, c.Name, c.Span = kn.kind(), kn.name(), agg.Index
 		}
 	}
 }

@@ -591,7 +591,7 @@ func (s *Store) Span(l int, i int64) Span {
 	if !ok {
 		return Span{Start: sp.Start, Dur: sp.Dur, Kind: NoSpan}
 	}
-	sp.Kind, sp.Name, sp.Stack = SpanKind(kn>>24), kn&0xffffff, s.spanStack(g)
+	sp.Kind, sp.Name, sp.Stack = kn.kind(), kn.name(), s.spanStack(g)
 	return sp
 }
 
