@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -225,6 +228,26 @@ func TestPagesChangedUnderReader(t *testing.T) {
 			for _, x := range in {
 				r.Stack(x.id, nil) // any stack or error; a panic fails the test
 			}
+		}
+	}
+}
+
+// TestOpenErrorNamesFile checks that Open's errors name the file once and
+// the package once, mapped or read: they said "stackcompress: FILE:
+// stackcompress: corrupt DAG ...".
+func TestOpenErrorNamesFile(t *testing.T) {
+	data, _ := smallFile(t, LayoutSeed())
+	path := filepath.Join(t.TempDir(), "cut.dag")
+	if err := os.WriteFile(path, data[:len(data)/2], 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for _, nommap := range []bool{false, true} {
+		_, err := Open(path, ReaderOptions{NoMmap: nommap})
+		if err == nil {
+			t.Fatalf("nommap %v: a cut file opened", nommap)
+		}
+		if msg := err.Error(); strings.Count(msg, "stackcompress") != 1 || !strings.HasPrefix(msg, path+": stackcompress: ") {
+			t.Errorf("nommap %v: %q, want the file's name, then the package's once", nommap, msg)
 		}
 	}
 }

@@ -116,7 +116,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 			r, err := newReader(m, m, size, opts)
 			if err != nil {
 				m.Close()
-				return nil, fmt.Errorf("stackcompress: %s: %w", path, err)
+				return nil, fmt.Errorf("%s: %w", path, err) // err says stackcompress
 			}
 			r.mapped = true
 			return r, nil
@@ -125,7 +125,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 	r, err := newReader(readerAtSource{f}, f, size, opts)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stackcompress: %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err) // err says stackcompress
 	}
 	return r, nil
 }
