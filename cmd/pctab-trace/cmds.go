@@ -559,22 +559,9 @@ var aggCommand = &cli.Command{
 			if err := defaultTo(from, &to, s.Manifest().Duration+1); err != nil {
 				return err
 			}
-			res := aggResult{SchemaVersion: aggSchemaVersion, Store: args[0], From: from.ns, To: to.ns, Lanes: []laneAgg{}}
-			for l := range s.NumLanes() {
-				ln := s.Lane(l)
-				if *track != "" && ln.Track.String() != *track {
-					continue
-				}
-				a := s.Query(l, from.ns, to.ns)
-				if a.Count == 0 {
-					continue
-				}
-				la := laneAgg{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: a.Count, Busy: a.Busy, LongestNs: -1}
-				if a.Longest >= 0 {
-					sp := s.Span(l, a.Longest)
-					la.LongestKind, la.LongestName, la.LongestNs, la.LongestAt = sp.Kind.String(), s.String(sp.Name), sp.Dur, sp.Start
-				}
-				res.Lanes = append(res.Lanes, la)
+			res, err := aggregate(s, args[0], *track, from.ns, to.ns)
+			if err != nil {
+				return err
 			}
 			if *asJSON {
 				return jsonschema.Write(env.Stdout, res)
@@ -594,6 +581,51 @@ var aggCommand = &cli.Command{
 			return tw.Flush()
 		}
 	},
+}
+
+// aggregate computes agg's lanes of store s (at dir) in [t0, t1), of the
+// track kind track if it is not "". The store's lazy checks answer a
+// corrupt lane as if it had no spans and a span whose chunk of
+// attributes is corrupt with kind NoSpan, and its forests' inner nodes
+// are read unchecked: aggregate checks forest.bin against its checksum
+// first and fails on a lane or span found corrupt, saying where, so that
+// agg never prints a wrong answer for a corrupt store.
+func aggregate(s *tracestore.Store, dir, track string, t0, t1 int64) (aggResult, error) {
+	res := aggResult{SchemaVersion: aggSchemaVersion, Store: dir, From: t0, To: t1, Lanes: []laneAgg{}}
+	if _, err := s.File("forest.bin"); err != nil {
+		return res, err
+	}
+	for l := range s.NumLanes() {
+		ln := s.Lane(l)
+		if err := s.LaneError(l); err != nil {
+			return res, fmt.Errorf("lane %d: %w", l, err)
+		}
+		if track != "" && ln.Track.String() != track {
+			continue
+		}
+		a := s.Query(l, t0, t1)
+		if err := s.LaneError(l); err != nil {
+			return res, fmt.Errorf("lane %d (%s %d %s %d): %w", l, ln.Track, ln.ID, ln.Layer, ln.Depth, err)
+		}
+		if a.Count == 0 {
+			continue
+		}
+		la := laneAgg{Track: ln.Track.String(), ID: ln.ID, Layer: ln.Layer.String(), Depth: ln.Depth, Spans: a.Count, Busy: a.Busy, LongestNs: -1}
+		if a.Longest >= 0 {
+			sp := s.Span(l, a.Longest)
+			if sp.Kind == tracestore.NoSpan {
+				// Its chunk of spanattr.bin is corrupt: Verify says where.
+				err := s.Verify()
+				if err == nil {
+					err = errors.New("its kind and name are unreadable")
+				}
+				return res, fmt.Errorf("lane %d (%s %d %s %d), span %d: %w", l, ln.Track, ln.ID, ln.Layer, ln.Depth, a.Longest, err)
+			}
+			la.LongestKind, la.LongestName, la.LongestNs, la.LongestAt = sp.Kind.String(), s.String(sp.Name), sp.Dur, sp.Start
+		}
+		res.Lanes = append(res.Lanes, la)
+	}
+	return res, nil
 }
 
 // serveCommand is "pctab-trace serve": the timeline viewer.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"testing"
@@ -200,5 +201,80 @@ func TestBuildLabelsCutTrace(t *testing.T) {
 	}
 	if samples != events || samples == 0 {
 		t.Errorf("the index holds %d samples, the store %d", samples, events)
+	}
+}
+
+// TestAggCorruptStore checks that agg fails, naming the file, on a store
+// whose lanes, forests or span attributes are corrupt: the store checks
+// them lazily and answers a corrupt lane as if it had no spans, a span of
+// a corrupt chunk of attributes with kind NoSpan, and a forest's inner
+// nodes unchecked, so agg printed fewer lanes, or a kind "SpanKind(255)",
+// or wrong busy times, and exited 0.
+func TestAggCorruptStore(t *testing.T) {
+	if trace.IsEnabled() {
+		t.Skip("tracing is already enabled")
+	}
+	// Goroutines that block and wake a few hundred times: lanes of
+	// hundreds of spans, which have forests.
+	var buf bytes.Buffer
+	if err := trace.Start(&buf); err != nil {
+		t.Fatal(err)
+	}
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for v := range ping {
+			pong <- v
+		}
+	}()
+	for i := range 300 {
+		ping <- i
+		<-pong
+	}
+	close(ping)
+	trace.Stop()
+	tr := filepath.Join(t.TempDir(), "pingpong.trace")
+	if err := os.WriteFile(tr, buf.Bytes(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(t.TempDir(), "store")
+	runCmd(t, "build", tr, base)
+	for _, c := range []struct {
+		file string
+		edit func([]byte)
+	}{
+		{"lanes.tab", func(b []byte) { b[len(b)/2] ^= 0x40 }},
+		{"forest.bin", func(b []byte) { b[len(b)/2] ^= 0x40 }},
+		{"spanattr.bin", func(b []byte) {
+			for i := range b {
+				b[i] = 0xff // every chunk unreadable
+			}
+		}},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "store")
+			os.Mkdir(store, 0o777)
+			ents, _ := os.ReadDir(base)
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(base, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e.Name() == c.file {
+					if len(b) == 0 {
+						t.Skipf("%s is empty", c.file)
+					}
+					c.edit(b)
+				}
+				os.WriteFile(filepath.Join(store, e.Name()), b, 0o666)
+			}
+			for _, args := range [][]string{{"agg", store}, {"agg", "-json", store}} {
+				var stdout, stderr bytes.Buffer
+				code := run(context.Background(), args, &stdout, &stderr)
+				t.Logf("%s: exit %d: %s", strings.Join(args, " "), code, &stderr)
+				if code != 1 || !strings.HasPrefix(stderr.String(), "pctab-trace: ") || !strings.Contains(stderr.String(), c.file) || stdout.Len() != 0 {
+					t.Errorf("%s: exit %d, %d bytes of output, stderr %q; want exit 1 and an error that names %s", strings.Join(args, " "), code, stdout.Len(), &stderr, c.file)
+				}
+			}
+		})
 	}
 }
