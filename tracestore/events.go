@@ -33,6 +33,9 @@ type Event struct {
 	//   - Log: Args[0] the category's string index, Args[1] the
 	//     message's, Args[2] the task ID.
 	//   - Label: Args[0] the label's string index.
+	//   - Experimental (GODEBUG=traceallocfree=1's allocations and
+	//     frees): none; which experiment event it is and its arguments
+	//     are not kept.
 	//   - Metric: Args[0] the name's string index, Args[1] the value.
 	Args [3]uint64
 }
