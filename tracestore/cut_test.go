@@ -183,3 +183,45 @@ func corruptPartWay(t *testing.T, data []byte, k int) ([]byte, xCounts) {
 	t.Fatalf("no byte found in %d tries that makes x/exp/trace fail part way through generation %d", tries, k+1)
 	return nil, xCounts{}
 }
+
+// FuzzUntilHeader reads data, after a header, through untilHeader in
+// reads of the sizes sizes gives, and checks what it returns against a
+// search of the whole: the bytes up to the header's next occurrence, and
+// where that is.
+func FuzzUntilHeader(f *testing.F) {
+	h := []byte("go 1.21 trace\x00\x00\x00")
+	f.Add([]byte("abc"), []byte{1, 2, 3})
+	f.Add(append([]byte("xyz"), h...), []byte{5})
+	f.Add(append(append([]byte("go 1.21 trace\x00\x00"), h...), h...), []byte{1, 15, 16, 17})
+	f.Add(bytes.Repeat([]byte("go 1.21 trace\x00\x00"), 300), []byte{255, 0, 7})
+	f.Fuzz(func(t *testing.T, data, sizes []byte) {
+		var at int64
+		u := &untilHeader{r: bytes.NewReader(data), header: h, at: &at, off: 16}
+		var got []byte
+		for i := 0; ; i++ {
+			n := 4096
+			if len(sizes) > 0 {
+				n = 1 + 300*int(sizes[i%len(sizes)]%7)
+			}
+			buf := make([]byte, n)
+			k, err := u.Read(buf)
+			got = append(got, buf[:k]...)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 && i > len(data)+10 {
+				t.Fatal("no progress")
+			}
+		}
+		want, wantAt := data, int64(0)
+		if i := bytes.Index(data, h); i >= 0 {
+			want, wantAt = data[:i], int64(16+i)
+		}
+		if !bytes.Equal(got, want) || at != wantAt {
+			t.Errorf("read %d bytes, header at %d; want %d bytes, header at %d", len(got), at, len(want), wantAt)
+		}
+	})
+}
