@@ -150,15 +150,23 @@ var buildCommand = &cli.Command{
 				}
 				hist = &h
 			}
+			notRegular := fmt.Errorf("%s: build -labels reads the trace twice, so it must be a regular file, not a pipe or device: save it to a file first", args[0])
+			if hist != nil {
+				// The label index reads the trace a second time. Checked
+				// before the open too, which waits for a writer on a
+				// named pipe.
+				if fi, err := os.Stat(args[0]); err == nil && !fi.Mode().IsRegular() {
+					return notRegular
+				}
+			}
 			f, err := os.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
 			if hist != nil {
-				// The label index reads the trace a second time.
 				if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-					return fmt.Errorf("%s: build -labels reads the trace twice, so it must be a regular file, not a pipe or device: save it to a file first", args[0])
+					return notRegular
 				}
 			}
 			_, statErr := os.Stat(args[1])
