@@ -3,12 +3,15 @@ package stackcompress
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pctab/pctab/internal/allocs"
 )
 
 // smallFile returns a DAG file of a few pages and the stacks it holds.
@@ -248,6 +251,67 @@ func TestOpenErrorNamesFile(t *testing.T) {
 		}
 		if msg := err.Error(); strings.Count(msg, "stackcompress") != 1 || !strings.HasPrefix(msg, path+": stackcompress: ") {
 			t.Errorf("nommap %v: %q, want the file's name, then the package's once", nommap, msg)
+		}
+	}
+}
+
+// TestMaxDepth checks ReaderOptions.MaxDepth: a packed chain of a million
+// frames takes some 160 KB of file, and Stack allocated 42 MB for it
+// (258 times the file); with MaxDepth it fails past the depth and
+// allocates the bounded stack's worth.
+func TestMaxDepth(t *testing.T) {
+	b, err := NewBuilder(Options{Layout: LayoutPacked()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := make([]uint64, 1<<20)
+	for i := range deep {
+		deep[i] = 7
+	}
+	deepID, err := b.Insert(1, deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shallowID, err := b.Insert(2, deep[:100])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := b.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	t.Logf("%d bytes of file", len(data))
+	if _, err := NewReader(bytes.NewReader(data), int64(len(data)), ReaderOptions{MaxDepth: -1}); err == nil {
+		t.Error("a negative MaxDepth was accepted")
+	}
+	for _, c := range []struct {
+		depth   int
+		id      uint64
+		frames  int
+		corrupt bool
+	}{
+		{0, deepID, 1 << 20, false},
+		{1 << 20, deepID, 1 << 20, false},
+		{1<<20 - 1, deepID, 0, true},
+		{1024, deepID, 0, true},
+		{1024, shallowID, 100, false},
+		{100, shallowID, 100, false},
+		{99, shallowID, 0, true},
+	} {
+		r, err := NewReader(bytes.NewReader(data), int64(len(data)), ReaderOptions{MaxDepth: c.depth})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Stack(c.id, nil) // the pages loaded
+		var got []uint64
+		alloc := allocs.Bytes(func() { got, err = r.Stack(c.id, nil) })
+		var ce *CorruptError
+		if c.corrupt != errors.As(err, &ce) || (!c.corrupt && (err != nil || len(got) != c.frames)) {
+			t.Errorf("MaxDepth %d, stack %d: %d frames, %v; want %d frames, corrupt %v", c.depth, c.id, len(got), err, c.frames, c.corrupt)
+		}
+		if c.depth > 0 && c.depth <= 1024 && alloc > 64<<10 {
+			t.Errorf("MaxDepth %d, stack %d: %d bytes allocated", c.depth, c.id, alloc)
 		}
 	}
 }

@@ -22,6 +22,14 @@ type ReaderOptions struct {
 	// NoMmap makes Open read pages with ReadAt even where it could map the
 	// file.
 	NoMmap bool
+
+	// MaxDepth bounds the frames of a stack: Stack fails on a deeper one.
+	// A chain of nodes costs a bit or two each in a packed page, so that a
+	// file of some kilobytes can hold a stack of a million frames, 8 MB
+	// of result: a reader that knows how deep its writer's stacks go
+	// (an execution trace's are at most 128 frames) bounds what a
+	// hostile file can make Stack allocate. 0 means no bound.
+	MaxDepth int
 }
 
 // ReaderStats counts a Reader's page traffic.
@@ -61,6 +69,7 @@ type Reader struct {
 	tail    int32 // least recently used loaded page, or -1
 	stats   ReaderStats
 	minimum int64 // dictionary plus largest page
+	depth   int   // ReaderOptions.MaxDepth
 }
 
 type dirEntry struct {
@@ -159,7 +168,10 @@ func newReader(src pageSource, closer io.Closer, size int64, opts ReaderOptions)
 	if h[14] != 0 || h[15] != 0 || binary.LittleEndian.Uint32(h[52:]) != 0 || h[59] != 0 {
 		return nil, corrupt(14, "reserved header bytes are not zero")
 	}
-	r := &Reader{src: src, closer: closer, size: size, budget: opts.MemoryBudget, head: -1, tail: -1}
+	if opts.MaxDepth < 0 {
+		return nil, fmt.Errorf("stackcompress: negative maximum depth %d", opts.MaxDepth)
+	}
+	r := &Reader{src: src, closer: closer, size: size, budget: opts.MemoryBudget, head: -1, tail: -1, depth: opts.MaxDepth}
 	r.shift = uint(h[12])
 	if r.shift > 24 {
 		return nil, corrupt(12, "page size 1<<%d exceeds %d nodes", r.shift, MaxPageNodes)
@@ -304,7 +316,11 @@ func (r *Reader) Stack(id uint64, dst []uint64) ([]uint64, error) {
 	mask := uint64(1)<<r.shift - 1
 	cur := ^uint64(0)
 	var p *page
+	start, leaf := len(dst), id
 	for id != 0 {
+		if r.depth > 0 && len(dst)-start == r.depth {
+			return dst, corrupt(-1, "stack %d is deeper than the %d frames the reader allows", leaf, r.depth)
+		}
 		if pg := id >> r.shift; pg != cur {
 			var err error
 			if p, err = r.page(pg); err != nil {

@@ -580,6 +580,9 @@ func (b *builder) stack(s trace.Stack, g int64) (*stackInfo, error) {
 		}
 		si.line = append(si.line, diskmap.Hash([]byte(lineKey(f.File, f.Line))))
 	}
+	if len(b.frameBuf) > maxStackFrames {
+		return nil, fmt.Errorf("trace event %d: a stack of %d frames, more than %d", b.events, len(b.frameBuf), maxStackFrames)
+	}
 	if len(b.frameBuf) > 0 {
 		id, err := b.dag.Insert(uint64(g+1), b.frameBuf)
 		if err != nil {

@@ -600,6 +600,13 @@ type hash32 interface {
 
 const fileBlocks = "blocks.idx"
 
+// maxStackFrames bounds a stack's frames in a store: x/exp/trace reads
+// at most 128 (Go 1.22 and later) or 1,000 (older) a stack. Open's stack
+// DAG reader refuses deeper ones, which only a hostile stacks.dag holds
+// (a chain of nodes costs a bit or two each), so that what Stack
+// allocates stays bounded.
+const maxStackFrames = 1024
+
 // pageIndexBytes is the size of a page's record in pages.idx: first and
 // last event time, first event index, offset in events.log.
 const pageIndexBytes = 32

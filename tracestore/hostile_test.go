@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/allocs"
+	"github.com/pctab/pctab/stackcompress"
 	xtrace "golang.org/x/exp/trace"
 )
 
@@ -511,5 +512,46 @@ func TestTooCompressiblePage(t *testing.T) {
 		if !slices.Equal(got, evs) {
 			t.Errorf("%d events: decoded %d events, not the ones written", n, len(got))
 		}
+	}
+}
+
+// TestDeepStackDAG gives a store a stacks.dag that holds a stack of a
+// million frames, a chain of nodes that costs a bit or two each (160 KB
+// of file), with the manifest resealed: Stack allocated 48 bytes a frame
+// for it, some 300 times the file. The store's DAG reader allows the
+// frames a trace's stack can have (maxStackFrames) and fails past them.
+func TestDeepStackDAG(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "store")
+	if _, err := Build(bytes.NewReader(smallTrace(t)), base, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := stackcompress.NewBuilder(stackcompress.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deepID, err := b.Insert(1, make([]uint64, 1<<20)) // frame 0, a million times
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := b.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	dir := copyStore(t, base)
+	replaceFile(t, dir, fileStacks, buf.Bytes())
+	editManifest(t, dir, func(m map[string]any) { m["stack_nodes"] = json.Number(fmt.Sprint(b.Len())) })
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var frames []Frame
+	alloc := allocs.Bytes(func() { frames, err = s.Stack(deepID) })
+	t.Logf("%d bytes of stacks.dag; Stack: %d frames, %v; %d bytes allocated", buf.Len(), len(frames), err, alloc)
+	if err == nil || !strings.Contains(err.Error(), "deeper than") {
+		t.Errorf("Stack of a million frames: %d frames, error %v", len(frames), err)
+	}
+	if alloc > uint64(buf.Len()) {
+		t.Errorf("Stack allocated %d bytes for a %d-byte stacks.dag", alloc, buf.Len())
 	}
 }

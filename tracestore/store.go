@@ -304,7 +304,7 @@ func (s *Store) open() error {
 	} else if st.Size() != s.eventsBytes {
 		return fmt.Errorf("tracestore: %s: %d bytes, %s says %d", fileEvents, st.Size(), fileManifest, s.eventsBytes)
 	}
-	if s.dag, err = stackcompress.Open(s.path(fileStacks), stackcompress.ReaderOptions{}); err != nil {
+	if s.dag, err = stackcompress.Open(s.path(fileStacks), stackcompress.ReaderOptions{MaxDepth: maxStackFrames}); err != nil {
 		return fmt.Errorf("tracestore: %s: %w", fileStacks, err)
 	}
 	if s.dag.Nodes() != s.m.Stacks {
