@@ -337,25 +337,19 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 // elfOS returns the GOOS of an ELF binary whose build info does not
 // record it (Go 1.17 and earlier) and whose OSABI byte does not tell
 // (Go sets it only for FreeBSD, NetBSD and OpenBSD; the System V value is
-// read as linux): the OS whose runtime source file, os_dragonfly,
-// os_illumos or os_solaris (os3_solaris before Go 1.5's os_solaris.c
-// became Go), is in the file table, else android or solaris from the
-// program interpreter of a dynamically linked binary, else linux.
+// read as linux): the OS of the runtime's entry point file, rt0_GOOS_GOARCH.s,
+// or of its os_GOOS source file, in the file table (go1.13's illumos builds
+// have rt0_illumos_amd64.s but only os_solaris.go); else android or solaris
+// from the program interpreter of a dynamically linked binary; else linux.
 func (f *File) elfOS() string { return elfGOOS(f.FileNames().Table(), f.im.interp) }
 
 // elfGOOS is elfOS from the table of file names and the program
 // interpreter.
 func elfGOOS(table []byte, interp string) string {
-	for _, c := range []struct{ goos, file string }{
-		{"illumos", "os_illumos"}, // illumos builds have os_solaris.go too
-		{"dragonfly", "os_dragonfly"},
-		{"solaris", "os_solaris"},
-		{"solaris", "os3_solaris"},
-	} {
-		for _, ext := range []string{".go\x00", ".c\x00"} {
-			if hasFileName(table, "runtime/"+c.file+ext) {
-				return c.goos
-			}
+	// illumos first: its builds have the solaris files too.
+	for _, goos := range []string{"illumos", "android", "dragonfly", "solaris"} {
+		if hasPathPrefix(table, "runtime/rt0_"+goos+"_") || hasPathPrefix(table, "runtime/os_"+goos+".") {
+			return goos
 		}
 	}
 	switch {
@@ -367,11 +361,11 @@ func elfGOOS(table []byte, interp string) string {
 	return "linux"
 }
 
-// hasFileName reports whether table holds name (which ends in a NUL) as
-// a whole file name or as the end of a path.
-func hasFileName(table []byte, name string) bool {
+// hasPathPrefix reports whether a name in table, a list of NUL-terminated
+// file names, starts with prefix, or has a path element that does.
+func hasPathPrefix(table []byte, prefix string) bool {
 	for off := 0; ; {
-		i := bytes.Index(table[off:], []byte(name))
+		i := bytes.Index(table[off:], []byte(prefix))
 		if i < 0 {
 			return false
 		}

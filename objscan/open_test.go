@@ -74,16 +74,19 @@ func TestELFGOOS(t *testing.T) {
 		table, interp, want string
 	}{
 		{"\x00runtime/os_dragonfly.go\x00runtime/proc.go\x00", "", "dragonfly"},
+		{"runtime/rt0_dragonfly_amd64.s\x00", "", "dragonfly"},
 		{"/usr/local/go/src/runtime/os_solaris.go\x00", "", "solaris"},
-		{"/usr/local/go/src/runtime/os3_solaris.go\x00", "", "solaris"},
+		{"/usr/local/go/src/runtime/rt0_solaris_amd64.s\x00", "", "solaris"},
 		{"runtime/os_solaris.go\x00runtime/os_illumos.go\x00", "/lib/amd64/ld.so.1", "illumos"},
-		{"C:/go/src/runtime/os_solaris.c\x00", "", "solaris"}, // Go 1.3 and 1.4: the runtime in C
+		{"runtime/os_solaris.go\x00runtime/rt0_illumos_amd64.s\x00", "", "illumos"}, // go1.13
+		{"C:/go/src/runtime/os_solaris.c\x00", "", "solaris"},                       // Go 1.3 and 1.4: the runtime in C
+		{"runtime/os_linux.go\x00runtime/rt0_android_arm64.s\x00", "", "android"},
 		{"runtime/os_linux.go\x00", "/lib/amd64/ld.so.1", "solaris"},
 		{"runtime/os_linux.go\x00", "/system/bin/linker64", "android"},
 		{"runtime/os_linux.go\x00", "/lib64/ld-linux-x86-64.so.2", "linux"},
-		{"runtime/os_linux.go\x00", "", "linux"},
+		{"runtime/os_linux.go\x00runtime/rt0_linux_amd64.s\x00", "", "linux"},
 		{"myruntime/os_dragonfly.go\x00", "", "linux"}, // not the runtime's file
-		{"runtime/os_dragonfly.gox\x00", "", "linux"},
+		{"runtime/os_dragonflyx.go\x00", "", "linux"},
 		{"", "", "linux"},
 	} {
 		if got := elfGOOS([]byte(tc.table), tc.interp); got != tc.want {
