@@ -31,8 +31,8 @@ func ReadTrace(r io.Reader) (c *Corpus, err error) {
 }
 
 // An EventReader reads a trace's events, such as a *trace.Reader, or a
-// tracestore.EventReader, which ends a cut trace after its last whole
-// generation.
+// tracestore.EventReader, which ends a cut trace after the events its
+// reader produced.
 type EventReader interface {
 	// ReadEvent returns the next event, or io.EOF at the end.
 	ReadEvent() (trace.Event, error)

@@ -344,6 +344,7 @@ func newTraceReader(r io.Reader) (tr *trace.Reader, err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("trace reader panicked: %v", p)
 		}
+		err = shortReaderError(err)
 	}()
 	return trace.NewReader(r)
 }
@@ -354,8 +355,43 @@ func readEvent(tr *trace.Reader) (ev trace.Event, err error) {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("trace reader panicked: %v", p)
 		}
+		err = shortReaderError(err)
 	}()
 	return tr.ReadEvent()
+}
+
+// maxReaderError bounds the message of an error of x/exp/trace's that
+// errors and warnings repeat.
+const maxReaderError = 512
+
+// A readerError is an error of x/exp/trace's whose message is cut to its
+// first line and maxReaderError bytes: some ("broken trace: failed to
+// advance") carry a dump of the reader's state, a line per goroutine,
+// which made a warning of 800 KB and 20,000 lines of a trace of 30,000
+// goroutines with two bytes changed, and a manifest as large.
+type readerError struct {
+	err error
+	msg string
+}
+
+func (e *readerError) Error() string { return e.msg }
+func (e *readerError) Unwrap() error { return e.err }
+
+// shortReaderError returns err, its message cut if it is long.
+func shortReaderError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	first, rest, _ := strings.Cut(msg, "\n")
+	if rest == "" && len(first) <= maxReaderError {
+		return err
+	}
+	if len(first) > maxReaderError {
+		first = strings.ToValidUTF8(first[:maxReaderError], "")
+	}
+	first = strings.TrimRight(first, " :")
+	return &readerError{err, fmt.Sprintf("%s (x/exp/trace's message cut from %d bytes and %d lines)", first, len(msg), strings.Count(msg, "\n")+1)}
 }
 
 // addChecked adds ev, turning a panic of x/exp/trace's accessors on a

@@ -225,3 +225,35 @@ func FuzzUntilHeader(f *testing.F) {
 		}
 	})
 }
+
+// TestShortReaderError checks that x/exp/trace's errors are cut to their
+// first line and maxReaderError bytes: "broken trace: failed to advance"
+// carries a dump of the reader's state, a line per goroutine, which made
+// Build's error, its warning and the manifest's truncated.error 800 KB
+// for a trace of 30,000 goroutines with two bytes changed.
+func TestShortReaderError(t *testing.T) {
+	var dump strings.Builder
+	dump.WriteString("broken trace: failed to advance: frontier:\n[gen=1]\n\n")
+	for g := range 30000 {
+		fmt.Fprintf(&dump, "G %d [status=Waiting seq=1 (gen=1)]\n", g)
+	}
+	base := errors.New(dump.String())
+	long := errors.New(strings.Repeat("é", 2000))
+	short := errors.New("found invalid event type: 255")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{short, "found invalid event type: 255"},
+		{base, fmt.Sprintf("broken trace: failed to advance: frontier (x/exp/trace's message cut from %d bytes and %d lines)", dump.Len(), 30004)},
+		{long, strings.Repeat("é", maxReaderError/2) + " (x/exp/trace's message cut from 4000 bytes and 1 lines)"},
+	} {
+		got := shortReaderError(c.err)
+		if got.Error() != c.want || !errors.Is(got, c.err) {
+			t.Errorf("%.40q: %q, want %q", c.err.Error(), got.Error(), c.want)
+		}
+	}
+	if shortReaderError(nil) != nil {
+		t.Error("nil became an error")
+	}
+}
