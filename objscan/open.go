@@ -3,6 +3,7 @@ package objscan
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 )
@@ -37,6 +38,22 @@ func openRegular(path string) (*os.File, int64, error) {
 		return nil, 0, notRegular(path, st.Mode())
 	}
 	return f, st.Size(), nil
+}
+
+// ReadFile reads the regular file at path whole, as os.ReadFile does, but
+// refuses what Open refuses (see [ErrNotRegular]) before reading: a named
+// pipe would block it, and /dev/zero would fill memory.
+func ReadFile(path string) ([]byte, error) {
+	f, size, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, size)
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("reading %s: %d bytes: %w", path, size, err)
+	}
+	return b, nil
 }
 
 // notRegular is the error for path, of the given mode, that is not a

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // TestOpenNotRegular checks that Open refuses what is not a regular file,
@@ -46,7 +48,7 @@ func TestOpenNotRegular(t *testing.T) {
 		cases = append(cases, tc{"/dev/zero", "/dev/zero", "a character device", true}, tc{"/dev/null", "/dev/null", "a character device", true})
 	}
 	fifo := filepath.Join(dir, "fifo")
-	if err := mkfifo(t, fifo); err == nil {
+	if err := testenv.Mkfifo(t, fifo); err == nil {
 		cases = append(cases, tc{"named pipe", fifo, "a named pipe", true})
 	} else {
 		t.Logf("no named pipe: %v", err)

@@ -242,7 +242,7 @@ func verifyOutput(orig *objscan.File, data, out []byte, res *Result, workers int
 // is written to a temporary file in out's directory and renamed into place,
 // so a failed run leaves no partial output. It keeps in's permission bits.
 func RewriteFile(in, out string, opt Options) (*Result, error) {
-	data, err := os.ReadFile(in)
+	data, err := objscan.ReadFile(in) // refuses a named pipe or a device, which os.ReadFile would wait on or read forever
 	if err != nil {
 		return nil, fmt.Errorf("rewrite: %w", err)
 	}

@@ -400,6 +400,32 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
+// TestRewriteFileNotRegular checks that RewriteFile refuses what is not a
+// regular file, leaving no output: a named pipe with no writer, which
+// os.ReadFile waited on, and a directory. (/dev/zero, which os.ReadFile
+// read until memory ran out, is refused the same way; objscan's
+// TestOpenNotRegular opens it.)
+func TestRewriteFileNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{dir}
+	fifo := filepath.Join(dir, "fifo")
+	if err := testenv.Mkfifo(t, fifo); err == nil {
+		paths = append(paths, fifo)
+	} else {
+		t.Logf("no named pipe: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	for _, in := range paths {
+		_, err := RewriteFile(in, out, Options{})
+		if !errors.Is(err, objscan.ErrNotRegular) {
+			t.Errorf("%s: error %v, want objscan.ErrNotRegular", in, err)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("%s: a failed run wrote %s", in, out)
+		}
+	}
+}
+
 // TestUnsupported checks the clear errors for binaries replace mode cannot
 // handle.
 func TestUnsupported(t *testing.T) {
