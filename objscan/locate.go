@@ -50,7 +50,8 @@ func (f *File) scanMagic(fileSize int64) error {
 	var tried []error
 	for i := range f.im.sections {
 		s := &f.im.sections[i]
-		if s.exec || s.filesize < 16 {
+		// Go's linker puts read-only data in .text on AIX.
+		if s.exec && f.im.format != "xcoff" || s.filesize < 16 {
 			continue
 		}
 		data, err := s.data(fileSize)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/verify"
@@ -140,6 +141,10 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 	}
 	if f.Linear != nil {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
+	}
+	if f.Format != "elf" && f.Format != "macho" && f.Format != "pe" {
+		// objscan reads XCOFF (aix/ppc64) too; rewrite writes none.
+		return nil, nil, fmt.Errorf("rewrite: %s/%s: %s files are not supported: rewrite writes ELF, Mach-O and PE", f.GOOS, f.GOARCH, strings.ToUpper(f.Format))
 	}
 	if len(f.Funcs) == 0 || f.Sizes.FuncTab < 0 {
 		// objscan refuses such tables; a rewrite of one would verify

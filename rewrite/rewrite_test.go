@@ -426,6 +426,22 @@ func TestRewriteFileNotRegular(t *testing.T) {
 	}
 }
 
+// TestXCOFFRefused checks that an aix/ppc64 build, which objscan reads,
+// is refused in both modes with an error naming its format (rewrite
+// dereferenced a nil ELF file for it).
+func TestXCOFFRefused(t *testing.T) {
+	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "aix", GOARCH: "ppc64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []Mode{Replace, Append} {
+		_, _, err := Rewrite(data, Options{Mode: mode})
+		if err == nil || !strings.Contains(err.Error(), "aix/ppc64: XCOFF files are not supported") {
+			t.Errorf("%s mode: error %v, want one refusing XCOFF", mode, err)
+		}
+	}
+}
+
 // TestUnsupported checks the clear errors for binaries replace mode cannot
 // handle.
 func TestUnsupported(t *testing.T) {
