@@ -2,14 +2,17 @@ package tracestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pctab/pctab/internal/allocs"
 	xtrace "golang.org/x/exp/trace"
 )
 
@@ -255,5 +258,61 @@ func TestShortReaderError(t *testing.T) {
 	}
 	if shortReaderError(nil) != nil {
 		t.Error("nil became an error")
+	}
+}
+
+// TestHostileBatchHeaders gives batches of a real trace headers that
+// claim huge generations, threads, times and sizes, and cuts the trace at
+// offsets through its batches: every build fails with an error or keeps
+// what it can, and allocates at most 64 times the trace plus 16 MiB (the
+// builder's and the reader's buffers).
+func TestHostileBatchHeaders(t *testing.T) {
+	data := smallTrace(t)
+	batches := walkBatches(t, data)
+	limit := uint64(64*len(data) + 16<<20)
+	var most uint64
+	defer func() { t.Logf("%d-byte trace: at most %d bytes allocated", len(data), most) }()
+	try := func(name string, d []byte) {
+		t.Helper()
+		var err error
+		dir := filepath.Join(t.TempDir(), "store")
+		got := allocs.Bytes(func() { _, err = Build(bytes.NewReader(d), dir, Options{}) })
+		most = max(most, got)
+		if got > limit {
+			t.Errorf("%s: %d bytes allocated for a %d-byte trace (%v)", name, got, len(d), err)
+		}
+		if err != nil && !strings.ContainsAny(err.Error(), "0123456789") {
+			t.Errorf("%s: %v: no offset", name, err)
+		}
+	}
+	for _, bi := range []int{0, len(batches) / 2, len(batches) - 1} {
+		b := batches[bi]
+		off := int(b.start) + 1
+		if data[b.start] == evExperimentalBatch {
+			off++
+		}
+		var hdr [4]uint64
+		end := off
+		for i := range hdr {
+			v, n := binary.Uvarint(data[end:])
+			hdr[i], end = v, end+n
+		}
+		for field, name := range []string{"generation", "thread", "time", "size"} {
+			for _, v := range []uint64{1 << 16, 1<<16 + 1, 1 << 40, 1<<63 - 1, math.MaxUint64} {
+				h := hdr
+				h[field] = v
+				var enc []byte
+				for _, x := range h {
+					enc = binary.AppendUvarint(enc, x)
+				}
+				d := append(append(append([]byte{}, data[:off]...), enc...), data[end:]...)
+				try(fmt.Sprintf("batch %d's %s %d", bi, name, v), d)
+			}
+		}
+	}
+	for _, b := range batches[:min(len(batches), 8)] {
+		for _, at := range []int64{b.start + 1, b.start + 3, (b.start + b.end) / 2, b.end - 1} {
+			try(fmt.Sprintf("cut at %d", at), data[:at])
+		}
 	}
 }
