@@ -307,9 +307,13 @@ func FuzzOpen(f *testing.F) {
 	for _, l := range synthLayouts {
 		f.Add(synthELF(buildSynth(l, synthFuncs(l.magic)), l.order == order(binary.BigEndian)))
 	}
+	for _, l := range xcoffLayouts() {
+		f.Add(synthXCOFF(buildSynth(l, synthFuncs(l.magic)), true))
+	}
 	f.Add([]byte("\x7fELF"))
 	f.Add([]byte("MZ"))
 	f.Add([]byte{0xcf, 0xfa, 0xed, 0xfe})
+	f.Add(fatHeader(false, 7, 12))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		file, err := NewFile(bytes.NewReader(data))
 		if err != nil {
