@@ -313,6 +313,17 @@ func newFile(r io.ReaderAt, size int64) (*File, error) {
 				f.GOARCH = s.Value
 			}
 		}
+	} else if vers, mod := im.scanBuildInfo(); vers != "" {
+		// Build info debug/buildinfo does not find: in a PIE without
+		// section headers, or an XCOFF file without symbols.
+		f.GoVersion = vers
+		goos, goarch := buildSettings(mod)
+		if goos != "" {
+			f.GOOS, goosKnown = goos, true
+		}
+		if goarch != "" {
+			f.GOARCH = goarch
+		}
 	}
 	if f.GoVersion == "" {
 		// No build info (before Go 1.13): the runtime's own copy of the
