@@ -193,26 +193,34 @@ func (r *EventReader) stop(err error) {
 		// The reader failed in a generation it had produced events of.
 		whole, partial = c.gens-1, c.events-c.syncAt
 	}
+	second := r.second != nil && *r.second != 0
 	switch {
 	case rerr != nil:
 		r.err = fmt.Errorf("tracestore: reading the trace: %w", rerr)
-	case errors.Is(err, io.EOF) && (r.second == nil || *r.second == 0):
+	case errors.Is(err, io.EOF) && (!second || whole == 0):
 		r.err = io.EOF
 	case whole == 0:
 		r.err = r.firstGenError(err, atByte)
 	default:
-		t := &Truncation{Error: err.Error(), AtByte: atByte, EventsKept: c.events, Generations: whole, PartialEvents: partial}
-		t.BytesKept = r.fr.end(c.gens, atByte)
-		if r.second != nil && *r.second != 0 {
-			t.Error = "the file holds a second trace after the first"
-			t.AtByte, t.BytesKept = *r.second, *r.second
-			t.Framing = fmt.Sprintf("byte %d: %s", *r.second, secondTrace(r.cr.head))
-		} else if fe := (*framingError)(nil); errors.As(r.fr.err, &fe) {
-			t.Framing = fmt.Sprintf("byte %d: %s", fe.At, fe.What)
-		}
-		t.BytesDropped = r.cr.n - t.BytesKept
-		r.trunc, r.err = t, io.EOF
+		r.trunc, r.err = r.truncation(err, atByte, whole, partial), io.EOF
 	}
+}
+
+// truncation says what is kept of a trace the reader stopped reading on
+// err, after atByte bytes, with whole generations and partial events of
+// the next.
+func (r *EventReader) truncation(err error, atByte int64, whole int, partial uint64) *Truncation {
+	t := &Truncation{Error: err.Error(), AtByte: atByte, EventsKept: r.cur.events, Generations: whole, PartialEvents: partial}
+	t.BytesKept = r.fr.end(r.cur.gens, atByte)
+	if r.second != nil && *r.second != 0 {
+		t.Error = "the file holds a second trace after the first"
+		t.AtByte, t.BytesKept = *r.second, *r.second
+		t.Framing = fmt.Sprintf("byte %d: %s", *r.second, secondTrace(r.cr.head))
+	} else if fe := (*framingError)(nil); errors.As(r.fr.err, &fe) {
+		t.Framing = fmt.Sprintf("byte %d: %s", fe.At, fe.What)
+	}
+	t.BytesDropped = r.cr.n - t.BytesKept
+	return t
 }
 
 // firstGenError is the error of a trace whose first generation is cut or
