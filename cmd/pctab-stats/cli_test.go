@@ -9,6 +9,7 @@ import (
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/cli/clitest"
 	"github.com/pctab/pctab/internal/testbuild"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/rewrite"
 )
 
@@ -88,7 +89,35 @@ func TestCommandLine(t *testing.T) {
 		{Name: "replay negative -mismatches", Args: []string{"replay", "-trace", missing, "-mismatches", "-1", bin}, Code: cli.ExitUsage, Stderr: []string{"-mismatches=-1"}, NoStdout: true},
 		{Name: "labels -o is the binary", Args: []string{"labels", "-history", missing, "-pprof", missing, "-o", bin, bin}, Code: cli.ExitUsage, Stderr: []string{"-o " + bin + " is the input"}, NoStdout: true},
 		{Name: "labels bad history", Args: []string{"labels", "-history", garbage, "-pprof", missing, "-o", missing, labelled}, Code: cli.ExitFailure, Stderr: []string{"pctab-stats: labels: -history " + garbage + ": "}, NoStdout: true},
+		{Name: "a directory", Args: []string{dir}, Code: cli.ExitFailure,
+			Stderr: []string{"not a regular file (a directory)", "1 of 1 binaries could not be read"}, NoStdout: true},
 	}...)
+	// Each command gets a named pipe of its own, with no writer: opening one
+	// to read blocked every command until a writer came (the test starts
+	// one per pipe, so that a command that blocks fails instead of hanging).
+	for _, c := range []struct {
+		name string
+		args []string
+		out  bool // the error is on stdout (verify's report)
+	}{
+		{"report", nil, false},
+		{"json", []string{"-json"}, false},
+		{"verify", []string{"verify"}, true},
+		{"replay", []string{"replay", "-synthetic", "5"}, false},
+	} {
+		fifo := filepath.Join(dir, c.name+".fifo")
+		if err := testenv.Mkfifo(t, fifo); err != nil {
+			t.Logf("no named pipes: %v", err)
+			break
+		}
+		tc := clitest.Case{Name: c.name + " of a named pipe", Args: append(c.args, fifo), Code: cli.ExitFailure}
+		if c.out {
+			tc.Stdout = []string{"not a regular file (a named pipe)"}
+		} else {
+			tc.Stderr = []string{"not a regular file (a named pipe)"}
+		}
+		cases = append(cases, tc)
+	}
 	clitest.Run(t, p, cases)
 }
 

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/jsonschema"
@@ -179,11 +178,11 @@ func verifyOne(f *objscan.File, path, origPath, twinPath string, workers int) (*
 // sameLoadedImage checks that the loader maps the same bytes from the
 // append-mode binary at path as from the original binary at origPath.
 func sameLoadedImage(origPath, path string) error {
-	a, err := os.ReadFile(origPath)
+	a, err := objscan.ReadFile(origPath)
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(path)
+	b, err := objscan.ReadFile(path)
 	if err != nil {
 		return err
 	}
