@@ -2,6 +2,7 @@ package stackinput
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"runtime/pprof"
 	"runtime/trace"
@@ -107,7 +108,22 @@ func TestReadTrace(t *testing.T) {
 
 func TestReadTraceErrors(t *testing.T) {
 	data := inProcessTrace(t)
-	for _, in := range [][]byte{nil, []byte("go 1.22 trace\x00\x00\x00"), data[:len(data)/2], []byte("not a trace")} {
+	// The trace cut one byte into its second batch, after the batch's
+	// type byte: x/exp/trace's error wraps io.EOF ("error reading batch
+	// gen: EOF"), which ReadTrace took for the trace's end. A batch is
+	// its type byte, four uvarints (generation, thread, time, size) and
+	// size bytes.
+	second := 16 + 1
+	var size uint64
+	for range 4 {
+		v, n := binary.Uvarint(data[second:])
+		if n <= 0 {
+			t.Fatal("bad batch header")
+		}
+		size, second = v, second+n
+	}
+	second += int(size)
+	for _, in := range [][]byte{nil, []byte("go 1.22 trace\x00\x00\x00"), data[:len(data)/2], []byte("not a trace"), data[:second+1]} {
 		if _, err := ReadTrace(bytes.NewReader(in)); err == nil {
 			t.Errorf("ReadTrace(%d bytes %q...) succeeded", len(in), in[:min(len(in), 16)])
 		}

@@ -377,10 +377,25 @@ type readerError struct {
 func (e *readerError) Error() string { return e.msg }
 func (e *readerError) Unwrap() error { return e.err }
 
-// shortReaderError returns err, its message cut if it is long.
+// A cutError is an error of x/exp/trace's that wraps io.EOF, of a trace
+// that ends inside a batch's header ("error reading batch gen: EOF"): the
+// trace is cut there, which is not its end, so it wraps
+// io.ErrUnexpectedEOF instead. Taken for the end, it made a trace cut
+// there read as whole.
+type cutError struct{ err error }
+
+func (e *cutError) Error() string { return e.err.Error() }
+func (e *cutError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// shortReaderError returns err, an error of x/exp/trace's, its message
+// cut if it is long, as a cutError if it wraps io.EOF but is not io.EOF
+// itself, the reader's end.
 func shortReaderError(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || err == io.EOF {
+		return err
+	}
+	if errors.Is(err, io.EOF) {
+		err = &cutError{err}
 	}
 	msg := err.Error()
 	first, rest, _ := strings.Cut(msg, "\n")

@@ -32,7 +32,7 @@ func xread(data []byte) xCounts {
 	}
 	for {
 		ev, err := r.ReadEvent()
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // its end; some of its errors wrap io.EOF
 			return c
 		}
 		if err != nil {
@@ -314,5 +314,55 @@ func TestHostileBatchHeaders(t *testing.T) {
 		for _, at := range []int64{b.start + 1, b.start + 3, (b.start + b.end) / 2, b.end - 1} {
 			try(fmt.Sprintf("cut at %d", at), data[:at])
 		}
+	}
+}
+
+// TestCutAfterBatchType cuts traces one byte into a batch, after its
+// type byte: x/exp/trace's error then wraps io.EOF ("error reading batch
+// gen: EOF"), and a cut in a later generation read as the trace's end:
+// the store kept the whole generations and said nothing of the cut (a
+// flaky TestBuildLabelsCutTrace, whose cut at half the trace sometimes
+// fell there). A cut in the first generation failed with "the trace has
+// no events", not where it is cut.
+func TestCutAfterBatchType(t *testing.T) {
+	data := multiGenTrace(t)
+	batches := walkBatches(t, data)
+	var gen2 int64 = -1
+	for i, b := range batches {
+		if i > 0 && b.gen != batches[0].gen && gen2 < 0 {
+			gen2 = b.start
+		}
+	}
+	mid := batches[len(batches)/2].start
+	first := batches[1].start
+	for _, c := range []struct {
+		name string
+		at   int64
+	}{
+		{"a later generation's first batch", gen2},
+		{"a batch in the middle", mid},
+		{"the first generation's second batch", first},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cut := data[:c.at+1]
+			want := xread(cut)
+			if want.err == nil || !errors.Is(want.err, io.EOF) {
+				t.Fatalf("x/exp/trace: %d events, %v; want an error that wraps io.EOF", want.events, want.err)
+			}
+			m, err := Build(bytes.NewReader(cut), filepath.Join(t.TempDir(), "store"), Options{})
+			if want.syncs < 2 {
+				if err == nil || !strings.Contains(err.Error(), "first generation is cut or unreadable at byte") {
+					t.Errorf("cut at %d: %v; want the first generation's error, which says where", c.at, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log(m.Truncated)
+			if m.Truncated == nil || m.Events != want.events || m.Truncated.BytesKept > c.at || !strings.Contains(m.Truncated.Framing, fmt.Sprintf("byte %d:", c.at)) {
+				t.Errorf("cut at %d: %d events (x/exp/trace reads %d), truncated %+v; want the cut said", c.at, m.Events, want.events, m.Truncated)
+			}
+		})
 	}
 }
