@@ -69,23 +69,16 @@ func TestOldPorts(t *testing.T) {
 		toolchain string
 		ports     []string
 	}{
-		{"go1.5.4", []string{"linux/ppc64", "windows/386", "darwin/amd64", "linux/arm"}},
-		{"go1.6.4", []string{"linux/mips64le", "netbsd/386"}},
-		{"go1.7.6", []string{"linux/s390x", "openbsd/amd64", "plan9/amd64"}},
-		{"go1.8.7", []string{"linux/mips", "darwin/386", "freebsd/arm"}},
-		{"go1.9.7", []string{"solaris/amd64", "windows/amd64"}},
-		{"go1.10.8", []string{"dragonfly/amd64", "netbsd/arm"}},
-		{"go1.11.13", []string{"openbsd/386", "js/wasm"}},
-		{"go1.12.17", []string{"windows/arm", "linux/ppc64le", "aix/ppc64"}},
-		{"go1.13.15", []string{"illumos/amd64", "netbsd/arm64"}},
-		{"go1.14.15", []string{"linux/riscv64", "openbsd/arm64"}},
-		{"go1.16.15", []string{"darwin/arm64", "openbsd/mips64"}},
-		{"go1.17.13", []string{"windows/arm64", "solaris/amd64"}},
-		{"go1.19.13", []string{"linux/loong64"}},
-		{"go1.20.14", []string{"linux/ppc64", "dragonfly/amd64"}},
-		{"go1.22.12", []string{"openbsd/ppc64", "linux/mips"}},
-		{"go1.23.12", []string{"openbsd/riscv64"}},
-		{"go1.25.14", []string{"windows/386", "linux/s390x"}},
+		// The ports whose reading a fix depends on (GOOS from the file
+		// table or rt0 file; XCOFF; a PC past the pcln table), and an old
+		// big-endian one: a sweep of 36 builds on 40 ports took 25
+		// minutes (hardening-binaries.md), too long for every CI run.
+		{"go1.5.4", []string{"linux/ppc64"}},
+		{"go1.9.7", []string{"solaris/amd64"}},
+		{"go1.10.8", []string{"dragonfly/amd64"}},
+		{"go1.12.17", []string{"aix/ppc64"}},
+		{"go1.13.15", []string{"illumos/amd64"}},
+		{"go1.25.14", []string{"linux/s390x"}},
 	} {
 		for _, port := range tc.ports {
 			goos, goarch, _ := strings.Cut(port, "/")
