@@ -15,7 +15,7 @@ func WriteText(w io.Writer, r *Report) error {
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	p("%s\n", r.Path)
 	p("  file %s bytes, %s/%s, %s, pclntab %s layout (magic %s), %s-endian, %d-byte pointers, PC quantum %d\n",
-		textfmt.Commas(r.FileBytes), r.GOOS, r.GOARCH, orUnknown(r.GoVersion), r.PclntabVersion, r.PclntabMagic, r.ByteOrder, r.PtrSize, r.PCQuantum)
+		textfmt.Commas(r.FileBytes), r.GOOS, r.GOARCH, textfmt.GoVersion(r.GoVersion), r.PclntabVersion, r.PclntabMagic, r.ByteOrder, r.PtrSize, r.PCQuantum)
 	p("  %s functions, pclntab %s bytes (%.1f%% of the file)\n", textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.PclntabBytes), pctOf(r.PclntabBytes, r.FileBytes))
 	pt := r.Parts
 	p("  pclntab parts: funcnametab %s, cutab %s, filetab %s, pctab %s, functab %s, funcdata %s, findfunctab %s\n",
@@ -76,7 +76,7 @@ func WriteComparison(w io.Writer, rs []*Report) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "binary\ttarget\tgo\tfunctions\tfile bytes\tvarint bytes\tlinear bytes\ttables\tfile\tfile+size\t\n")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Path, r.GOOS, r.GOARCH, orUnknown(r.GoVersion),
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Path, r.GOOS, r.GOARCH, textfmt.GoVersion(r.GoVersion),
 			textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.FileBytes), textfmt.Commas(r.Tables.VarintBytes), textfmt.Commas(r.Tables.LinearBytes),
 			signedPct(r.Tables.DeltaPercent), signedPct(r.TablesFileDeltaPercent), signedPct(r.FileDeltaPercent))
 	}
@@ -96,13 +96,6 @@ func pctOf(a, b int64) float64 {
 }
 
 func signedPct(v float64) string { return fmt.Sprintf("%+.2f%%", v) }
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown Go version"
-	}
-	return s
-}
 
 func sizeOrUnknown(v int64) string {
 	if v < 0 {

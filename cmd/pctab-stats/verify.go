@@ -8,6 +8,7 @@ import (
 
 	"github.com/pctab/pctab/internal/cli"
 	"github.com/pctab/pctab/internal/jsonschema"
+	"github.com/pctab/pctab/internal/textfmt"
 	"github.com/pctab/pctab/objscan"
 	"github.com/pctab/pctab/rewrite"
 	"github.com/pctab/pctab/toolchain"
@@ -114,7 +115,7 @@ func runVerify(stdout io.Writer, args []string, origPath, twinPath string, worke
 			sampled = fmt.Sprintf(" (varint lookups at run ends only in %d tables too long to walk at every PC)", res.VarintSampled)
 		}
 		fmt.Fprintf(stdout, "%s: %s %s/%s %s%s: %d tables, %d PCs, %d lookups, %d mismatches%s\n",
-			p, status, f.GOOS, f.GOARCH, f.GoVersion, tables, res.Tables, res.PCs, res.Lookups, res.Mismatches, sampled)
+			p, status, f.GOOS, f.GOARCH, textfmt.GoVersion(f.GoVersion), tables, res.Tables, res.PCs, res.Lookups, res.Mismatches, sampled)
 		for _, e := range res.Examples {
 			fmt.Fprintf(stdout, "\t%s\n", e)
 		}

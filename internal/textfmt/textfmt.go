@@ -41,3 +41,12 @@ func (e *ErrWriter) Write(p []byte) (int, error) {
 	e.Err = err
 	return n, err
 }
+
+// GoVersion returns v, a binary's Go version, or "unknown Go version" if v
+// is empty (a stripped build older than Go 1.13 records none).
+func GoVersion(v string) string {
+	if v == "" {
+		return "unknown Go version"
+	}
+	return v
+}

@@ -32,3 +32,14 @@ func TestErrWriter(t *testing.T) {
 		t.Errorf("err %v after %d writes; want an error after 1", ew.Err, fw.n)
 	}
 }
+
+func TestGoVersion(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"go1.26.8", "go1.26.8"},
+		{"", "unknown Go version"},
+	} {
+		if got := GoVersion(tc.in); got != tc.want {
+			t.Errorf("GoVersion(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
