@@ -88,8 +88,17 @@ type Config struct {
 	// Race builds with -race, which turns cgo on and links the race
 	// detector's C runtime (ThreadSanitizer) into the binary.
 	Race bool
+	// Garble builds with garble (mvdan.cc/garble at GarbleVersion, which
+	// the local go command builds into the cache on first use, fetching
+	// it through the module proxy) instead of go build, with GarbleFlags
+	// before garble's build command, such as "-tiny" or "-literals". It
+	// needs the local toolchain (Toolchain empty). garble adds -trimpath
+	// itself, and obfuscates names and file names.
+	Garble      bool
+	GarbleFlags string
 	// AllowDownload lets Compile download a toolchain that is missing from
-	// the module cache. Build ignores it and decides from testing.Short.
+	// the module cache (or garble). Build ignores it and decides from
+	// testing.Short.
 	AllowDownload bool
 }
 
@@ -128,6 +137,9 @@ func (c Config) String() string {
 	if c.Race {
 		s += " -race"
 	}
+	if c.Garble {
+		s += strings.TrimSpace(" garble@" + GarbleVersion + " " + c.GarbleFlags)
+	}
 	if c.cgoEnabled() {
 		s += " CGO_ENABLED=1"
 	}
@@ -150,6 +162,9 @@ func Build(t testing.TB, cfg Config) string {
 	t.Helper()
 	if cfg.Toolchain != "" {
 		testenv.SkipUnlessLong(t, "builds with "+cfg.Toolchain)
+	}
+	if cfg.Garble {
+		testenv.SkipUnlessLong(t, "builds with garble "+GarbleVersion+", fetched through the module proxy")
 	}
 	cfg.AllowDownload = !testing.Short()
 	path, err := Compile(t.Context(), cfg)
@@ -195,6 +210,11 @@ func Compile(ctx context.Context, cfg Config) (string, error) {
 	defer unlock()
 	if _, err := os.Stat(p.out); err == nil {
 		return p.out, nil // built by another process while this one waited
+	}
+	if cfg.Garble {
+		if p.garble, err = garbleBinary(ctx, p.env, GarbleVersion, cfg.AllowDownload); err != nil {
+			return "", fmt.Errorf("testbuild: building %v: %w", cfg, err)
+		}
 	}
 	if err := p.build(ctx); err != nil {
 		return "", fmt.Errorf("testbuild: building %v: %w", cfg, err)
@@ -268,6 +288,7 @@ type plan struct {
 	goos      string
 	goarch    string
 	out       string // final path of the binary in the cache
+	garble    string // garble's path, for a Config.Garble build
 }
 
 // newPlan reads the archive and the go environment and computes where the
@@ -275,6 +296,9 @@ type plan struct {
 func newPlan(ctx context.Context, cfg Config) (*plan, error) {
 	if (cfg.Archive == "") == (cfg.Package == "") {
 		return nil, errors.New("testbuild: exactly one of Config.Archive and Config.Package must be set")
+	}
+	if cfg.Garble && (cfg.Toolchain != "" || cfg.Package != "") {
+		return nil, errors.New("testbuild: a garble build needs an archive and the local toolchain (Config.Toolchain empty)")
 	}
 	if cfg.Toolchain != "" && !version.IsValid(cfg.Toolchain) {
 		return nil, fmt.Errorf("testbuild: invalid toolchain %q: want a Go version such as go1.15.15", cfg.Toolchain)
@@ -321,6 +345,9 @@ func newPlan(ctx context.Context, cfg Config) (*plan, error) {
 	if cfg.Package != "" {
 		base = path.Base(cfg.Package)
 	}
+	if cfg.Garble {
+		base = "garble-" + base
+	}
 	name := fmt.Sprintf("%s-%s-%s-%s-%s", base, p.goVersion, p.goos, p.goarch, key[:20])
 	if p.goos == "windows" {
 		name += ".exe"
@@ -345,6 +372,9 @@ func (p *plan) key(archive []byte) string {
 	}
 	if p.cfg.Race {
 		fields = append(fields, "race", "true") // absent otherwise, so that older keys stay valid
+	}
+	if p.cfg.Garble {
+		fields = append(fields, "garble", GarbleVersion+" "+p.cfg.GarbleFlags) // likewise
 	}
 	for i := 0; i < len(fields); i += 2 {
 		fmt.Fprintf(h, "\n%s %q", fields[i], fields[i+1])
@@ -423,7 +453,10 @@ func (p *plan) environ() []string {
 // args returns the arguments of go build writing to out.
 func (p *plan) args(out string) []string {
 	args := []string{"build", "-o", out}
-	if !version.IsValid(p.goVersion) || version.Compare(p.goVersion, "go1.13") >= 0 {
+	if p.cfg.Garble {
+		// garble's flags first; it adds -trimpath itself, and refuses it.
+		args = append(strings.Fields(p.cfg.GarbleFlags), args...)
+	} else if !version.IsValid(p.goVersion) || version.Compare(p.goVersion, "go1.13") >= 0 {
 		args = append(args, "-trimpath") // since Go 1.13
 	}
 	ldflags := p.cfg.Ldflags
@@ -484,7 +517,11 @@ func (p *plan) build(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, buildTimeout)
 	defer cancel()
 	args := p.args(tmpName)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	tool := "go"
+	if p.cfg.Garble {
+		tool = p.garble
+	}
+	cmd := exec.CommandContext(ctx, tool, args...)
 	cmd.Dir = src
 	cmd.Env = p.environ()
 	var output bytes.Buffer
