@@ -310,6 +310,7 @@ func FuzzOpen(f *testing.F) {
 	for _, l := range xcoffLayouts() {
 		f.Add(synthXCOFF(buildSynth(l, synthFuncs(l.magic)), true))
 	}
+	f.Add(garbledSynth(f, binary.LittleEndian)) // testdata/fuzz/FuzzOpen holds the big-endian one
 	f.Add([]byte("\x7fELF"))
 	f.Add([]byte("MZ"))
 	f.Add([]byte{0xcf, 0xfa, 0xed, 0xfe})

@@ -15,7 +15,7 @@ import (
 // line. stride > 1 checks every stride-th function only (for huge binaries).
 func checkGosym(t *testing.T, f *File, stride int) {
 	t.Helper()
-	lt := gosym.NewLineTable(f.Pclntab(), f.TextStart)
+	lt := gosym.NewLineTable(f.GoPclntab(), f.TextStart)
 	tab, err := gosym.NewTable(nil, lt)
 	if err != nil {
 		t.Fatalf("gosym: %v", err)

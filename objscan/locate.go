@@ -92,6 +92,27 @@ func (f *File) scanMagic(fileSize int64) error {
 			}
 		}
 	}
+	// A magic of an obfuscator's own (garble's): a Go 1.18+ header by its
+	// other fields.
+	if m := goMinor(f.GoVersion); m < 0 || m >= 18 {
+		parsed := 0
+		for i := range f.im.sections {
+			s := &f.im.sections[i]
+			if s.exec && f.im.format != "xcoff" || s.filesize < 16 {
+				continue
+			}
+			data, err := s.data(fileSize)
+			if err != nil {
+				continue // in tried already
+			}
+			at, errs := f.scanForeign(s, data, &parsed)
+			tried = append(tried, errs...)
+			if at >= 0 {
+				f.pcln, f.PclntabAddr, f.PclntabSource = data[at:], s.addr+uint64(at), "magic scan in "+s.name
+				return nil
+			}
+		}
+	}
 	if len(tried) > 0 {
 		return fmt.Errorf("objscan: no pclntab: no pclntab section or symbols, and none of the %d places in the data sections that hold a pcHeader magic starts a valid pclntab (is its pclntab removed?); the first %d: %w",
 			len(tried), min(len(tried), 3), oneLine(tried[:min(len(tried), 3)]))

@@ -10,6 +10,10 @@
 //	Go 1.18–1.19  magic 0xfffffff0
 //	Go 1.20+      magic 0xfffffff1
 //
+// It also reads the binaries garble (mvdan.cc/garble) obfuscates: a Go
+// 1.18+ pcHeader with a magic of garble's own, and _func records whose
+// entryOff garble encrypted (see [File.ForeignMagic], [File.EntryOffKey]).
+//
 // For each function it exposes the fields of the runtime's _func record, the
 // raw bytes of its PC-value tables (pcsp, pcfile, pcln and every PCDATA
 // table), its funcdata references and its decoded inline tree. For the whole
@@ -83,8 +87,21 @@ type File struct {
 	ByteOrder binary.ByteOrder // byte order of the target
 	PtrSize   int              // pointer size, 4 or 8
 	PCQuantum int              // minimum instruction size (1, 2 or 4)
-	Magic     uint32           // pclntab magic
+	Magic     uint32           // pclntab magic: the Go magic of the layout read (see ForeignMagic)
 	Version   string           // pclntab layout: "go1.2", "go1.16", "go1.18" or "go1.20"
+
+	// ForeignMagic reports a pcHeader whose magic is none of Go's, as
+	// garble (mvdan.cc/garble) writes a random one: every other field of
+	// the header matched the layout of Magic, the layout of the release
+	// the build info names (obfuscated.go). HeaderMagic holds the magic
+	// the header has: Magic, unless ForeignMagic.
+	ForeignMagic bool
+	HeaderMagic  uint32
+	// EntryOffKey is the key each _func record's entryOff is encrypted
+	// with, as garble does (entryOff XOR nameOff*EntryOffKey, which its
+	// runtime decrypts): one key makes every record's entryOff its
+	// functab entry. 0 when the records hold plain entryOffs.
+	EntryOffKey uint32
 
 	PclntabAddr   uint64 // virtual address of the pclntab
 	PclntabSource string // how the pclntab was found: "section .gopclntab", "symbols", "magic scan"

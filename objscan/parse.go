@@ -21,7 +21,12 @@ func (f *File) parseHeader() error {
 		f.ByteOrder, f.Magic = binary.BigEndian, be
 	case f.linearMagic(le, be): // rewrite-binary replace mode: Go 1.20 layout (linear.go)
 	default:
-		return formatErr("pclntab", 0, "unknown pcHeader magic % x (not a Go 1.2+ pclntab)", d[:4])
+		if err := f.foreignMagic(d); err != nil { // garble's own magic (obfuscated.go)
+			return err
+		}
+	}
+	if !f.ForeignMagic {
+		f.HeaderMagic = f.ByteOrder.Uint32(d)
 	}
 	if d[4] != 0 || d[5] != 0 {
 		return formatErr("pclntab", 4, "pcHeader pad bytes are % x, want 00 00", d[4:6])
@@ -166,6 +171,17 @@ func (f *File) parse() error {
 	if err := f.parseHeader(); err != nil {
 		return err
 	}
+	if err := f.parseTables(); err != nil {
+		if f.ForeignMagic {
+			return f.foreignErr(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// parseTables parses the pclntab after its header.
+func (f *File) parseTables() error {
 	h := &rd{f: f, where: "pcHeader", d: f.pcln}
 	ps := uint64(f.PtrSize)
 	var nfunc, funcTabOff, hdrText uint64
@@ -301,6 +317,9 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 		}
 		return v
 	}
+	if !wide {
+		f.EntryOffKey = f.entryOffKey(tabOff, nfunc)
+	}
 	f.Funcs = make([]Func, nfunc)
 	minorVer := goMinor(f.GoVersion)
 	if minorVer < 0 && f.Magic == Go12Magic {
@@ -400,8 +419,10 @@ func (f *File) parseFunc(fn *Func, off uint64, minorVer int) (uint64, error) {
 		}
 	default:
 		e = 4
-		if v := f.textAddr(uint64(r.u32(off))); r.err == nil && v != fn.Entry {
-			return 0, formatErr("_func", int64(off), "entryOff %#x does not match the functab entry %#x", r.u32(off), fn.Entry)
+		if raw, nameOff := r.u32(off), r.u32(off+4); r.err == nil {
+			if v := f.textAddr(uint64(raw ^ nameOff*f.EntryOffKey)); v != fn.Entry {
+				return 0, f.entryOffErr(off, raw, nameOff, fn.Entry)
+			}
 		}
 	}
 	nameOff := r.u32(off + e)

@@ -244,7 +244,7 @@ func (s *Shim) locationLines(addr uint64, calleeID uint8) ([]stackinput.Line, ui
 func (s *Shim) CheckGosym(stacks []Stack, limit int) (CheckResult, error) {
 	var r CheckResult
 	obj := s.md.obj
-	lt := gosym.NewLineTable(obj.Pclntab(), obj.TextStart)
+	lt := gosym.NewLineTable(obj.GoPclntab(), obj.TextStart)
 	tab, err := gosym.NewTable(nil, lt)
 	if err != nil {
 		return r, fmt.Errorf("runtimeshim: debug/gosym: %w", err)
