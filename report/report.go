@@ -47,12 +47,20 @@ type Report struct {
 	GOARCH         string `json:"goarch"`
 	GoVersion      string `json:"go_version"`
 	PclntabVersion string `json:"pclntab_version"`
-	PclntabMagic   string `json:"pclntab_magic"`
-	ByteOrder      string `json:"byte_order"`
-	PtrSize        int    `json:"ptr_size"`
-	PCQuantum      int    `json:"pc_quantum"`
-	Functions      int    `json:"functions"`
-	PclntabBytes   int64  `json:"pclntab_bytes"`
+	PclntabMagic   string `json:"pclntab_magic"` // the Go magic of the layout read
+	// PclntabHeaderMagic is the magic the pcHeader holds: PclntabMagic,
+	// unless PclntabMagicForeign (an obfuscator such as garble wrote its
+	// own; objscan.File.ForeignMagic).
+	PclntabHeaderMagic  string `json:"pclntab_header_magic"`
+	PclntabMagicForeign bool   `json:"pclntab_magic_foreign"`
+	// EntryOffKey is the key garble encrypted the _func records' entryOff
+	// with (objscan.File.EntryOffKey); "0x0" when they are plain.
+	EntryOffKey  string `json:"entryoff_key"`
+	ByteOrder    string `json:"byte_order"`
+	PtrSize      int    `json:"ptr_size"`
+	PCQuantum    int    `json:"pc_quantum"`
+	Functions    int    `json:"functions"`
+	PclntabBytes int64  `json:"pclntab_bytes"`
 
 	Parts objscan.Sizes `json:"pclntab_parts"`
 
@@ -263,7 +271,9 @@ func newReport(f *objscan.File) *Report {
 	r := &Report{
 		Path: f.Path, FileBytes: f.FileSize, GOOS: f.GOOS, GOARCH: f.GOARCH, GoVersion: f.GoVersion,
 		PclntabVersion: f.Version, PclntabMagic: fmt.Sprintf("%#x", f.Magic),
-		PtrSize: f.PtrSize, PCQuantum: f.PCQuantum, Functions: len(f.Funcs),
+		PclntabHeaderMagic: fmt.Sprintf("%#x", f.HeaderMagic), PclntabMagicForeign: f.ForeignMagic,
+		EntryOffKey: fmt.Sprintf("%#x", f.EntryOffKey),
+		PtrSize:     f.PtrSize, PCQuantum: f.PCQuantum, Functions: len(f.Funcs),
 		PclntabBytes: int64(len(f.Pclntab())), Parts: f.Sizes, Assumption: SizeAssumption,
 	}
 	r.ByteOrder = "little"

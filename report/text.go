@@ -14,8 +14,11 @@ func WriteText(w io.Writer, r *Report) error {
 	ew := &textfmt.ErrWriter{W: w}
 	p := func(format string, args ...any) { fmt.Fprintf(ew, format, args...) }
 	p("%s\n", r.Path)
-	p("  file %s bytes, %s/%s, %s, pclntab %s layout (magic %s), %s-endian, %d-byte pointers, PC quantum %d\n",
-		textfmt.Commas(r.FileBytes), r.GOOS, r.GOARCH, textfmt.GoVersion(r.GoVersion), r.PclntabVersion, r.PclntabMagic, r.ByteOrder, r.PtrSize, r.PCQuantum)
+	p("  file %s bytes, %s/%s, %s, pclntab %s layout (%s), %s-endian, %d-byte pointers, PC quantum %d\n",
+		textfmt.Commas(r.FileBytes), r.GOOS, r.GOARCH, textfmt.GoVersion(r.GoVersion), r.PclntabVersion, magicText(r), r.ByteOrder, r.PtrSize, r.PCQuantum)
+	if r.EntryOffKey != "" && r.EntryOffKey != "0x0" {
+		p("  _func entryOffs encrypted as garble does (entryOff XOR nameOff*key), key %s: read through the functab, which every record matches\n", r.EntryOffKey)
+	}
 	p("  %s functions, pclntab %s bytes (%.1f%% of the file)\n", textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.PclntabBytes), pctOf(r.PclntabBytes, r.FileBytes))
 	pt := r.Parts
 	p("  pclntab parts: funcnametab %s, cutab %s, filetab %s, pctab %s, functab %s, funcdata %s, findfunctab %s\n",
@@ -102,4 +105,13 @@ func sizeOrUnknown(v int64) string {
 		return "?"
 	}
 	return textfmt.Commas(v)
+}
+
+// magicText describes the pclntab's magic: Go's, or one of an
+// obfuscator's own read in Go's layout.
+func magicText(r *Report) string {
+	if r.PclntabMagicForeign {
+		return fmt.Sprintf("magic %s, not Go's: an obfuscator's such as garble; every other header field matches the layout of %s", r.PclntabHeaderMagic, r.PclntabMagic)
+	}
+	return "magic " + r.PclntabMagic
 }

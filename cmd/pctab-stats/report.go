@@ -223,7 +223,7 @@ func (rf *reportFlags) config(paths []string, stderr io.Writer) (reportConfig, e
 // reportSchemaVersion is the schema_version of the size report's JSON
 // (testdata/report.fields lists its fields). Bump it when a field is
 // removed, renamed or changes meaning, and say so in docs/json.md.
-const reportSchemaVersion = 2
+const reportSchemaVersion = 3
 
 // jsonReport is the JSON form of one binary: the schema version, the size
 // report's fields, unchanged, and with -bench the lookup speed under

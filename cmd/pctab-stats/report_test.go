@@ -86,6 +86,7 @@ func TestReportGolden(t *testing.T) {
 // stableKeys are JSON fields scripts rely on; they must never disappear.
 var stableKeys = []string{
 	"schema_version", "path", "file_bytes", "goos", "goarch", "go_version", "pclntab_version", "pclntab_magic",
+	"pclntab_header_magic", "pclntab_magic_foreign", "entryoff_key",
 	"byte_order", "ptr_size", "pc_quantum", "functions", "pclntab_bytes", "pclntab_parts",
 	"tables", "kinds", "out_of_band_bytes", "file_delta_percent", "tables_file_delta_percent",
 	"assumption", "shape", "variants", "hybrid", "best_variant",
