@@ -352,9 +352,13 @@ func TestMalformed(t *testing.T) {
 		staleSection[i+32]++ // nfunc
 	}
 	truncatedSection := appended[:len(appended)-1]
+	// A magic that is none of Go's is read when the rest of the header is
+	// Go's (garble writes its own: TestGarbled); with a pad byte set too,
+	// it is not.
 	badMagic := bytes.Clone(good)
 	if ef, err := elf.NewFile(bytes.NewReader(good)); err == nil {
 		badMagic[ef.Section(".gopclntab").Offset] ^= 0x40
+		badMagic[ef.Section(".gopclntab").Offset+4] = 1
 	}
 	tests := []struct {
 		name string
@@ -1677,6 +1681,74 @@ func TestCorpusLinearMixes(t *testing.T) {
 				}
 				t.Logf("%s: %s %s/%s: %+d bytes (%+.3f%%), %d tables, %d PCs", variant, res.GoVersion, res.GOOS, res.GOARCH, res.DeltaBytes, res.DeltaPercent, res.Verify.Tables, res.Verify.PCs)
 			}
+		})
+	}
+}
+
+// TestGarbled rewrites binaries with garble's pclntab changes, a magic of
+// its own and encrypted _func entryOffs: the callers program with the
+// changes made to it (testbuild.MimicGarble), and, in the long run, built
+// by garble in each mode. Both modes must write a file that objscan reads
+// with the same functions and that Check passes at every PC (Verify); the
+// append mode keeps the original table, so a garbled program still runs,
+// and prints what it printed before.
+func TestGarbled(t *testing.T) {
+	check := func(t *testing.T, cfg testbuild.Config, data []byte) {
+		orig, err := objscan.NewFile(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !orig.ForeignMagic || orig.EntryOffKey == 0 {
+			t.Fatalf("ForeignMagic %v, EntryOffKey %#x: not garbled", orig.ForeignMagic, orig.EntryOffKey)
+		}
+		for _, opt := range []Options{{Mode: Append}, {Mode: Replace}, {Mode: Replace, Derived: true}} {
+			opt.Verify = true
+			out, res, err := Rewrite(data, opt)
+			if err != nil {
+				t.Fatalf("%+v: %v", opt, err)
+			}
+			rf, err := objscan.NewFile(bytes.NewReader(out))
+			if err != nil {
+				t.Fatalf("%+v: reading the output: %v", opt, err)
+			}
+			if rf.EntryOffKey != orig.EntryOffKey || len(rf.Funcs) != len(orig.Funcs) || rf.Funcs[len(rf.Funcs)-1].Entry != orig.Funcs[len(orig.Funcs)-1].Entry {
+				t.Errorf("%+v: output has key %#x and %d functions, want %#x and %d", opt, rf.EntryOffKey, len(rf.Funcs), orig.EntryOffKey, len(orig.Funcs))
+			}
+			if res.Verify == nil || res.Verify.Mismatches != 0 {
+				t.Errorf("%+v: verify %+v", opt, res.Verify)
+			}
+			if !cfg.Garble || opt.Mode != Append {
+				continue
+			}
+			path := filepath.Join(t.TempDir(), "appended")
+			if err := os.WriteFile(path, out, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			in, err := testbuild.Compile(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := testbuild.Run(t, cfg, path), testbuild.Run(t, cfg, in); !bytes.Equal(got, want) {
+				t.Errorf("the appended program printed\n%s\nthe original\n%s", got, want)
+			}
+		}
+	}
+	t.Run("mimic", func(t *testing.T) {
+		_, data := compiled(t, testbuild.Config{Archive: "callers"})
+		g, err := testbuild.MimicGarble(data, 0x6333c187, 0xa39c6fd7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, testbuild.Config{}, g)
+	})
+	for _, mode := range []string{"", "-tiny", "-literals"} {
+		t.Run("garble"+mode, func(t *testing.T) {
+			cfg := testbuild.Config{Archive: "callers", Garble: true, GarbleFlags: mode}
+			data, err := os.ReadFile(testbuild.Build(t, cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, cfg, data)
 		})
 	}
 }
