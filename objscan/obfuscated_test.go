@@ -281,6 +281,29 @@ func TestGarble(t *testing.T) {
 	}
 }
 
+// TestGarbleCross builds the callers program with garble for a PE and a
+// Mach-O target, which cannot run here: garble strips the PE's symbols,
+// so its pclntab, which has no section, is found by the scan for a header
+// of a foreign magic. objscan must read them as the Go 1.20 layout with
+// a key, and agree with debug/gosym at every PC.
+func TestGarbleCross(t *testing.T) {
+	for _, tg := range []struct{ goos, goarch string }{{"windows", "amd64"}, {"darwin", "arm64"}} {
+		t.Run(tg.goos+"-"+tg.goarch, func(t *testing.T) {
+			f, err := Open(testbuild.Build(t, testbuild.Config{Archive: "callers", Garble: true, GOOS: tg.goos, GOARCH: tg.goarch}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if !f.ForeignMagic || f.EntryOffKey == 0 || tg.goos == "windows" && !strings.HasPrefix(f.PclntabSource, "magic scan") {
+				t.Errorf("ForeignMagic %v, EntryOffKey %#x, pclntab found by %q", f.ForeignMagic, f.EntryOffKey, f.PclntabSource)
+			}
+			checkGosym(t, f, 1)
+			checkTables(t, f)
+			checkInlTrees(t, f)
+		})
+	}
+}
+
 // checkGarbledCallers compares objscan with what the callers program
 // reported at run time. garble builds are not position independent.
 func checkGarbledCallers(t *testing.T, f *File, res *testbuild.Callers) {
