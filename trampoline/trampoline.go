@@ -30,14 +30,16 @@ import (
 	"io"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ErrExhausted is returned by New when all N trampolines are bound. The nil
 // *Label it returns alongside still runs work (unlabelled), so a caller can
 // ignore the error and lose only attribution.
 var ErrExhausted = errors.New("trampoline: all trampolines are bound")
+
+// ErrUnsupported is returned by New where bindings cannot be timed on the
+// clock of Go's execution traces: every GOOS that is not unix.
+var ErrUnsupported = errors.New("trampoline: labels are not supported on this platform")
 
 // A Label is a key and value bound to one trampoline until Close.
 type Label struct {
@@ -119,21 +121,23 @@ func newPool() *pool {
 }
 
 // clocks returns the monotonic and wall-clock times now.
-func clocks() (mono, wall int64) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
-		mono = ts.Nano()
-	}
-	return mono, time.Now().UnixNano()
+func clocks() (mono, wall int64, err error) {
+	mono, err = monotonic()
+	return mono, time.Now().UnixNano(), err
 }
 
 // New binds key=value to a free trampoline and records the binding, with
 // its start time, in the history. It returns ErrExhausted (and a nil Label,
-// which runs work unlabelled) when all N trampolines are bound.
+// which runs work unlabelled) when all N trampolines are bound, and
+// ErrUnsupported (and a nil Label) where there is no CLOCK_MONOTONIC to
+// record: on every GOOS that is not unix (windows, plan9, js, wasip1).
 func New(key, value string) (*Label, error) { return global.bind(key, value) }
 
 func (p *pool) bind(key, value string) (*Label, error) {
-	mono, wall := clocks()
+	mono, wall, err := clocks()
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.free) == 0 {
@@ -156,7 +160,10 @@ func (l *Label) Close() error {
 }
 
 func (p *pool) release(l *Label) error {
-	mono, wall := clocks()
+	mono, wall, err := clocks()
+	if err != nil {
+		return err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b := &p.history[l.entry]

@@ -1,0 +1,14 @@
+//go:build !unix
+
+package trampoline
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// monotonic fails: the clock of Go's execution traces here (on windows,
+// the processor's tick counter) is not one a program can read.
+func monotonic() (int64, error) {
+	return 0, fmt.Errorf("%w: %s has no CLOCK_MONOTONIC", ErrUnsupported, runtime.GOOS)
+}

@@ -1,0 +1,7 @@
+//go:build unix && !netbsd
+
+package trampoline
+
+import "golang.org/x/sys/unix"
+
+const clockMonotonic = unix.CLOCK_MONOTONIC
