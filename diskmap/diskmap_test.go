@@ -271,7 +271,7 @@ func FuzzMap(f *testing.F) {
 	f.Add(unhex(f, seedExample), uint32(1))
 	b := NewBuilder()
 	for i := range 40 {
-		b.AddHash(uint32(i*2654435761), uint32(i%5))
+		b.AddHash(uint32(i)*2654435761, uint32(i%5))
 	}
 	var buf bytes.Buffer
 	b.WriteTo(&buf)

@@ -156,7 +156,7 @@ func TestSpillHostile(t *testing.T) {
 func FuzzSpillRuns(f *testing.F) {
 	b := NewSpillBuilder(f.TempDir(), 100)
 	for i := range 60 {
-		b.AddHash(uint32(i*2654435761), uint32(i/7))
+		b.AddHash(uint32(i)*2654435761, uint32(i/7))
 	}
 	b.writeRun()
 	b.runW.Flush()

@@ -2,6 +2,7 @@ package forest
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"unsafe"
 )
@@ -31,7 +32,7 @@ func NewReserved[T any](maxLeaves int, combine func(a, b T) T, identity T) (*For
 		return f, nil
 	}
 	n := 2 * uint64(maxLeaves)
-	if n > (1<<47)/uint64(size) {
+	if n > uint64(min(1<<47, math.MaxInt))/uint64(size) {
 		return nil, fmt.Errorf("forest: reserving %d leaves of %d bytes is more than the address space", maxLeaves, size)
 	}
 	mem, release, err := reserve(int(n * uint64(size)))

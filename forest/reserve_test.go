@@ -1,6 +1,7 @@
 package forest
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -56,8 +57,8 @@ func TestReservedRejects(t *testing.T) {
 	if _, err := NewReserved(0, sum, 0); err == nil {
 		t.Error("NewReserved accepted 0 leaves")
 	}
-	if _, err := NewReserved(1<<62, sum, 0); err == nil {
-		t.Error("NewReserved reserved 2^62 leaves")
+	if _, err := NewReserved(math.MaxInt, sum, 0); err == nil {
+		t.Error("NewReserved reserved math.MaxInt leaves")
 	}
 }
 

@@ -156,7 +156,7 @@ func lookupCFFast(d []byte, off uint, textLen, pc uint32) int32 {
 	}
 	// Index entry c-1, or offset 0 for chunk 0.
 	c := uint(pc >> 8)
-	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>(bits.UintSize-1))
 	p := (nidx + e) & 511 // no-op: nidx <= 256 and e <= 255
 
 	// The first 8 PCs are at p+1 whether or not the count is escaped (an
@@ -186,7 +186,7 @@ func lookupCFFast(d []byte, off uint, textLen, pc uint32) int32 {
 	// i = number of PCs <= the target (0..7); delta i-1 is at bit
 	// (i-1)*4<<mode, masked to 0 if i == 0.
 	i := uint(bits.OnesCount64(le)) & 7
-	im := uint(int(0-i) >> 63)
+	im := uint(int(0-i) >> (bits.UintSize - 1))
 	bit := ((i - 1) & 7) * cfBits[mode] // < 8*32
 	x := binary.LittleEndian.Uint32(w[(qd+bit>>3)&(window-1):]) >> (bit & 4) & cfDMask[mode]
 	return v0 + (int32(x)-int32(cfDSign[mode]))&int32(im)

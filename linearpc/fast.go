@@ -2,6 +2,7 @@ package linearpc
 
 import (
 	"encoding/binary"
+	"math/bits"
 )
 
 // The fast spec lookup.
@@ -66,7 +67,7 @@ func lookupFast(d []byte, off uint, textLen, pc uint32) int32 {
 	}
 	// Index entry c-1, or offset 0 for chunk 0.
 	c := uint(pc >> 8)
-	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>(bits.UintSize-1))
 	p := (nidx + e) & 511 // no-op: nidx <= 256 and e <= 255
 	n := uint(w[p])
 

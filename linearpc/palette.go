@@ -2,6 +2,7 @@ package linearpc
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 	"unsafe"
 )
@@ -454,7 +455,7 @@ func lookupCPFast(d []byte, off uint, textLen, pc uint32) int32 {
 	}
 	// The chunk path.
 	c := uint(pc >> 8)
-	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+	e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>(bits.UintSize-1))
 	p := (nidx + e) & 511
 	h := uint(w[p])
 	b, l := gtConsts(byte(pc))
@@ -478,7 +479,7 @@ func lookupCPFast(d []byte, off uint, textLen, pc uint32) int32 {
 		}
 		return v0 + cpPalFast(d, off+qd, n, i-1)
 	}
-	im := uint(int(0-i) >> 63)
+	im := uint(int(0-i) >> (bits.UintSize - 1))
 	bit := ((i - 1) & 7) * cfBits[mode]
 	x := binary.LittleEndian.Uint32(w[(qd+bit>>3)&(window-1):]) >> (bit & 4) & cfDMask[mode]
 	return v0 + (int32(x)-int32(cfDSign[mode]))&int32(im)
@@ -554,7 +555,7 @@ func (s *Set) TryLookupPalette(off32, textLen, pc uint32) (int32, bool) {
 		return v0s + (int32(xs)-int32(cfDSign[ms]))&int32(0-(is+7)>>3), true
 	default:
 		// Index entry c-1, or offset 0 for chunk 0.
-		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>(bits.UintSize-1))
 		p = nidx + e
 	}
 	p &= 511 // no-op: nidx <= 256 and e <= 255
@@ -596,7 +597,7 @@ func (s *Set) TryLookupPalette(off32, textLen, pc uint32) (int32, bool) {
 		y := binary.LittleEndian.Uint32((*[4]byte)(unsafe.Add(unsafe.Pointer(w), pos))[:]) >> (x * cfBits[pw] & 4) & cfDMask[pw]
 		return v0 + int32(y) - int32(cfDSign[pw]) + o, true
 	}
-	im := uint(int(0-i) >> 63)
+	im := uint(int(0-i) >> (bits.UintSize - 1))
 	bit := ((i - 1) & 7) * cfBits[mode]
 	x := le32(w, (qd+bit>>3)&1023) >> (bit & 4) & cfDMask[mode]
 	return v0 + (int32(x)-int32(cfDSign[mode]))&int32(im), true

@@ -2,6 +2,7 @@ package linearpc
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"unsafe"
 )
 
@@ -62,7 +63,7 @@ func (s *Set) TryLookup(off32, textLen, pc uint32) (int32, bool) {
 		w = (*[window]byte)(unsafe.Add(unsafe.Pointer(w), q))
 	} else {
 		// Index entry c-1, or offset 0 for chunk 0 (see lookupFast).
-		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>63)
+		e := uint(w[(c-1)&(window-1)]) & uint(int(0-c)>>(bits.UintSize-1))
 		p = nidx + e
 	}
 	p &= 511 // no-op: nidx <= 256 and e <= 255
@@ -104,7 +105,7 @@ func (s *Set) TryLookup(off32, textLen, pc uint32) (int32, bool) {
 	mode := h & 3
 	qd := qs + cfLens[w0]
 	i := uint((le>>7)*lsb>>56) & 7 // the PCs at or below pc; not bits.OnesCount64, a call unless GOAMD64 >= v2
-	im := uint(int(0-i) >> 63)
+	im := uint(int(0-i) >> (bits.UintSize - 1))
 	bit := ((i - 1) & 7) * cfBits[mode]
 	x := le32(w, qd+bit>>3) >> (bit & 4) & cfDMask[mode] // <= 768+4+28
 	return v0 + (int32(x)-int32(cfDSign[mode]))&int32(im), true

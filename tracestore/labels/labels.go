@@ -312,7 +312,7 @@ func (b *builder) write(w io.Writer, baseTime int64) error {
 	binary.LittleEndian.PutUint32(hdr[4:], sum)
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(baseTime))
 	for i, c := range []int{len(b.strs), len(b.labels), len(b.stacks), n} {
-		if c > 1<<32-1 {
+		if uint64(c) > 1<<32-1 {
 			return fmt.Errorf("labels: %d items do not fit the index's 32-bit counts", c)
 		}
 		binary.LittleEndian.PutUint32(hdr[16+4*i:], uint32(c))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -93,9 +94,9 @@ func TestHostileHistory(t *testing.T) {
 // bindings outside it are ignored.
 func TestHostileHistoryAPI(t *testing.T) {
 	p := trampolineProfile(10)
-	for _, n := range []int{1 << 62, 1<<63 - 1, -1 << 63, 300000000} {
+	for _, n := range []int{math.MaxInt/2 + 1, math.MaxInt, math.MinInt, 300000000} {
 		h := trampoline.History{SchemaVersion: 1, Trampolines: n, Bindings: []trampoline.Binding{
-			{Trampoline: 0, Key: "q", Value: "a"}, {Trampoline: 1 << 40, Key: "q", Value: "b"}, {Trampoline: -5}}}
+			{Trampoline: 0, Key: "q", Value: "a"}, {Trampoline: math.MaxInt>>23 + 1, Key: "q", Value: "b"}, {Trampoline: -5}}}
 		var st resolve.Stats
 		var err error
 		alloc := allocs.Bytes(func() { _, st, err = resolve.Profile(p, &resolve.Trampolines{}, h) })
