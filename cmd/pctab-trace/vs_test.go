@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -105,8 +104,7 @@ func TestVsGoToolTrace(t *testing.T) {
 			t.Fatalf("pctab-trace build %s: %v\n%s", path, werr, out.String())
 		}
 		buildWall := time.Since(start)
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		buildCPU := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		buildCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		events := regexp.MustCompile(`: (\d+) events`).FindStringSubmatch(out.String())
 		sv := firstView(t, pt, []string{"serve", "-addr", "ADDR", store}, nil, pctabView)
 		if sv.err != nil {

@@ -11,9 +11,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // runTimeout bounds one run of a test program, including emulation.
@@ -78,7 +79,7 @@ func Exec(ctx context.Context, cfg Config, bin string, args ...string) ([]byte, 
 	}
 	argv := append(append(prefix, bin), args...)
 	out, err := execArgv(ctx, argv)
-	if len(prefix) == 0 && errors.Is(err, syscall.ENOEXEC) {
+	if len(prefix) == 0 && testenv.ExecRefused(err) {
 		return execRefused(ctx, argv, err)
 	}
 	return out, err

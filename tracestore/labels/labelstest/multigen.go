@@ -3,15 +3,14 @@ package labelstest
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/trampoline"
 )
 
@@ -29,7 +28,7 @@ func MultiGenWorkload(t testing.TB, helper string) ([]byte, trampoline.History) 
 	out := filepath.Join(t.TempDir(), "multigen.trace")
 	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
 	cmd.Env = append(os.Environ(), multiGenEnv+"="+out, "GODEBUG=traceadvanceperiod=5000000")
-	if b, err := cmd.CombinedOutput(); errors.Is(err, syscall.ENOEXEC) {
+	if b, err := cmd.CombinedOutput(); testenv.ExecRefused(err) {
 		// A test binary for another architecture, run under an emulator
 		// (go test -exec) that the kernel does not know of.
 		t.Skipf("cannot run the test binary itself: %v", err)

@@ -1,0 +1,5 @@
+package testenv
+
+// ExecRefused reports false: Plan 9 has no ENOEXEC (see the other
+// systems' version).
+func ExecRefused(error) bool { return false }
