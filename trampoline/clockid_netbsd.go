@@ -1,5 +1,5 @@
 package trampoline
 
 // clockMonotonic is CLOCK_MONOTONIC of NetBSD's <time.h> (and Go's
-// runtime, defs_netbsd.go), which golang.org/x/sys/unix does not define.
+// runtime, os_netbsd.go), which golang.org/x/sys/unix does not define.
 const clockMonotonic = 3

@@ -19,6 +19,11 @@
 // The trampolines and their free list are process-wide, as the code they
 // are made of: a trampoline bound twice at once would make its samples
 // ambiguous. This is the package's one piece of global state.
+//
+// Bindings are timed on CLOCK_MONOTONIC, the clock of Go's execution
+// traces on Linux. Where there is none, on every GOOS that is not unix,
+// New returns ErrUnsupported (and a nil Label, which runs work
+// unlabelled) rather than a history whose times match nothing.
 package trampoline
 
 //go:generate go run ./gen -n 1024 -o trampolines_gen.go
@@ -130,7 +135,8 @@ func clocks() (mono, wall int64, err error) {
 // its start time, in the history. It returns ErrExhausted (and a nil Label,
 // which runs work unlabelled) when all N trampolines are bound, and
 // ErrUnsupported (and a nil Label) where there is no CLOCK_MONOTONIC to
-// record: on every GOOS that is not unix (windows, plan9, js, wasip1).
+// record: on every GOOS that is not unix (windows, plan9, js, wasip1;
+// on windows Go's traces time by the processor's tick counter).
 func New(key, value string) (*Label, error) { return global.bind(key, value) }
 
 func (p *pool) bind(key, value string) (*Label, error) {
