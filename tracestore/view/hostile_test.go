@@ -53,7 +53,7 @@ func TestWideRanges(t *testing.T) {
 		lanes = append(lanes, fmt.Sprint(l))
 	}
 	const px = 4
-	for _, rg := range [][2]int64{{math.MinInt64, math.MaxInt64}, {-1 << 62, 1<<62 + 1}, {math.MinInt64 + 1, 1 << 40}, {-5, 1 << 62}} {
+	for _, rg := range [][2]int64{{math.MinInt, math.MaxInt64}, {-1 << 62, 1<<62 + 1}, {math.MinInt64 + 1, 1 << 40}, {-5, 1 << 62}} {
 		// bound(p) = t0 + floor((t1-t0)*p/px)
 		bound := func(p int64) int64 {
 			w := new(big.Int).Sub(big.NewInt(rg[1]), big.NewInt(rg[0]))
@@ -128,7 +128,7 @@ func TestRequestLimits(t *testing.T) {
 		{fmt.Sprintf("/api/active?t0=0&t1=10&from=%d&n=1", nl+1), 400, 64 << 10},
 		{"/api/active?t0=10&t1=10&from=0&n=1", 400, 64 << 10},
 		{fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes), 200, 512 << 10},
-		{fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d&all=1", math.MinInt64, math.MaxInt64, MaxLanes), 200, 256 << 10},
+		{fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d&all=1", int64(math.MinInt64), int64(math.MaxInt64), MaxLanes), 200, 256 << 10},
 		{"/api/active?t0=0&t1=10&from=0&n=1&label=query%3Dq1", 404, 64 << 10},
 		{fmt.Sprintf("/api/tile?t0=0&t1=1000000&px=%d&lanes=%s", maxPx, all), 200, uint64(maxPx)*48*uint64(runtime.GOMAXPROCS(0)) + 512<<10}, // a few rows, not the 8 MB response
 	} {
@@ -328,7 +328,7 @@ func TestLoad(t *testing.T) {
 		"/api/meta",
 		fmt.Sprintf("/api/tile?t0=0&t1=%d&px=1000&lo=0&hi=%d", d+1, nl),
 		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=%d&lanes=%s", d/3, d/2, min(MaxPixels, MaxCells/nl), laneRange(0, nl)),
-		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=64&lo=0&hi=%d", int64(math.MinInt64), int64(math.MaxInt64), nl),
+		fmt.Sprintf("/api/tile?t0=%d&t1=%d&px=64&lo=0&hi=%d", int64(math.MinInt), int64(math.MaxInt64), nl),
 		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=0&n=%d", d/4, d/2, MaxLanes),
 		fmt.Sprintf("/api/active?t0=%d&t1=%d&from=%d&n=5&all=1", d/4, d/2, nl/2),
 		fmt.Sprintf("/api/lanes?from=0&n=%d", MaxLanes),
@@ -570,7 +570,7 @@ func TestEmptyOrReversedRanges(t *testing.T) {
 		{"func", "name=runtime.gopark&px=10"},
 		{"label", "label=query%3Dq1&px=10"},
 	} {
-		for _, r := range [][2]int64{{10, 10}, {10, 5}, {math.MaxInt64, math.MinInt64}} {
+		for _, r := range [][2]int64{{10, 10}, {10, 5}, {math.MaxInt64, math.MinInt}} {
 			target := fmt.Sprintf("/api/%s?t0=%d&t1=%d&%s", c.api, r[0], r[1], c.rest)
 			w := serve(h, target)
 			want := fmt.Sprintf("t0=%d, t1=%d: the time range [t0, t1) is empty or reversed", r[0], r[1])
