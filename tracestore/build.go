@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -196,6 +197,12 @@ func checkTarget(dir string) error {
 }
 
 func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		// FlushFileBuffers refuses a directory handle (Access is
+		// denied), and there is no other way to sync one: NTFS journals
+		// the directory's entries itself.
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
