@@ -13,12 +13,12 @@ import (
 	"runtime/trace"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pctab/pctab/internal/allocs"
 	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/internal/testenv"
 	xtrace "golang.org/x/exp/trace"
 )
 
@@ -329,7 +329,7 @@ func multiGenTrace(t testing.TB) []byte {
 		}
 		multiGenData, multiGenErr = os.ReadFile(out)
 	})
-	if errors.Is(multiGenErr, syscall.ENOEXEC) {
+	if testenv.ExecRefused(multiGenErr) {
 		// A test binary for another architecture, run under an emulator
 		// (go test -exec) that the kernel does not know of.
 		t.Skipf("cannot run the test binary itself: %v", multiGenErr)

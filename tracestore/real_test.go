@@ -15,7 +15,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func cachedTrace(t *testing.T, name string, record func(path string) error) stri
 	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
 	defer os.Remove(tmp)
 	start := time.Now()
-	if err := record(tmp); errors.Is(err, syscall.ENOEXEC) {
+	if err := record(tmp); testenv.ExecRefused(err) {
 		// The test itself runs under an emulator (CI's emu steps), which
 		// cannot start the programs it builds for its own GOARCH.
 		t.Skipf("recording %s: %v", name, err)
