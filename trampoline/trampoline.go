@@ -21,9 +21,10 @@
 // ambiguous. This is the package's one piece of global state.
 //
 // Bindings are timed on CLOCK_MONOTONIC, the clock of Go's execution
-// traces on Linux. Where there is none, on every GOOS that is not unix,
-// New returns ErrUnsupported (and a nil Label, which runs work
-// unlabelled) rather than a history whose times match nothing.
+// traces on Linux. Where there is none, on every GOOS that is not unix
+// and on aix (golang.org/x/sys/unix cannot read it there), New returns
+// ErrUnsupported (and a nil Label, which runs work unlabelled) rather
+// than a history whose times match nothing.
 package trampoline
 
 //go:generate go run ./gen -n 1024 -o trampolines_gen.go
@@ -43,7 +44,7 @@ import (
 var ErrExhausted = errors.New("trampoline: all trampolines are bound")
 
 // ErrUnsupported is returned by New where bindings cannot be timed on the
-// clock of Go's execution traces: every GOOS that is not unix.
+// clock of Go's execution traces: every GOOS that is not unix, and aix.
 var ErrUnsupported = errors.New("trampoline: labels are not supported on this platform")
 
 // A Label is a key and value bound to one trampoline until Close.
@@ -136,7 +137,7 @@ func clocks() (mono, wall int64, err error) {
 // which runs work unlabelled) when all N trampolines are bound, and
 // ErrUnsupported (and a nil Label) where there is no CLOCK_MONOTONIC to
 // record: on every GOOS that is not unix (windows, plan9, js, wasip1;
-// on windows Go's traces time by the processor's tick counter).
+// on windows Go's traces time by the processor's tick counter) and on aix.
 func New(key, value string) (*Label, error) { return global.bind(key, value) }
 
 func (p *pool) bind(key, value string) (*Label, error) {

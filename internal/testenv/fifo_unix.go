@@ -4,8 +4,9 @@ package testenv
 
 import (
 	"os"
-	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Mkfifo makes a named pipe at path, for tests of code that must refuse
@@ -15,7 +16,7 @@ import (
 // test's cleanup lets it go. It returns an error where there are no named
 // pipes.
 func Mkfifo(t testing.TB, path string) error {
-	if err := syscall.Mkfifo(path, 0o644); err != nil {
+	if err := unix.Mkfifo(path, 0o644); err != nil {
 		return err
 	}
 	done := make(chan struct{})
@@ -26,7 +27,7 @@ func Mkfifo(t testing.TB, path string) error {
 		}
 	}()
 	t.Cleanup(func() {
-		if r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+		if r, err := os.OpenFile(path, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
 			<-done
 			r.Close()
 		}
