@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestBuildLabelsNamedPipe checks that build -labels refuses a named pipe
@@ -19,7 +20,7 @@ import (
 func TestBuildLabelsNamedPipe(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "trace.fifo")
-	if err := syscall.Mkfifo(fifo, 0o666); err != nil {
+	if err := unix.Mkfifo(fifo, 0o666); err != nil {
 		t.Skip(err)
 	}
 	hist := filepath.Join(dir, "history.json")
