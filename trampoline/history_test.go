@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pctab/pctab/internal/jsonschema"
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // historySchema is the schema of WriteHistory's JSON.
@@ -27,6 +28,7 @@ func TestHistorySchema(t *testing.T) {
 // commands' JSON is.
 func TestWriteHistoryConvention(t *testing.T) {
 	l, err := New("query", "history-test")
+	testenv.SkipUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}

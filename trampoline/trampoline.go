@@ -45,7 +45,8 @@ var ErrExhausted = errors.New("trampoline: all trampolines are bound")
 
 // ErrUnsupported is returned by New where bindings cannot be timed on the
 // clock of Go's execution traces: every GOOS that is not unix, and aix.
-var ErrUnsupported = errors.New("trampoline: labels are not supported on this platform")
+// It wraps errors.ErrUnsupported.
+var ErrUnsupported = fmt.Errorf("trampoline: labels are not supported on this platform: %w", errors.ErrUnsupported)
 
 // A Label is a key and value bound to one trampoline until Close.
 type Label struct {

@@ -3,6 +3,7 @@ package trampoline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pctab/pctab/internal/testenv"
 )
 
 // TestGenerated checks that trampolines_gen.go is what the generator
@@ -84,6 +87,7 @@ func TestPool(t *testing.T) {
 // trampoline's frame is on f's stack.
 func TestDo(t *testing.T) {
 	l, err := New("k", "v")
+	testenv.SkipUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +115,7 @@ func task(n int) { sink += n * n % 7 }
 // pprof.SetGoroutineLabels around the task.
 func BenchmarkTask(b *testing.B) {
 	l, err := New("query", "q1")
+	testenv.SkipUnsupported(b, err)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,4 +180,12 @@ func FuzzReadHistory(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestErrUnsupported checks that ErrUnsupported wraps errors.ErrUnsupported,
+// so that callers (and testenv.SkipUnsupported) can tell it apart.
+func TestErrUnsupported(t *testing.T) {
+	if !errors.Is(ErrUnsupported, errors.ErrUnsupported) {
+		t.Errorf("ErrUnsupported (%v) does not wrap errors.ErrUnsupported", ErrUnsupported)
+	}
 }

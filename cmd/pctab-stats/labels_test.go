@@ -17,6 +17,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/tracestore"
 	"github.com/pctab/pctab/tracestore/labels/labelstest"
 	"github.com/pctab/pctab/trampoline"
@@ -42,10 +43,12 @@ func TestLabels(t *testing.T) {
 	}
 	dir := t.TempDir()
 	a, err := trampoline.New("query", "alpha")
+	testenv.SkipUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := trampoline.New("query", "beta")
+	testenv.SkipUnsupported(t, err)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@
 package testenv
 
 import (
+	"errors"
 	"os"
 	"testing"
 )
@@ -53,4 +54,14 @@ func skipUnlessLong(t testing.TB, what string, notice func()) {
 	}
 	notice()
 	t.Skipf("long test (%s): set %s=1 to run it", what, LongVar)
+}
+
+// SkipUnsupported skips t if err wraps errors.ErrUnsupported: what the
+// test exercises does not exist on this platform (for example
+// trampoline.New outside unix).
+func SkipUnsupported(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip(err)
+	}
 }

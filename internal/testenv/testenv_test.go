@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -51,3 +53,24 @@ func TestSkipUnlessLong(t *testing.T) {
 
 // noticed stands in for the notice in this package's tests.
 func noticed() {}
+
+func TestSkipUnsupported(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		skip bool
+	}{
+		{"nil", nil, false},
+		{"other", errors.New("other"), false},
+		{"wrapped", fmt.Errorf("x: %w", errors.ErrUnsupported), true},
+	} {
+		var sub *testing.T
+		t.Run(tc.name, func(t *testing.T) {
+			sub = t
+			SkipUnsupported(t, tc.err)
+		})
+		if sub.Skipped() != tc.skip {
+			t.Errorf("%s: skipped %v, want %v", tc.name, sub.Skipped(), tc.skip)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func workload(t *testing.T, d time.Duration) {
 	labels := map[string]*trampoline.Label{}
 	for name := range weights {
 		l, err := trampoline.New("query", name)
+		testenv.SkipUnsupported(t, err)
 		if err != nil {
 			t.Fatal(err)
 		}

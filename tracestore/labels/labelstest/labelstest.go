@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pctab/pctab/internal/cputime"
+	"github.com/pctab/pctab/internal/testenv"
 	"github.com/pctab/pctab/trampoline"
 )
 
@@ -83,6 +84,7 @@ func WorkloadWithNoise(t testing.TB, d time.Duration, noise int) (traceData []by
 	ls := map[string]*trampoline.Label{}
 	for name := range weights {
 		l, err := trampoline.New("query", name)
+		testenv.SkipUnsupported(t, err)
 		if err != nil {
 			t.Fatal(err)
 		}
