@@ -24,8 +24,8 @@ func AddFile(dir, name string, optional bool) error {
 		return fmt.Errorf("tracestore: %w", err)
 	}
 	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
+	if err := decodeManifest(data, &m); err != nil {
+		return err
 	}
 	if m.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("tracestore: %s: schema_version %d, this writer knows %d", fileManifest, m.SchemaVersion, SchemaVersion)

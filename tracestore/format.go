@@ -1,8 +1,10 @@
 package tracestore
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -644,7 +646,32 @@ func (m *Manifest) checkCounts() error {
 		if !plainName(f.Name) || f.Name == fileManifest || seen[f.Name] {
 			return fmt.Errorf("tracestore: %s: file name %q is not a plain name, or repeated", fileManifest, f.Name)
 		}
+		if f.Optional && storeFile(f.Name) {
+			return fmt.Errorf("tracestore: %s: the store's own %s is listed as optional", fileManifest, f.Name)
+		}
 		seen[f.Name] = true
+	}
+	// Every file Build writes is listed (coarse.bin aside: a store whose
+	// build stopped before its coarse levels opens without them).
+	for _, name := range storeFiles() {
+		if !seen[name] {
+			return fmt.Errorf("tracestore: %s: lists no %s", fileManifest, name)
+		}
+	}
+	return nil
+}
+
+// decodeManifest decodes a manifest.json. A field it does not know, or
+// anything after the object, is an error: the fields of every version it
+// reads are Manifest's, so either means the file is corrupt.
+func decodeManifest(data []byte, m *Manifest) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(m); err != nil {
+		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("tracestore: %s: data after the object at offset %d", fileManifest, dec.InputOffset())
 	}
 	return nil
 }

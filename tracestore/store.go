@@ -2,7 +2,6 @@ package tracestore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -138,13 +137,32 @@ func (s *Store) read(name string) ([]byte, error) {
 	return b, nil
 }
 
+// checkOthers checks that each file the manifest lists but Build does not
+// write (another writer's, added by AddFile) is there with its listed size,
+// unless it is optional. Their contents are their readers' to check.
+func (s *Store) checkOthers() error {
+	for _, f := range s.m.Files {
+		if storeFile(f.Name) || f.Optional {
+			continue
+		}
+		fi, err := os.Stat(s.path(f.Name))
+		if err != nil {
+			return fmt.Errorf("tracestore: %s lists %s: %w", fileManifest, f.Name, err)
+		}
+		if !fi.Mode().IsRegular() || fi.Size() != f.Bytes {
+			return fmt.Errorf("tracestore: %s: %d bytes (file type %v), %s says %d", f.Name, fi.Size(), fi.Mode().Type(), fileManifest, f.Bytes)
+		}
+	}
+	return nil
+}
+
 func (s *Store) open() error {
 	data, err := os.ReadFile(s.path(fileManifest))
 	if err != nil {
 		return fmt.Errorf("tracestore: %w", err)
 	}
-	if err := json.Unmarshal(data, &s.m); err != nil {
-		return fmt.Errorf("tracestore: %s: %w", fileManifest, err)
+	if err := decodeManifest(data, &s.m); err != nil {
+		return err
 	}
 	if s.m.SchemaVersion < oldestSchemaVersion {
 		return fmt.Errorf("tracestore: %s: schema_version %d, this reader knows %d to %d: rebuild the store from its trace (pctab-trace build)", fileManifest, s.m.SchemaVersion, oldestSchemaVersion, SchemaVersion)
@@ -162,6 +180,9 @@ func (s *Store) open() error {
 	s.sums = map[string]FileSum{}
 	for _, f := range s.m.Files {
 		s.sums[f.Name] = f
+	}
+	if err := s.checkOthers(); err != nil {
+		return err
 	}
 	strTab, err := s.read(fileStrings)
 	if err != nil {

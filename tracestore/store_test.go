@@ -256,6 +256,45 @@ func TestLanesAgainstBruteForce(t *testing.T) {
 	}
 }
 
+// TestManifestBitFlips flips bit 6 of each byte of manifest.json in turn (a
+// letter becomes punctuation or a digit, a digit a letter): Open must refuse
+// every one but those in the source's name, which nothing reads. Before, a
+// flipped key ("4race_bytes", "#rc32c") was ignored as an unknown field, and
+// a file renamed in the list went unnoticed until it was first read.
+func TestManifestBitFlips(t *testing.T) {
+	_, dir := build(t, recordTrace(t))
+	path := filepath.Join(dir, fileManifest)
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := []byte(`"source": "test"`)
+	lo := bytes.Index(good, src) + len(`"source": "`)
+	if lo < len(`"source": "`) {
+		t.Fatalf("no %s in %s", src, good)
+	}
+	hi := lo + len("test")
+	defer os.WriteFile(path, good, 0o666)
+	accepted := 0
+	for i := range good {
+		b := slices.Clone(good)
+		b[i] ^= 0x40
+		if err := os.WriteFile(path, b, 0o666); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir)
+		if err != nil {
+			continue
+		}
+		s.Close()
+		if i < lo || i >= hi {
+			t.Errorf("byte %d (%q in %q) flipped to %q: Open succeeded", i, good[i], good[max(0, i-16):min(len(good), i+16)], b[i])
+		}
+		accepted++
+	}
+	t.Logf("%d of %d flips accepted, all in the source's name", accepted, len(good))
+}
+
 func TestCorruptStore(t *testing.T) {
 	_, dir := build(t, recordTrace(t))
 	ents, _ := os.ReadDir(dir)
