@@ -125,17 +125,7 @@ func TestRuntimeCallers(t *testing.T) {
 		for _, pc := range st.PCs {
 			pcs = append(pcs, pc-slide)
 		}
-		got := symbolizeCallers(t, f, pcs)
-		var want []frameInfo
-		for _, fr := range st.Frames {
-			want = append(want, frameInfo{fr.Function, fr.File, fr.Line})
-			if fr.Inlined {
-				inlined++
-			}
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("stack %s (-runtime.CallersFrames +objscan):\n%s", st.Name, d)
-		}
+		inlined += checkStack(t, f, st, pcs)
 	}
 	if inlined == 0 {
 		t.Error("no inlined frames in the callers program: the test checks nothing about inline trees")
@@ -147,6 +137,25 @@ type frameInfo struct {
 	Function string
 	File     string
 	Line     int
+}
+
+// checkStack compares objscan's frames for the PCs of st (at f's link
+// addresses) with the frames runtime.CallersFrames gave the program, and
+// returns how many of those were inlined.
+func checkStack(t *testing.T, f *File, st testbuild.CallersStack, pcs []uint64) (inlined int) {
+	t.Helper()
+	got := symbolizeCallers(t, f, pcs)
+	var want []frameInfo
+	for _, fr := range st.Frames {
+		want = append(want, frameInfo{fr.Function, fr.File, fr.Line})
+		if fr.Inlined {
+			inlined++
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("stack %s (-runtime.CallersFrames +objscan):\n%s", st.Name, d)
+	}
+	return inlined
 }
 
 // symbolizeCallers does what runtime.CallersFrames does with the PCs that

@@ -50,8 +50,7 @@ func (f *File) scanMagic(fileSize int64) error {
 	var tried []error
 	for i := range f.im.sections {
 		s := &f.im.sections[i]
-		// Go's linker puts read-only data in .text on AIX.
-		if s.exec && f.im.format != "xcoff" || s.filesize < 16 {
+		if !f.scannable(s) {
 			continue
 		}
 		data, err := s.data(fileSize)
@@ -98,7 +97,7 @@ func (f *File) scanMagic(fileSize int64) error {
 		parsed := 0
 		for i := range f.im.sections {
 			s := &f.im.sections[i]
-			if s.exec && f.im.format != "xcoff" || s.filesize < 16 {
+			if !f.scannable(s) {
 				continue
 			}
 			data, err := s.data(fileSize)
@@ -121,6 +120,13 @@ func (f *File) scanMagic(fileSize int64) error {
 		return formatErr("binary", -1, "no pclntab: built by gccgo (it has a .go_export section), which writes DWARF line tables instead of a pclntab; pctab reads binaries of the gc toolchain")
 	}
 	return formatErr("binary", -1, "no pclntab: no .gopclntab/__gopclntab section, no runtime.pclntab symbols, and no pcHeader magic in any data section (is this a Go binary?)")
+}
+
+// scannable reports whether scanMagic looks for a pcHeader in section s:
+// a data section of at least a header's size (Go's linker puts read-only
+// data in .text on AIX).
+func (f *File) scannable(s *segment) bool {
+	return (!s.exec || f.im.format == "xcoff") && s.filesize >= 16
 }
 
 // oneLine is errors.Join on one line: a command prints it as one message.

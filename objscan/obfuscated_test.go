@@ -328,17 +328,7 @@ func checkGarbledCallers(t *testing.T, f *File, res *testbuild.Callers) {
 			}
 			pcs++
 		}
-		got := symbolizeCallers(t, f, st.PCs)
-		var want []frameInfo
-		for _, fr := range st.Frames {
-			want = append(want, frameInfo{fr.Function, fr.File, fr.Line})
-			if fr.Inlined {
-				inlined++
-			}
-		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("stack %s (-runtime.CallersFrames +objscan):\n%s", st.Name, d)
-		}
+		inlined += checkStack(t, f, st, st.PCs)
 	}
 	if pcs == 0 || inlined == 0 {
 		t.Errorf("%d PCs, %d inlined frames: the program recorded too little to check", pcs, inlined)

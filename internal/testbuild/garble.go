@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 )
 
 // GarbleVersion is the version of garble (mvdan.cc/garble) that builds
@@ -78,23 +77,9 @@ func garbleBinary(ctx context.Context, env goEnv, version string, download bool)
 }
 
 // hostEnviron is the environment of a go command that builds for the host
-// with the local toolchain: the process environment without GO* and CGO_*
-// variables, plus the settings the local go command has.
+// with the local toolchain (inheritedEnviron, and no toolchain switch).
 func hostEnviron(env goEnv) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "GO") || strings.HasPrefix(k, "CGO_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	for _, k := range []string{"GOMODCACHE", "GOCACHE", "GOPATH", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE"} {
-		if v := env[k]; v != "" {
-			out = append(out, k+"="+v)
-		}
-	}
-	return append(out, "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local")
+	return append(inheritedEnviron(env), "GOENV=off", "GOFLAGS=", "GOTOOLCHAIN=local")
 }
 
 // MimicGarble returns a copy of data, a Go 1.20+ ELF binary, with the two

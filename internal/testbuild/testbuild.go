@@ -407,9 +407,11 @@ func (p *plan) needsDownload() bool {
 	return err != nil
 }
 
-// environ returns the environment of the go build command: the process
-// environment without any GO* or CGO_* variable, plus explicit settings.
-func (p *plan) environ() []string {
+// inheritedEnviron returns the process environment without any GO* or
+// CGO_* variable, plus the settings a build inherits from the local go
+// command (goenv), which may come from its go env file: the callers set
+// GOENV=off, which hides that file from the build.
+func inheritedEnviron(goenv goEnv) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -418,13 +420,18 @@ func (p *plan) environ() []string {
 		}
 		env = append(env, kv)
 	}
-	// Settings the build inherits from the local go command, which may
-	// come from its go env file; GOENV=off hides that file from the build.
 	for _, k := range []string{"GOMODCACHE", "GOCACHE", "GOPATH", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE"} {
-		if v := p.env[k]; v != "" {
+		if v := goenv[k]; v != "" {
 			env = append(env, k+"="+v)
 		}
 	}
+	return env
+}
+
+// environ returns the environment of the go build command: the inherited
+// environment (inheritedEnviron) plus explicit settings.
+func (p *plan) environ() []string {
+	env := inheritedEnviron(p.env)
 	toolchain := p.cfg.Toolchain
 	if toolchain == "" {
 		toolchain = "local"
