@@ -38,6 +38,9 @@ func garbleBinary(ctx context.Context, env goEnv, version string, download bool)
 		exe += ".exe"
 	}
 	if _, err := os.Stat(exe); err == nil {
+		if fi, err := os.Stat(bindir); err == nil {
+			markUsed(bindir, fi)
+		}
 		return exe, nil
 	}
 	if !download {

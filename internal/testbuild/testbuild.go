@@ -237,19 +237,23 @@ func markUsed(path string, fi os.FileInfo) {
 }
 
 // prune deletes the files of the cache directory dir last used before
-// cutoff, including temporary files that crashed builds left behind. It is
-// best effort: errors are ignored.
+// cutoff, including temporary files that crashed builds left behind, and
+// the directories of the cache's own making: garble's builds
+// (garbleBinary) and temporary directories. Other directories, such as
+// the locks, stay. It is best effort: errors are ignored.
 func prune(dir string, cutoff time.Time) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
+		name := e.Name()
+		ownDir := e.IsDir() && (strings.HasPrefix(name, "garble-") || strings.HasPrefix(name, ".tmp-"))
+		if !e.Type().IsRegular() && !ownDir {
 			continue
 		}
 		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
-			os.Remove(filepath.Join(dir, e.Name()))
+			os.RemoveAll(filepath.Join(dir, name))
 		}
 	}
 }

@@ -391,7 +391,8 @@ func isCached(t *testing.T, cfg Config) bool {
 	return err == nil
 }
 
-// TestPrune checks that only files unused since the cutoff are deleted.
+// TestPrune checks that only files, garble builds and temporary
+// directories unused since the cutoff are deleted.
 func TestPrune(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now()
@@ -415,9 +416,27 @@ func TestPrune(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "subdir"), 0o755); err != nil {
-		t.Fatal(err)
+	// Directories: garble's builds and temporary ones are pruned by age
+	// with their contents; others (the locks) stay.
+	dirs := []file{
+		{"subdir", 30 * 24 * time.Hour, true},
+		{"garble-v0.17.0-go1.26.8", 15 * 24 * time.Hour, false},
+		{"garble-v0.17.0-go1.27.3", time.Hour, true},
+		{".tmp-garble-crashed", 15 * 24 * time.Hour, false},
 	}
+	for _, d := range dirs {
+		path := filepath.Join(dir, d.name)
+		if err := os.Mkdir(path, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(path, "garble"), nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, now.Add(-d.age), now.Add(-d.age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files = append(files, dirs...)
 	// A use refreshes an old file, which then survives.
 	used := filepath.Join(dir, "old-but-used")
 	if err := os.WriteFile(used, nil, 0o644); err != nil {
@@ -433,7 +452,7 @@ func TestPrune(t *testing.T) {
 	markUsed(used, fi)
 
 	prune(dir, now.Add(-pruneAge))
-	for _, f := range append(files, file{"old-but-used", 0, true}, file{"subdir", 0, true}) {
+	for _, f := range append(files, file{"old-but-used", 0, true}) {
 		_, err := os.Stat(filepath.Join(dir, f.name))
 		if kept := err == nil; kept != f.keep {
 			t.Errorf("%s: kept=%v, want %v", f.name, kept, f.keep)
