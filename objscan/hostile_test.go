@@ -157,6 +157,11 @@ func TestHostileInput(t *testing.T) {
 		{"nfunc 0", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 8, 0), "nfunc is 0"},
 		{"nfunc 0, Go 1.2 layout", setHeaderWord(synthELF(buildSynth(synthLayout{Go12Magic, binary.LittleEndian, 8, 1}, synthFuncs(Go12Magic)), false), Go12Magic, 8, 0), "nfunc is 0"},
 		{"nfiles past the file table", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 16, 1<<40), "files cannot fit"},
+		// A stripped file's data full of places a scan tries: 155 MB for
+		// 1 MB before the scan kept only its first errors and parsed at
+		// most maxCandidates whole.
+		{"data full of pcHeader magics", headersELF(1<<20, 8, func(b []byte) { binary.LittleEndian.PutUint32(b, Go120Magic) }), "PC quantum 0"},
+		{"data full of pcHeaders", headersELF(1<<20, 64, func(b []byte) { copy(b, buildSynth(l, synthFuncs(l.magic))[:64]) }), "none of the first 16 places"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,6 +184,16 @@ func TestHostileInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// headersELF returns an ELF file with no pclntab section whose data
+// section of size bytes holds, every stride bytes, what put writes.
+func headersELF(size, stride int, put func([]byte)) []byte {
+	data := make([]byte, size)
+	for at := 0; at+64 <= size; at += stride {
+		put(data[at:])
+	}
+	return bytes.Replace(synthELF(data, false), []byte("\x00.gopclntab\x00"), []byte("\x00.rodata.go\x00"), 1)
 }
 
 // TestSharedStrings checks the strings of files whose functions and

@@ -46,8 +46,15 @@ func (f *File) locate(fileSize int64) error {
 
 // scanMagic looks for a valid pcHeader in the non-executable sections. It is
 // how a stripped PE binary, or an ELF binary without section headers, is read.
+// Each section is read once; a header of an obfuscator's own magic is
+// looked for only once no section holds one of Go's.
 func (f *File) scanMagic(fileSize int64) error {
-	var tried []error
+	var c candidates
+	type section struct {
+		s    *segment
+		data []byte
+	}
+	var read []section
 	for i := range f.im.sections {
 		s := &f.im.sections[i]
 		if !f.scannable(s) {
@@ -55,71 +62,117 @@ func (f *File) scanMagic(fileSize int64) error {
 		}
 		data, err := s.data(fileSize)
 		if err != nil {
-			tried = append(tried, err)
+			c.reject(err)
 			continue
 		}
-		for _, magic := range []uint32{Go120Magic, Go118Magic, Go116Magic, Go12Magic, LinearMagic, LinearDerivedMagic} {
-			for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
-				var pat [6]byte
-				order.PutUint32(pat[:], magic)
-				for off := 0; off+16 <= len(data); {
-					j := bytes.Index(data[off:], pat[:])
-					if j < 0 {
-						break
-					}
-					at := off + j
-					off = at + 1
-					if at%4 != 0 {
-						continue
-					}
-					cand := &File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion}
-					if err := cand.parseHeader(); err != nil {
-						tried = append(tried, fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err))
-						continue
-					}
-					if at%cand.PtrSize != 0 {
-						continue
-					}
-					cand.PclntabAddr = s.addr + uint64(at)
-					if err := cand.parse(); err != nil {
-						tried = append(tried, fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err))
-						continue
-					}
-					f.pcln, f.PclntabAddr, f.PclntabSource = data[at:], s.addr+uint64(at), "magic scan in "+s.name
-					return nil
-				}
-			}
+		if at := f.scanGoMagics(s, data, &c); at >= 0 {
+			f.pcln, f.PclntabAddr, f.PclntabSource = data[at:], s.addr+uint64(at), "magic scan in "+s.name
+			return nil
 		}
+		read = append(read, section{s, data})
 	}
 	// A magic of an obfuscator's own (garble's): a Go 1.18+ header by its
 	// other fields.
 	if m := goMinor(f.GoVersion); m < 0 || m >= 18 {
-		parsed := 0
-		for i := range f.im.sections {
-			s := &f.im.sections[i]
-			if !f.scannable(s) {
-				continue
-			}
-			data, err := s.data(fileSize)
-			if err != nil {
-				continue // in tried already
-			}
-			at, errs := f.scanForeign(s, data, &parsed)
-			tried = append(tried, errs...)
-			if at >= 0 {
-				f.pcln, f.PclntabAddr, f.PclntabSource = data[at:], s.addr+uint64(at), "magic scan in "+s.name
+		for _, r := range read {
+			if at := f.scanForeign(r.s, r.data, &c); at >= 0 {
+				f.pcln, f.PclntabAddr, f.PclntabSource = r.data[at:], r.s.addr+uint64(at), "magic scan in "+r.s.name
 				return nil
 			}
 		}
 	}
-	if len(tried) > 0 {
-		return fmt.Errorf("objscan: no pclntab: no pclntab section or symbols, and none of the %d places in the data sections that hold a pcHeader magic starts a valid pclntab (is its pclntab removed?); the first %d: %w",
-			len(tried), min(len(tried), 3), oneLine(tried[:min(len(tried), 3)]))
+	if c.n > 0 {
+		return c.err()
 	}
 	if f.im.gccgo {
 		return formatErr("binary", -1, "no pclntab: built by gccgo (it has a .go_export section), which writes DWARF line tables instead of a pclntab; pctab reads binaries of the gc toolchain")
 	}
 	return formatErr("binary", -1, "no pclntab: no .gopclntab/__gopclntab section, no runtime.pclntab symbols, and no pcHeader magic in any data section (is this a Go binary?)")
+}
+
+// scanGoMagics looks in the data section s for a pcHeader of one of Go's
+// magics, in either byte order, and returns the offset of the first that
+// parses, or -1.
+func (f *File) scanGoMagics(s *segment, data []byte, c *candidates) int {
+	var cand File
+	for _, magic := range []uint32{Go120Magic, Go118Magic, Go116Magic, Go12Magic, LinearMagic, LinearDerivedMagic} {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			var pat [6]byte
+			order.PutUint32(pat[:], magic)
+			for off := 0; off+16 <= len(data) && !c.full(); {
+				j := bytes.Index(data[off:], pat[:])
+				if j < 0 {
+					break
+				}
+				at := off + j
+				off = at + 1
+				if at%4 != 0 {
+					continue
+				}
+				cand = File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion}
+				if err := cand.parseHeader(); err != nil {
+					c.rejectAt(s, at, err)
+					continue
+				}
+				if at%cand.PtrSize != 0 {
+					continue
+				}
+				cand.PclntabAddr = s.addr + uint64(at)
+				c.parsed++
+				if err := cand.parse(); err != nil {
+					c.rejectAt(s, at, err)
+					continue
+				}
+				return at
+			}
+		}
+	}
+	return -1
+}
+
+// maxCandidates bounds how many places holding a plausible pcHeader a
+// scan parses whole, so that a file full of them costs time in proportion
+// to its size; maxCandidateErrs is how many of their errors it keeps.
+const (
+	maxCandidates    = 16
+	maxCandidateErrs = 3
+)
+
+// candidates is what a scan for a pcHeader rejected: how many places, how
+// many of them it parsed whole, and the first few errors, for the message.
+type candidates struct {
+	n, parsed int
+	first     []error
+}
+
+// full reports whether the scan has parsed as many candidates as it may.
+func (c *candidates) full() bool { return c.parsed >= maxCandidates }
+
+// reject records a rejected place (or a section that could not be read).
+func (c *candidates) reject(err error) {
+	c.n++
+	if len(c.first) < maxCandidateErrs {
+		c.first = append(c.first, err)
+	}
+}
+
+// rejectAt records the candidate at offset at of section s; the error is
+// wrapped with the place only if it is kept.
+func (c *candidates) rejectAt(s *segment, at int, err error) {
+	if len(c.first) < maxCandidateErrs {
+		err = fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err)
+	}
+	c.reject(err)
+}
+
+// err is the error of a scan that found no pclntab.
+func (c *candidates) err() error {
+	if c.full() {
+		return fmt.Errorf("objscan: no pclntab: no pclntab section or symbols, and none of the first %d places in the data sections that hold a pcHeader starts a valid pclntab, where the scan stops after parsing %d whole (is its pclntab removed?); the first %d: %w",
+			c.n, maxCandidates, len(c.first), oneLine(c.first))
+	}
+	return fmt.Errorf("objscan: no pclntab: no pclntab section or symbols, and none of the %d places in the data sections that hold a pcHeader magic starts a valid pclntab (is its pclntab removed?); the first %d: %w",
+		c.n, len(c.first), oneLine(c.first))
 }
 
 // scannable reports whether scanMagic looks for a pcHeader in section s:

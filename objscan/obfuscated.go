@@ -129,23 +129,39 @@ func (f *File) entryOffErr(off uint64, raw, nameOff uint32, entry uint64) error 
 	return formatErr("_func", int64(off), "entryOff %#x does not match the functab entry %#x (and no key k makes every record's entryOff its functab entry XOR nameOff*k, as garble encrypts them)", raw, entry)
 }
 
-// maxForeignCandidates bounds how many places holding a Go 1.18+ pcHeader
-// of a foreign magic scanForeign parses.
-const maxForeignCandidates = 16
-
 // scanForeign is scanMagic's last resort, for a stripped binary whose
 // pcHeader has a magic of an obfuscator's own: it looks in the data
 // section s for a pointer-aligned header of the Go 1.18+ layout (pad
 // bytes 0, a PC quantum of 1, 2 or 4, the file's pointer size, nfunc
 // above 0, and a funcnametab that starts right after the header, with
 // the other offsets in order within the section), and returns the offset
-// of the first that parses, or -1 and the errors of those that did not.
-// tried counts the candidates parsed so far, across sections.
-func (f *File) scanForeign(s *segment, data []byte, tried *int) (int, []error) {
+// of the first that parses, or -1. c counts the candidates parsed so far,
+// across sections and scans.
+func (f *File) scanForeign(s *segment, data []byte, c *candidates) int {
 	ps := f.im.ptrSize
 	if ps != 4 && ps != 8 {
-		return -1, nil
+		return -1
 	}
+	hdrEnd := 8 + 8*ps
+	for at := 0; at+hdrEnd <= len(data) && !c.full(); at += ps {
+		if !f.foreignHeader(data[at:at+hdrEnd], len(data)-at) {
+			continue
+		}
+		c.parsed++
+		cand := &File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion, PclntabAddr: s.addr + uint64(at)}
+		if err := cand.parse(); err != nil {
+			c.rejectAt(s, at, err)
+			continue
+		}
+		return at
+	}
+	return -1
+}
+
+// foreignHeader reports whether h, with room bytes from it to its
+// section's end, looks like a Go 1.18+ pcHeader of a magic not Go's.
+func (f *File) foreignHeader(h []byte, room int) bool {
+	ps := f.im.ptrSize
 	hdrEnd := 8 + 8*ps
 	word := func(b []byte) uint64 {
 		if ps == 4 {
@@ -153,36 +169,24 @@ func (f *File) scanForeign(s *segment, data []byte, tried *int) (int, []error) {
 		}
 		return f.im.order.Uint64(b)
 	}
-	var errs []error
-	for at := 0; at+hdrEnd <= len(data) && *tried < maxForeignCandidates; at += ps {
-		h := data[at : at+hdrEnd]
-		if h[4] != 0 || h[5] != 0 || h[7] != byte(ps) || h[6] != 1 && h[6] != 2 && h[6] != 4 {
-			continue
-		}
-		if m := f.im.order.Uint32(h); m == Go120Magic || m == Go118Magic || m == Go116Magic || m == Go12Magic || bytes.Equal(h[:4], []byte{0, 0, 0, 0}) {
-			continue // Go's magics were tried; a zero word is no magic
-		}
-		if word(h[8:]) == 0 || word(h[8+3*ps:]) != uint64(hdrEnd) {
-			continue
-		}
-		prev, ok := uint64(hdrEnd), true
-		for w := 3; w < 8 && ok; w++ {
-			v := word(h[8+w*ps:])
-			ok = v >= prev && v <= uint64(len(data)-at)
-			prev = v
-		}
-		if !ok {
-			continue
-		}
-		*tried++
-		cand := &File{im: f.im, pcln: data[at:], GoVersion: f.GoVersion, PclntabAddr: s.addr + uint64(at)}
-		if err := cand.parse(); err != nil {
-			errs = append(errs, fmt.Errorf("candidate at %s+%#x: %w", s.name, at, err))
-			continue
-		}
-		return at, errs
+	if h[4] != 0 || h[5] != 0 || h[7] != byte(ps) || h[6] != 1 && h[6] != 2 && h[6] != 4 {
+		return false
 	}
-	return -1, errs
+	if m := f.im.order.Uint32(h); m == Go120Magic || m == Go118Magic || m == Go116Magic || m == Go12Magic || bytes.Equal(h[:4], []byte{0, 0, 0, 0}) {
+		return false // Go's magics were tried; a zero word is no magic
+	}
+	if word(h[8:]) == 0 || word(h[8+3*ps:]) != uint64(hdrEnd) {
+		return false
+	}
+	prev := uint64(hdrEnd)
+	for w := 3; w < 8; w++ {
+		v := word(h[8+w*ps:])
+		if v < prev || v > uint64(room) {
+			return false
+		}
+		prev = v
+	}
+	return true
 }
 
 // GoPclntab returns the pclntab as Go's linker writes it: Pclntab(), or
