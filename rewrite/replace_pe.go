@@ -342,11 +342,16 @@ func peFixSymbols(out, data []byte, shiftOff func(uint32) uint32, sNum int, hasT
 	le := binary.LittleEndian
 	coff := uint64(le.Uint32(data[0x3c:])) + 4 // parsePELayout checked it
 	ptr, nsyms := le.Uint32(data[coff+8:]), le.Uint32(data[coff+12:])
-	if ptr == 0 || nsyms == 0 {
+	if ptr == 0 {
 		return "no COFF symbol table", nil
 	}
+	// The string table follows the symbols, and moves with them: Go 1.20
+	// and earlier write one, with no symbols, under -s.
 	newPtr := shiftOff(ptr)
 	le.PutUint32(out[coff+8:], newPtr)
+	if nsyms == 0 {
+		return fmt.Sprintf("no COFF symbols; their string table moved from %#x to %#x", ptr, newPtr), nil
+	}
 	if uint64(newPtr)+18*uint64(nsyms) > uint64(len(out)) {
 		return "", fmt.Errorf("COFF symbol table (%d records at %#x) runs past the file", nsyms, ptr)
 	}

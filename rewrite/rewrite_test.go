@@ -921,6 +921,12 @@ func TestReplaceMachOPE(t *testing.T) {
 				if base+uint64(s.VirtualAddress) != f.PclntabAddr {
 					t.Errorf("objscan reads the table at %#x, %s is at %#x", f.PclntabAddr, PEPclntabSection, base+uint64(s.VirtualAddress))
 				}
+				// The COFF string table moved with the file's tail: Go
+				// 1.26 writes an empty one under -s, whose pointer pointed
+				// into the new table before 2026-12-07.
+				if a, b := coffStrings(t, data), coffStrings(t, out); !bytes.Equal(a, b) {
+					t.Errorf("the COFF string table: %d bytes %q..., the original's %d bytes %q...", len(b), b[:min(len(b), 16)], len(a), a[:min(len(a), 16)])
+				}
 				// Sections stay adjacent in memory.
 				for i := 1; i < len(pf.Sections); i++ {
 					p, c := pf.Sections[i-1], pf.Sections[i]
@@ -940,6 +946,27 @@ func TestReplaceMachOPE(t *testing.T) {
 			}
 		})
 	}
+}
+
+// coffStrings returns the COFF string table of the PE file b, which
+// follows its symbols (nil if it has no symbol table).
+func coffStrings(t *testing.T, b []byte) []byte {
+	t.Helper()
+	le := binary.LittleEndian
+	coff := uint64(le.Uint32(b[0x3c:])) + 4
+	ptr, nsyms := uint64(le.Uint32(b[coff+8:])), uint64(le.Uint32(b[coff+12:]))
+	if ptr == 0 {
+		return nil
+	}
+	at := ptr + 18*nsyms
+	if at+4 > uint64(len(b)) {
+		t.Fatalf("the COFF string table at %#x is past the %d-byte file", at, len(b))
+	}
+	n := uint64(le.Uint32(b[at:]))
+	if n < 4 || at+n > uint64(len(b)) {
+		t.Fatalf("the COFF string table at %#x: %d bytes, in a %d-byte file", at, n, len(b))
+	}
+	return b[at : at+n]
 }
 
 // TestDerived rewrites every target in replace mode with function lengths

@@ -27,13 +27,18 @@ var ErrCannotRun = errors.New("cannot run binaries of this target here")
 // Runner returns the command prefix that runs binaries built by cfg on this
 // machine: nothing for the machine's own target (and for linux/386 on
 // linux/amd64: Exec returns an error wrapping ErrCannotRun where the
-// kernel refuses it), or the qemu user-mode emulator for another Linux
-// architecture when it is installed, such as qemu-aarch64 for linux/arm64.
-// It returns an error wrapping ErrCannotRun otherwise.
+// kernel refuses it), the qemu user-mode emulator for another Linux
+// architecture when it is installed, such as qemu-aarch64 for linux/arm64,
+// or wine for windows/amd64 on linux/amd64 when wine64 is installed
+// (Exec returns an error wrapping ErrCannotRun for the Go releases wine
+// cannot start). It returns an error wrapping ErrCannotRun otherwise.
 func Runner(cfg Config) ([]string, error) {
 	goos, goarch := cfg.target()
 	if goos == runtime.GOOS && goarch == runtime.GOARCH {
 		return nil, nil
+	}
+	if goos == "windows" && goarch == "amd64" && runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+		return wine()
 	}
 	if goos != "linux" || runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("testbuild: %w: %s/%s on %s/%s", ErrCannotRun, goos, goarch, runtime.GOOS, runtime.GOARCH)
@@ -66,6 +71,28 @@ func qemu(goarch string) ([]string, error) {
 	return []string{path}, nil
 }
 
+// winePaths are where wine64 may be: Debian's wine64 package installs it
+// outside PATH unless the wine package is installed too.
+var winePaths = []string{"wine64", "/usr/lib/wine/wine64", "/usr/lib64/wine/wine64", "wine"}
+
+// wine returns the command prefix that runs windows/amd64 binaries under
+// wine, quiet (WINEDEBUG=-all), or an error wrapping ErrCannotRun. Its
+// first run creates wine's prefix in $HOME (WINEPREFIX), which takes
+// half a minute.
+func wine() ([]string, error) {
+	for _, name := range winePaths {
+		if path, err := exec.LookPath(name); err == nil {
+			return []string{"env", "WINEDEBUG=-all", path}, nil
+		}
+	}
+	return nil, fmt.Errorf("testbuild: %w: windows/amd64 needs wine (apt-get install wine64)", ErrCannotRun)
+}
+
+// wineRefusal is what a Go program of Go 1.21 or later prints under a
+// wine without ProcessPrng (wine 8, Debian 12's): the runtime needs it
+// from bcryptprimitives.dll.
+const wineRefusal = "bcryptprimitives.dll not found"
+
 // Exec runs the binary bin, built by cfg, with args, through Runner, and
 // returns its standard output. The error of a failed run includes the
 // standard error. When the kernel refuses a binary that Runner would run
@@ -81,6 +108,9 @@ func Exec(ctx context.Context, cfg Config, bin string, args ...string) ([]byte, 
 	out, err := execArgv(ctx, argv)
 	if len(prefix) == 0 && testenv.ExecRefused(err) {
 		return execRefused(ctx, argv, err)
+	}
+	if goos, _ := cfg.target(); goos == "windows" && err != nil && strings.Contains(err.Error(), wineRefusal) {
+		return nil, fmt.Errorf("testbuild: %w: this wine cannot start %s (%s: the runtimes of recent Go releases, 1.21.13 and 1.26 among them, call ProcessPrng from it)", ErrCannotRun, cfg, wineRefusal)
 	}
 	return out, err
 }
