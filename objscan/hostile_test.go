@@ -157,11 +157,12 @@ func TestHostileInput(t *testing.T) {
 		{"nfunc 0", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 8, 0), "nfunc is 0"},
 		{"nfunc 0, Go 1.2 layout", setHeaderWord(synthELF(buildSynth(synthLayout{Go12Magic, binary.LittleEndian, 8, 1}, synthFuncs(Go12Magic)), false), Go12Magic, 8, 0), "nfunc is 0"},
 		{"nfiles past the file table", setHeaderWord(synthELF(buildSynth(l, synthFuncs(l.magic)), false), l.magic, 16, 1<<40), "files cannot fit"},
-		// A stripped file's data full of places a scan tries: 155 MB for
-		// 1 MB before the scan kept only its first errors and parsed at
-		// most maxCandidates whole.
-		{"data full of pcHeader magics", headersELF(1<<20, 8, func(b []byte) { binary.LittleEndian.PutUint32(b, Go120Magic) }), "PC quantum 0"},
-		{"data full of pcHeaders", headersELF(1<<20, 64, func(b []byte) { copy(b, buildSynth(l, synthFuncs(l.magic))[:64]) }), "none of the first 16 places"},
+		// A stripped file's 1 MB of data full of places a scan tries, a
+		// magic or a plausible pcHeader every 8 bytes: 132 MB and 155 MB
+		// before the scan kept only its first errors and parsed at most
+		// maxCandidates whole; 11.5 MB and 1.1 MB after.
+		{"data full of pcHeader magics", headersELF(1<<20, 8, func(b []byte) { binary.LittleEndian.PutUint32(b, Go120Magic) }), "none of the 131065 places"},
+		{"data full of pcHeaders", headersELF(1<<20, 8, func(b []byte) { copy(b, buildSynth(l, synthFuncs(l.magic))[:64]) }), "none of the first 16 places"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

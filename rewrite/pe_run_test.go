@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/pctab/pctab/internal/testbuild"
 	"github.com/pctab/pctab/internal/testenv"
 )
@@ -49,7 +50,7 @@ func TestPERuns(t *testing.T) {
 				switch mode {
 				case Append:
 					if err != nil || !bytes.Equal(got, want) {
-						t.Errorf("the appended binary prints %d bytes (%v), the original %d; the first differing line: %s", len(got), err, len(want), firstDiffLine(got, want))
+						t.Errorf("the appended binary: %v; its output (-original +appended):\n%s", err, cmp.Diff(string(want), string(got)))
 					}
 				case Replace:
 					if err == nil || !strings.Contains(err.Error(), "magic= 0xffffffe1") {
@@ -59,23 +60,4 @@ func TestPERuns(t *testing.T) {
 			}
 		})
 	}
-}
-
-// firstDiffLine returns the first line where got and want differ, as
-// "got | want".
-func firstDiffLine(got, want []byte) string {
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := range max(len(g), len(w)) {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return a + " | " + b
-		}
-	}
-	return "none"
 }

@@ -345,8 +345,8 @@ func peFixSymbols(out, data []byte, shiftOff func(uint32) uint32, sNum int, hasT
 	if ptr == 0 {
 		return "no COFF symbol table", nil
 	}
-	// The string table follows the symbols, and moves with them: Go 1.20
-	// and earlier write one, with no symbols, under -s.
+	// The string table follows the symbols, and moves with them; Go's
+	// linker writes one with no symbols under -s (Go 1.20 and 1.26 both).
 	newPtr := shiftOff(ptr)
 	le.PutUint32(out[coff+8:], newPtr)
 	if nsyms == 0 {
