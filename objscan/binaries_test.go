@@ -21,6 +21,8 @@ func TestTargets(t *testing.T) {
 	// A stripped PE has neither a pclntab section nor symbols: objscan must
 	// find the table by scanning for its magic.
 	targets = append(targets, testbuild.Target{Name: "windows-amd64-stripped", Config: testbuild.Config{GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"}})
+	// A Plan 9 a.out file, whose pclntab lies in the text segment.
+	targets = append(targets, testbuild.Target{Name: "plan9-amd64", Config: testbuild.Config{GOOS: "plan9", GOARCH: "amd64"}})
 	for _, tg := range targets {
 		for _, archive := range []string{"features", "generics"} {
 			t.Run(tg.Name+"/"+archive, func(t *testing.T) {
@@ -318,6 +320,9 @@ func FuzzOpen(f *testing.F) {
 	}
 	for _, l := range xcoffLayouts() {
 		f.Add(synthXCOFF(buildSynth(l, synthFuncs(l.magic)), true))
+	}
+	for l, magic := range plan9Layouts() {
+		f.Add(synthPlan9(magic, buildSynth(l, synthFuncs(l.magic)), true))
 	}
 	f.Add(garbledSynth(f, binary.LittleEndian)) // testdata/fuzz/FuzzOpen holds the big-endian one
 	f.Add([]byte("\x7fELF"))

@@ -26,9 +26,9 @@ type segment struct {
 }
 
 // image is the container-format view of a binary: what objscan needs from
-// ELF, Mach-O, PE or XCOFF, and nothing more.
+// ELF, Mach-O, PE, XCOFF or Plan 9 a.out, and nothing more.
 type image struct {
-	format   string // "elf", "macho", "pe" or "xcoff"
+	format   string // "elf", "macho", "pe", "xcoff" or "plan9"
 	goos     string
 	goarch   string
 	order    binary.ByteOrder
@@ -270,7 +270,7 @@ func truncated(err error, r io.ReaderAt) error {
 // openFormat reads the container format of the file in r, of size bytes.
 func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	if size == 0 {
-		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O, PE and XCOFF binaries")
+		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out binaries")
 	}
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
@@ -283,6 +283,9 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 		return openPE(r)
 	case binary.BigEndian.Uint16(magic[:]) == xcoffMagic64:
 		return openXCOFF(r, size)
+	}
+	if _, ok := plan9Arch[binary.BigEndian.Uint32(magic[:])]; ok {
+		return openPlan9(r, size)
 	}
 	le := binary.LittleEndian.Uint32(magic[:])
 	be := binary.BigEndian.Uint32(magic[:])
@@ -297,9 +300,9 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 		}
 	}
 	if name := otherFormat(magic[:]); name != "" {
-		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O, PE and XCOFF", magic, name)
+		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out", magic, name)
 	}
-	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O, PE and XCOFF", magic)
+	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out", magic)
 }
 
 // magicFat64 is the magic of a universal Mach-O file whose fat_arch
@@ -348,7 +351,7 @@ func fatError(r io.ReaderAt, wide bool) error {
 		}
 		arches[i] = fmt.Sprintf("%s (%d bytes at offset %#x)", name, sz, off)
 	}
-	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O, PE and XCOFF files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
+	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
 }
 
 // otherFormat names the container formats of files that are not ELF,
@@ -363,8 +366,6 @@ func otherFormat(magic []byte) string {
 		return "a WebAssembly module (js/wasm or wasip1/wasm)"
 	case be>>16 == 0x01df:
 		return "a 32-bit XCOFF file (AIX), which Go does not write"
-	case be == 0x01eb || be == 0x8a97 || be == 0x0647: // debug/plan9obj's Magic386, MagicAMD64, MagicARM
-		return "a Plan 9 a.out file (plan9/386, amd64 or arm)"
 	case bytes.HasPrefix(magic, []byte("#!")):
 		return "a script, not a binary"
 	case be == macho.MagicFat:

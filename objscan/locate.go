@@ -177,9 +177,9 @@ func (c *candidates) err() error {
 
 // scannable reports whether scanMagic looks for a pcHeader in section s:
 // a data section of at least a header's size (Go's linker puts read-only
-// data in .text on AIX).
+// data in the text segment on AIX and Plan 9).
 func (f *File) scannable(s *segment) bool {
-	return (!s.exec || f.im.format == "xcoff") && s.filesize >= 16
+	return (!s.exec || f.im.format == "xcoff" || f.im.format == "plan9") && s.filesize >= 16
 }
 
 // oneLine is errors.Join on one line: a command prints it as one message.

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
+	"debug/plan9obj"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -24,15 +25,15 @@ var (
 
 // otherFormats maps the GOOSes and GOARCHes whose binaries are in no
 // format objscan reads to the name its error must give.
-var otherFormats = map[string]string{"plan9": "Plan 9 a.out", "js": "WebAssembly", "wasip1": "WebAssembly"}
+var otherFormats = map[string]string{"js": "WebAssembly", "wasip1": "WebAssembly"}
 
 // TestPorts builds the features program for every port of the local
 // toolchain (go tool dist list) with cgo off, and checks that objscan
 // either reads it right (the target, byte order and pointer size of the
 // port; every function, file and line against debug/gosym; the entry of
 // every function the container's symbol table names, for ELF, Mach-O and
-// PE) or refuses its container format by name (Plan 9 a.out,
-// WebAssembly). Ports that
+// PE, and through debug/plan9obj for Plan 9) or refuses its container
+// format by name (WebAssembly). Ports that
 // the go command links only externally (android/386, amd64 and arm, ios)
 // are skipped; ios/amd64 builds with -buildmode=exe.
 func TestPorts(t *testing.T) {
@@ -70,10 +71,11 @@ func TestOldPorts(t *testing.T) {
 		ports     []string
 	}{
 		// The ports whose reading a fix depends on (GOOS from the file
-		// table or rt0 file; XCOFF; a PC past the pcln table), and an old
-		// big-endian one: a sweep of 36 builds on 40 ports took 25
+		// table or rt0 file; XCOFF; Plan 9 a.out; a PC past the pcln
+		// table), and an old big-endian one: a sweep of 36 builds on 40 ports took 25
 		// minutes (hardening-binaries.md), too long for every CI run.
-		{"go1.5.4", []string{"linux/ppc64"}},
+		{"go1.5.4", []string{"linux/ppc64", "plan9/386"}},
+		{"go1.7.6", []string{"plan9/amd64", "plan9/arm"}},
 		{"go1.9.7", []string{"solaris/amd64"}},
 		{"go1.10.8", []string{"dragonfly/amd64"}},
 		{"go1.12.17", []string{"aix/ppc64"}},
@@ -157,8 +159,8 @@ func checkContainerSymbols(t *testing.T, f *File, path string) {
 	t.Logf("%d of %d functions in the symbol table, %d at another address", found, len(f.Funcs), bad)
 }
 
-// containerSymbols reads the function symbols of the ELF, Mach-O or PE
-// file at path: each name with its addresses.
+// containerSymbols reads the function symbols of the ELF, Mach-O, PE or
+// Plan 9 a.out file at path: each name with its addresses.
 func containerSymbols(path string) (map[string]map[uint64]bool, error) {
 	m := map[string]map[uint64]bool{}
 	add := func(name string, addr uint64) {
@@ -187,6 +189,19 @@ func containerSymbols(path string) (map[string]map[uint64]bool, error) {
 				if s.Sect > 0 && int(s.Sect) <= len(f.Sections) && f.Sections[s.Sect-1].Name == "__text" {
 					add(strings.TrimPrefix(s.Name, "_"), s.Value)
 				}
+			}
+		}
+		return m, nil
+	}
+	if f, err := plan9obj.Open(path); err == nil {
+		defer f.Close()
+		syms, err := f.Symbols()
+		if err != nil && !errors.Is(err, plan9obj.ErrNoSymbols) {
+			return nil, err
+		}
+		for _, s := range syms {
+			if s.Type == 'T' || s.Type == 't' {
+				add(s.Name, s.Value)
 			}
 		}
 		return m, nil

@@ -430,18 +430,24 @@ func TestRewriteFileNotRegular(t *testing.T) {
 	}
 }
 
-// TestXCOFFRefused checks that an aix/ppc64 build, which objscan reads,
-// is refused in both modes with an error naming its format (rewrite
-// dereferenced a nil ELF file for it).
-func TestXCOFFRefused(t *testing.T) {
-	data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "aix", GOARCH: "ppc64"}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mode := range []Mode{Replace, Append} {
-		_, _, err := Rewrite(data, Options{Mode: mode})
-		if err == nil || !strings.Contains(err.Error(), "aix/ppc64: XCOFF files are not supported") {
-			t.Errorf("%s mode: error %v, want one refusing XCOFF", mode, err)
+// TestFormatsRefused checks that an aix/ppc64 build (XCOFF) and a
+// plan9/amd64 build (Plan 9 a.out), which objscan reads, are refused in
+// both modes with an error naming their format (rewrite dereferenced a nil
+// ELF file for XCOFF).
+func TestFormatsRefused(t *testing.T) {
+	for _, tc := range []struct{ goos, goarch, want string }{
+		{"aix", "ppc64", "aix/ppc64: XCOFF files are not supported"},
+		{"plan9", "amd64", "plan9/amd64: Plan 9 a.out files are not supported"},
+	} {
+		data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: tc.goos, GOARCH: tc.goarch}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []Mode{Replace, Append} {
+			_, _, err := Rewrite(data, Options{Mode: mode})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s/%s, %s mode: error %v, want %q", tc.goos, tc.goarch, mode, err, tc.want)
+			}
 		}
 	}
 }
