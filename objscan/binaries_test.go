@@ -23,6 +23,8 @@ func TestTargets(t *testing.T) {
 	targets = append(targets, testbuild.Target{Name: "windows-amd64-stripped", Config: testbuild.Config{GOOS: "windows", GOARCH: "amd64", Ldflags: "-s -w"}})
 	// A Plan 9 a.out file, whose pclntab lies in the text segment.
 	targets = append(targets, testbuild.Target{Name: "plan9-amd64", Config: testbuild.Config{GOOS: "plan9", GOARCH: "amd64"}})
+	// A WebAssembly module, whose data segments leave out runs of zeros.
+	targets = append(targets, testbuild.Target{Name: "js-wasm", Config: testbuild.Config{GOOS: "js", GOARCH: "wasm"}})
 	for _, tg := range targets {
 		for _, archive := range []string{"features", "generics"} {
 			t.Run(tg.Name+"/"+archive, func(t *testing.T) {
@@ -40,7 +42,7 @@ func TestTargets(t *testing.T) {
 				if f.GOARCH != wantGOARCH {
 					t.Errorf("GOARCH %q, want %q", f.GOARCH, wantGOARCH)
 				}
-				wantQ := map[string]int{"amd64": 1, "386": 1, "arm64": 4, "s390x": 2}[wantGOARCH]
+				wantQ := map[string]int{"amd64": 1, "386": 1, "arm64": 4, "s390x": 2, "wasm": 1}[wantGOARCH]
 				if f.PCQuantum != wantQ {
 					t.Errorf("PC quantum %d, want %d", f.PCQuantum, wantQ)
 				}
@@ -99,9 +101,21 @@ func checkTables(t *testing.T, f *File) {
 
 // TestRuntimeCallers symbolizes the PCs that runtime.Callers returned in a
 // real program through objscan (inline tree plus pcfile and pcln), and
-// checks that the result equals what runtime.CallersFrames gave the program.
+// checks that the result equals what runtime.CallersFrames gave the
+// program: a native build, and a js/wasm build run under Node.js.
 func TestRuntimeCallers(t *testing.T) {
-	cfg := testbuild.Config{Archive: "callers"}
+	for _, cfg := range []testbuild.Config{
+		{Archive: "callers"},
+		// Run under Node.js: on wasm a PC is the function's number
+		// shifted left 16 bits above the resume point's.
+		{Archive: "callers", GOOS: "js", GOARCH: "wasm"},
+	} {
+		t.Run(cfg.String(), func(t *testing.T) { checkRuntimeCallers(t, cfg) })
+	}
+}
+
+// checkRuntimeCallers runs TestRuntimeCallers for one build.
+func checkRuntimeCallers(t *testing.T, cfg testbuild.Config) {
 	bin := testbuild.Build(t, cfg)
 	out := testbuild.Run(t, cfg, bin)
 	res, err := testbuild.ParseCallers(out)
@@ -323,6 +337,9 @@ func FuzzOpen(f *testing.F) {
 	}
 	for l, magic := range plan9Layouts() {
 		f.Add(synthPlan9(magic, buildSynth(l, synthFuncs(l.magic)), true))
+	}
+	for _, l := range wasmLayouts() {
+		f.Add(synthWasm(buildSynth(l, synthFuncs(l.magic))))
 	}
 	f.Add(garbledSynth(f, binary.LittleEndian)) // testdata/fuzz/FuzzOpen holds the big-endian one
 	f.Add([]byte("\x7fELF"))

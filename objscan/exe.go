@@ -23,12 +23,16 @@ type segment struct {
 	exec     bool   // holds code
 	write    bool   // writable data
 	r        io.ReaderAt
+	// mem, if not nil, is an image built in memory (a WebAssembly
+	// module's linear memory) that r reads, not the file: off is an
+	// offset in it.
+	mem []byte
 }
 
 // image is the container-format view of a binary: what objscan needs from
-// ELF, Mach-O, PE, XCOFF or Plan 9 a.out, and nothing more.
+// ELF, Mach-O, PE, XCOFF, Plan 9 a.out or WebAssembly, and nothing more.
 type image struct {
-	format   string // "elf", "macho", "pe", "xcoff" or "plan9"
+	format   string // "elf", "macho", "pe", "xcoff", "plan9" or "wasm"
 	goos     string
 	goarch   string
 	order    binary.ByteOrder
@@ -74,6 +78,9 @@ func (im *image) sym(name string) (uint64, bool) {
 // their pclntab layout depends on the version.
 func (im *image) buildVersion() string {
 	addr, ok := im.sym("runtime.buildVersion")
+	if !ok && im.format == "wasm" {
+		return im.wasmVersion()
+	}
 	if !ok || im.order == nil || (im.ptrSize != 4 && im.ptrSize != 8) {
 		return ""
 	}
@@ -150,7 +157,7 @@ func (im *image) readAddrInto(buf []byte, addr uint64, n uint64) ([]byte, error)
 	}
 	// A hostile section header can claim more bytes than the file has:
 	// check before allocating.
-	if off := s.off + int64(addr-s.addr); off < 0 || n > uint64(im.fileSize) || off > im.fileSize-int64(n) {
+	if off := s.off + int64(addr-s.addr); s.mem == nil && (off < 0 || n > uint64(im.fileSize) || off > im.fileSize-int64(n)) {
 		return nil, fmt.Errorf("%w: %d bytes at address %#x (section %s) lie outside the %d-byte file", ErrTruncated, n, addr, s.name, im.fileSize)
 	}
 	if uint64(cap(buf)) < n {
@@ -197,7 +204,7 @@ func (im *image) view(w *window, addr, n uint64) ([]byte, error) {
 // data returns a section's file bytes. It refuses sections whose claimed
 // size exceeds the file, so a hostile header cannot force a huge allocation.
 func (s *segment) data(fileSize int64) ([]byte, error) {
-	if s.off < 0 || s.filesize > uint64(fileSize) || s.off > fileSize-int64(s.filesize) {
+	if s.mem == nil && (s.off < 0 || s.filesize > uint64(fileSize) || s.off > fileSize-int64(s.filesize)) {
 		return nil, fmt.Errorf("%w: section %s: %d bytes at file offset %#x lie outside the %d-byte file", ErrTruncated, s.name, s.filesize, s.off, fileSize)
 	}
 	buf := make([]byte, s.filesize)
@@ -215,7 +222,9 @@ func openImage(r io.ReaderAt, size int64) (*image, error) {
 	// The edge reader serves the container parsers only: later reads,
 	// which may run concurrently, go to r itself.
 	for i := range im.sections {
-		im.sections[i].r = r
+		if im.sections[i].mem == nil {
+			im.sections[i].r = r
+		}
 	}
 	im.fileSize = size
 	return im, nil
@@ -270,7 +279,7 @@ func truncated(err error, r io.ReaderAt) error {
 // openFormat reads the container format of the file in r, of size bytes.
 func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	if size == 0 {
-		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out binaries")
+		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly binaries")
 	}
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
@@ -287,6 +296,9 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	if _, ok := plan9Arch[binary.BigEndian.Uint32(magic[:])]; ok {
 		return openPlan9(r, size)
 	}
+	if bytes.Equal(magic[:], []byte(wasmMagic)) {
+		return openWasm(r, size)
+	}
 	le := binary.LittleEndian.Uint32(magic[:])
 	be := binary.BigEndian.Uint32(magic[:])
 	for _, m := range []uint32{macho.Magic32, macho.Magic64} {
@@ -300,9 +312,9 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 		}
 	}
 	if name := otherFormat(magic[:]); name != "" {
-		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out", magic, name)
+		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly", magic, name)
 	}
-	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out", magic)
+	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly", magic)
 }
 
 // magicFat64 is the magic of a universal Mach-O file whose fat_arch
@@ -351,7 +363,7 @@ func fatError(r io.ReaderAt, wide bool) error {
 		}
 		arches[i] = fmt.Sprintf("%s (%d bytes at offset %#x)", name, sz, off)
 	}
-	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O, PE, XCOFF and Plan 9 a.out files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
+	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
 }
 
 // otherFormat names the container formats of files that are not ELF,
@@ -362,8 +374,6 @@ func otherFormat(magic []byte) string {
 	switch {
 	case bytes.Equal(magic, []byte("!<ar")):
 		return "an ar archive (a -buildmode=c-archive library or a compiled package), not a linked binary"
-	case bytes.Equal(magic, []byte("\x00asm")):
-		return "a WebAssembly module (js/wasm or wasip1/wasm)"
 	case be>>16 == 0x01df:
 		return "a 32-bit XCOFF file (AIX), which Go does not write"
 	case bytes.HasPrefix(magic, []byte("#!")):

@@ -30,9 +30,20 @@ func checkGosym(t *testing.T, f *File, stride int) {
 			t.Errorf(format, args...)
 		}
 	}
+	// On wasm, the functab of a recent release holds function indexes,
+	// which the runtime shifts into PCs (textAddr) and debug/gosym does
+	// not: its functions are one unit long, so only their entries and
+	// names are compared. Older functabs hold the PCs themselves.
+	wasmIndexes := f.wasmIndexes
 	pcs := 0
 	for i := range f.Funcs {
 		fn, g := &f.Funcs[i], &tab.Funcs[i]
+		if wasmIndexes {
+			if fn.Entry != g.Entry<<16 || fn.End != g.End<<16 || fn.Name != g.Name {
+				report("func %d: objscan {%#x %#x %q}, gosym {%#x %#x %q} (function indexes)", i, fn.Entry, fn.End, fn.Name, g.Entry, g.End, g.Name)
+			}
+			continue
+		}
 		if fn.Entry != g.Entry || fn.End != g.End || fn.Name != g.Name {
 			report("func %d: objscan {%#x %#x %q}, gosym {%#x %#x %q}", i, fn.Entry, fn.End, fn.Name, g.Entry, g.End, g.Name)
 			continue

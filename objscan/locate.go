@@ -325,8 +325,13 @@ func (f *File) findTextSects(m *moduledata) []textsect {
 }
 
 // textAddr converts a Go 1.18+ entry offset into an address, the way
-// runtime.(*moduledata).textAddr does.
+// runtime.(*moduledata).textAddr does. In a wasm functab of function
+// indexes (wasmIndexes), a PC is the function's number (the text base
+// plus its index) shifted left 16 bits above the resume point's.
 func (f *File) textAddr(off uint64) uint64 {
+	if f.wasmIndexes {
+		return (f.TextStart + off) << 16
+	}
 	if f.md != nil && len(f.md.textsects) > 1 {
 		ts := f.md.textsects
 		for i, s := range ts {

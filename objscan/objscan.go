@@ -117,17 +117,20 @@ type File struct {
 
 	Linear *Linear // linear tables of a binary rewritten by cmd/rewrite-binary (linear.go); nil otherwise
 
-	pcln        []byte // the pclntab bytes
-	pctab       []byte // the pctab: table offsets index this slice
-	names       []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
-	namesOff    uint64 // offset of names in pcln
-	ftabOff     uint64 // offset of the functab in pcln
-	cutab       []byte
-	filetab     []byte
-	im          *image
-	closer      io.Closer
-	md          *moduledata // found by findModuledata, or nil
-	arrayBudget uint64      // pcdata+funcdata entries still allowed
+	pcln     []byte // the pclntab bytes
+	pctab    []byte // the pctab: table offsets index this slice
+	names    []byte // funcnametab (Go 1.16+), or the pclntab (Go 1.2)
+	namesOff uint64 // offset of names in pcln
+	ftabOff  uint64 // offset of the functab in pcln
+	cutab    []byte
+	filetab  []byte
+	im       *image
+	closer   io.Closer
+	md       *moduledata // found by findModuledata, or nil
+	// wasmIndexes is set for a wasm functab of function indexes, which
+	// textAddr shifts into PCs (wasmIndexes, the function).
+	wasmIndexes bool
+	arrayBudget uint64 // pcdata+funcdata entries still allowed
 	// guessedMinor is the release whose _func records and inline trees
 	// a go1.2-layout binary of unknown version has (guessRecordRelease,
 	// decodeInlTreesAnyRelease); 0 if none.

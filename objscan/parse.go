@@ -319,6 +319,7 @@ func (f *File) parseFuncs(tabOff, nfunc uint64) error {
 	}
 	if !wide {
 		f.EntryOffKey = f.entryOffKey(tabOff, nfunc)
+		f.wasmIndexes = f.im.goarch == "wasm" && wasmIndexes(nfunc, func(i uint64) uint64 { return read(tabOff + 2*i*fieldSize) })
 	}
 	f.Funcs = make([]Func, nfunc)
 	minorVer := goMinor(f.GoVersion)
@@ -530,4 +531,18 @@ func (f *File) computeSizes(funcTabOff uint64) {
 			f.Sizes.FuncData = int64(end - start)
 		}
 	}
+}
+
+// wasmIndexes reports whether a wasm functab of nfunc entries (entry
+// returns the i-th offset) holds function indexes, which the runtimes of
+// recent releases shift into PCs (as Go 1.26's does), rather than the
+// offsets of the PCs themselves (as Go 1.21's and 1.22's do): a PC offset
+// is a multiple of 1<<16, its low bits those of the function's entry.
+func wasmIndexes(nfunc uint64, entry func(i uint64) uint64) bool {
+	for i := range nfunc {
+		if entry(i)&(1<<16-1) != 0 {
+			return true
+		}
+	}
+	return false
 }

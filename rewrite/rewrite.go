@@ -142,9 +142,9 @@ func Rewrite(data []byte, opt Options) ([]byte, *Result, error) {
 		return nil, nil, fmt.Errorf("rewrite: the binary was already rewritten (%s mode, variant %s)", f.Linear.Mode, f.Linear.Variant)
 	}
 	if f.Format != "elf" && f.Format != "macho" && f.Format != "pe" {
-		// objscan reads XCOFF (aix/ppc64) and Plan 9 a.out too; rewrite
-		// writes neither.
-		name := map[string]string{"xcoff": "XCOFF", "plan9": "Plan 9 a.out"}[f.Format]
+		// objscan reads XCOFF (aix/ppc64), Plan 9 a.out and WebAssembly
+		// too; rewrite writes none of them.
+		name := map[string]string{"xcoff": "XCOFF", "plan9": "Plan 9 a.out", "wasm": "WebAssembly"}[f.Format]
 		return nil, nil, fmt.Errorf("rewrite: %s/%s: %s files are not supported: rewrite writes ELF, Mach-O and PE", f.GOOS, f.GOARCH, name)
 	}
 	if len(f.Funcs) == 0 || f.Sizes.FuncTab < 0 {

@@ -430,14 +430,16 @@ func TestRewriteFileNotRegular(t *testing.T) {
 	}
 }
 
-// TestFormatsRefused checks that an aix/ppc64 build (XCOFF) and a
-// plan9/amd64 build (Plan 9 a.out), which objscan reads, are refused in
+// TestFormatsRefused checks that an aix/ppc64 build (XCOFF), a
+// plan9/amd64 build (Plan 9 a.out) and a wasip1/wasm build (WebAssembly),
+// which objscan reads, are refused in
 // both modes with an error naming their format (rewrite dereferenced a nil
 // ELF file for XCOFF).
 func TestFormatsRefused(t *testing.T) {
 	for _, tc := range []struct{ goos, goarch, want string }{
 		{"aix", "ppc64", "aix/ppc64: XCOFF files are not supported"},
 		{"plan9", "amd64", "plan9/amd64: Plan 9 a.out files are not supported"},
+		{"wasip1", "wasm", "wasip1/wasm: WebAssembly files are not supported"},
 	} {
 		data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: tc.goos, GOARCH: tc.goarch}))
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -31,7 +32,8 @@ var ErrCannotRun = errors.New("cannot run binaries of this target here")
 // architecture when it is installed, such as qemu-aarch64 for linux/arm64,
 // or wine for windows/amd64 on linux/amd64 when wine64 is installed
 // (Exec returns an error wrapping ErrCannotRun for the Go releases wine
-// cannot start). It returns an error wrapping ErrCannotRun otherwise.
+// cannot start), or Node.js for js/wasm built by the local toolchain.
+// It returns an error wrapping ErrCannotRun otherwise.
 func Runner(cfg Config) ([]string, error) {
 	goos, goarch := cfg.target()
 	if goos == runtime.GOOS && goarch == runtime.GOARCH {
@@ -39,6 +41,9 @@ func Runner(cfg Config) ([]string, error) {
 	}
 	if goos == "windows" && goarch == "amd64" && runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
 		return wine()
+	}
+	if goos == "js" && goarch == "wasm" {
+		return node(cfg)
 	}
 	if goos != "linux" || runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("testbuild: %w: %s/%s on %s/%s", ErrCannotRun, goos, goarch, runtime.GOOS, runtime.GOARCH)
@@ -86,6 +91,26 @@ func wine() ([]string, error) {
 		}
 	}
 	return nil, fmt.Errorf("testbuild: %w: windows/amd64 needs wine (apt-get install wine64)", ErrCannotRun)
+}
+
+// node returns the command prefix that runs js/wasm binaries built by
+// the local toolchain under Node.js, with the toolchain's own JavaScript
+// support (lib/wasm/wasm_exec_node.js, as its go_js_wasm_exec runs them),
+// or an error wrapping ErrCannotRun. The support must match the release
+// that built the binary: other toolchains' builds are not run.
+func node(cfg Config) ([]string, error) {
+	if cfg.Toolchain != "" {
+		return nil, fmt.Errorf("testbuild: %w: js/wasm built by %s (only the local toolchain's JavaScript support is at hand)", ErrCannotRun, cfg.Toolchain)
+	}
+	path, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("testbuild: %w: js/wasm needs Node.js: %v", ErrCannotRun, err)
+	}
+	support := filepath.Join(filepath.Dir(filepath.Dir(GoBinary())), "lib", "wasm", "wasm_exec_node.js")
+	if _, err := os.Stat(support); err != nil {
+		return nil, fmt.Errorf("testbuild: %w: js/wasm: %v", ErrCannotRun, err)
+	}
+	return []string{path, "--stack-size=8192", support}, nil
 }
 
 // wineRefusal is what a Go program of Go 1.21 or later prints under a
