@@ -1,7 +1,7 @@
 // Package objscan reads the pclntab of real Go binaries.
 //
-// It opens ELF (32- and 64-bit, either byte order), Mach-O, PE, XCOFF and
-// Plan 9 a.out files
+// It opens ELF (32- and 64-bit, either byte order), Mach-O, PE, XCOFF,
+// Plan 9 a.out and WebAssembly files
 // written by any Go toolchain from Go 1.2 to Go 1.27, finds the pclntab by
 // section name, by the runtime.pclntab symbols, or by scanning for the
 // pcHeader magic, and parses every layout:
@@ -81,7 +81,7 @@ type Sizes struct {
 type File struct {
 	Path      string           // file path, if opened by Open
 	FileSize  int64            // size of the file in bytes, if known
-	Format    string           // "elf", "macho", "pe", "xcoff" or "plan9"
+	Format    string           // "elf", "macho", "pe", "xcoff", "plan9" or "wasm"
 	GOOS      string           // target operating system
 	GOARCH    string           // target architecture
 	GoVersion string           // toolchain version from the build info, e.g. "go1.26.8", or else from the runtime.buildVersion string; "" if neither is found
