@@ -2,6 +2,7 @@ package objscan
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ func openWasm(r io.ReaderAt, size int64) (*image, error) {
 	}
 	for off := int64(8); off < size; {
 		id, n, start, err := wasmSection(r, off, size)
-		if errors.Is(err, io.EOF) {
+		if err == io.EOF { // wasmSection's own, not a wrapped one
 			break // the end of a file of unknown size
 		}
 		if err != nil {
@@ -57,7 +58,7 @@ func openWasm(r io.ReaderAt, size int64) (*image, error) {
 			}
 			if id == wasmImportSec {
 				im.goos = wasmGOOS(body)
-			} else if im.sections, err = wasmMemory(body, start, size); err != nil {
+			} else if im.sections, err = wasmMemory(body, start); err != nil {
 				return nil, fmt.Errorf("WebAssembly: data section at offset %#x: %w", off, err)
 			}
 		}
@@ -119,17 +120,18 @@ type wasmSegment struct {
 // wasmMemory reads the data section body (at file offset start) and
 // rebuilds linear memory from its segments: one section per stretch
 // whose segments are at most wasmMaxGap apart, zeros between them and
-// before the first, back to a 4 KiB boundary. The
-// stretches together may hold at most 4 times the file's size plus 1 MiB,
-// so that segments scattered over the 4 GiB address space cannot cost
-// more memory than the file justifies.
-func wasmMemory(body []byte, start, size int64) ([]segment, error) {
+// before the first, back to a 4 KiB boundary. The stretches together may
+// hold at most 4 times the section's size plus 1 MiB, so that segments
+// scattered over the 4 GiB address space cannot cost more memory than
+// the file justifies.
+func wasmMemory(body []byte, start int64) ([]segment, error) {
 	segs, err := wasmSegments(body, start)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(segs, func(a, b wasmSegment) int { return cmpUint64(a.addr, b.addr) })
-	budget := 4*uint64(size) + 1<<20
+	slices.SortStableFunc(segs, func(a, b wasmSegment) int { return cmp.Compare(a.addr, b.addr) })
+	limit := 4*uint64(len(body)) + 1<<20
+	budget := limit
 	var out []segment
 	for i := 0; i < len(segs); {
 		j, end := i+1, segs[i].addr+segs[i].size
@@ -144,7 +146,7 @@ func wasmMemory(body []byte, start, size int64) ([]segment, error) {
 		base := segs[i].addr &^ 0xfff
 		span := end - base
 		if span > budget {
-			return nil, fmt.Errorf("its %d segments span more than %d bytes of memory, 4 times the %d-byte file and 1 MiB", len(segs), 4*uint64(size)+1<<20, size)
+			return nil, fmt.Errorf("its %d segments span more than %d bytes of memory, 4 times the %d-byte section and 1 MiB", len(segs), limit, len(body))
 		}
 		budget -= span
 		buf := make([]byte, span)
@@ -200,17 +202,6 @@ func wasmSegments(body []byte, start int64) ([]wasmSegment, error) {
 		return nil, fmt.Errorf("segment at offset %#x: %w", start+int64(d.off), d.err)
 	}
 	return segs, nil
-}
-
-// cmpUint64 orders two uint64s, as cmp.Compare does.
-func cmpUint64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // errLEB is the error for a LEB128 number longer than its type allows.

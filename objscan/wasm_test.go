@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -121,6 +122,11 @@ func TestWasm(t *testing.T) {
 		f, err := NewFile(bytes.NewReader(data))
 		if err != nil {
 			t.Fatalf("%v: %v", l, err)
+		}
+		// A reader without a Size method: the sections end where the
+		// reads do.
+		if g, err := NewFile(struct{ io.ReaderAt }{bytes.NewReader(data)}); err != nil || len(g.Funcs) != 3 {
+			t.Errorf("%v, a reader of unknown size: %v", l, err)
 		}
 		if f.Format != "wasm" || f.GOOS != "js" || f.GOARCH != "wasm" || f.PtrSize != 8 || len(f.Funcs) != 3 ||
 			f.Funcs[0].Name != "main.a" || f.Funcs[0].Entry != synthText || f.PclntabAddr != synthWasmAddr || !bytes.HasPrefix(f.GoPclntab(), pcln) {
