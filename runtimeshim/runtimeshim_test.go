@@ -213,7 +213,9 @@ func TestCache(t *testing.T) {
 // runtime.CallersFrames made of them, for stacks through inlined calls,
 // closures, methods, defers, panics and goroutines. The shim must make the
 // same frames of the same PCs, with every encoding, and the Callers
-// workload must write the same PCs when it unwinds the physical frames.
+// workload must write the same PCs when it unwinds the physical frames:
+// on amd64 (plain and PIE), 386, arm64 under qemu (PCTAB_LONG=1) and
+// js/wasm under Node.js.
 func TestCallersFrames(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -224,6 +226,8 @@ func TestCallersFrames(t *testing.T) {
 		{"generics", testbuild.Config{Archive: "generics"}},
 		{"arm64", testbuild.Config{Archive: "callers", GOOS: "linux", GOARCH: "arm64"}},
 		{"386", testbuild.Config{Archive: "callers", GOOS: "linux", GOARCH: "386"}},
+		// Under Node.js: PCs are function numbers shifted left 16 bits.
+		{"wasm", testbuild.Config{Archive: "callers", GOOS: "js", GOARCH: "wasm"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.cfg.GOARCH == "arm64" {
