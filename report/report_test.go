@@ -2,6 +2,7 @@ package report
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/pctab/pctab/internal/testbuild"
@@ -237,4 +238,26 @@ func variant(t *testing.T, name string) linearpc.Variant {
 	}
 	t.Fatalf("no variant %s", name)
 	return linearpc.Variant{}
+}
+
+// TestWasmNote checks that the text report of a js/wasm build says its
+// sizes are of linear memory, which the module stores without its runs
+// of zeros.
+func TestWasmNote(t *testing.T) {
+	f, err := objscan.Open(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: "js", GOARCH: "wasm"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := Compute(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "wasm: sizes are of linear memory") {
+		t.Errorf("no note on linear memory:\n%s", b.String())
+	}
 }

@@ -20,6 +20,9 @@ func WriteText(w io.Writer, r *Report) error {
 		p("  _func entryOffs encrypted as garble does (entryOff XOR nameOff*key), key %s: read through the functab, which every record matches\n", r.EntryOffKey)
 	}
 	p("  %s functions, pclntab %s bytes (%.1f%% of the file)\n", textfmt.Commas(int64(r.Functions)), textfmt.Commas(r.PclntabBytes), pctOf(r.PclntabBytes, r.FileBytes))
+	if r.GOARCH == "wasm" {
+		p("  wasm: sizes are of linear memory; the module's data segments leave out runs of 8 or more zero bytes, so the file holds less\n")
+	}
 	pt := r.Parts
 	p("  pclntab parts: funcnametab %s, cutab %s, filetab %s, pctab %s, functab %s, funcdata %s, findfunctab %s\n",
 		textfmt.Commas(pt.FuncNameTab), textfmt.Commas(pt.CUTab), textfmt.Commas(pt.FileTab), textfmt.Commas(pt.PCTab), textfmt.Commas(pt.FuncTab), sizeOrUnknown(pt.FuncData), textfmt.Commas(pt.FindFuncTab))
