@@ -279,7 +279,7 @@ func truncated(err error, r io.ReaderAt) error {
 // openFormat reads the container format of the file in r, of size bytes.
 func openFormat(r io.ReaderAt, size int64) (*image, error) {
 	if size == 0 {
-		return nil, errors.New("empty file (0 bytes): pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly binaries")
+		return nil, errors.New("empty file (0 bytes): pctab reads " + formatsRead + " binaries")
 	}
 	var magic [4]byte
 	if _, err := r.ReadAt(magic[:], 0); err != nil {
@@ -312,10 +312,13 @@ func openFormat(r io.ReaderAt, size int64) (*image, error) {
 		}
 	}
 	if name := otherFormat(magic[:]); name != "" {
-		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly", magic, name)
+		return nil, fmt.Errorf("unsupported file format (magic % x): %s; pctab reads %s", magic, name, formatsRead)
 	}
-	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly", magic)
+	return nil, fmt.Errorf("unrecognized file format (magic % x): pctab reads %s", magic, formatsRead)
 }
+
+// formatsRead names the container formats openFormat reads, for errors.
+const formatsRead = "ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly"
 
 // magicFat64 is the magic of a universal Mach-O file whose fat_arch
 // records hold 64-bit offsets and sizes (fat_arch_64).
@@ -363,7 +366,7 @@ func fatError(r io.ReaderAt, wide bool) error {
 		}
 		arches[i] = fmt.Sprintf("%s (%d bytes at offset %#x)", name, sz, off)
 	}
-	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads ELF, Mach-O, PE, XCOFF, Plan 9 a.out and WebAssembly files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "))
+	return fmt.Errorf("unsupported file format: a universal (fat) Mach-O file of %d architectures, %s; pctab reads %s files, not universal ones: extract one architecture (lipo -thin, or copy its bytes) and read that", n, strings.Join(arches, ", "), formatsRead)
 }
 
 // otherFormat names the container formats of files that are not ELF,
