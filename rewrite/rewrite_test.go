@@ -431,7 +431,7 @@ func TestRewriteFileNotRegular(t *testing.T) {
 }
 
 // TestFormatsRefused checks that an aix/ppc64 build (XCOFF), a
-// plan9/amd64 build (Plan 9 a.out) and a wasip1/wasm build (WebAssembly),
+// plan9/amd64 build (Plan 9 a.out) and a js/wasm build (WebAssembly),
 // which objscan reads, are refused in
 // both modes with an error naming their format (rewrite dereferenced a nil
 // ELF file for XCOFF).
@@ -439,7 +439,7 @@ func TestFormatsRefused(t *testing.T) {
 	for _, tc := range []struct{ goos, goarch, want string }{
 		{"aix", "ppc64", "aix/ppc64: XCOFF files are not supported"},
 		{"plan9", "amd64", "plan9/amd64: Plan 9 a.out files are not supported"},
-		{"wasip1", "wasm", "wasip1/wasm: WebAssembly files are not supported"},
+		{"js", "wasm", "js/wasm: WebAssembly files are not supported"},
 	} {
 		data, err := os.ReadFile(testbuild.Build(t, testbuild.Config{Archive: "features", GOOS: tc.goos, GOARCH: tc.goarch}))
 		if err != nil {
