@@ -163,8 +163,9 @@ func wasmMemory(body []byte, start int64) ([]segment, error) {
 }
 
 // wasmSegments reads the active segments of the data section body, at
-// file offset start. Passive segments (no address) are skipped; an offset
-// that is not an i32.const expression is an error.
+// file offset start. Passive segments (no address) and those of a memory
+// other than the first are skipped; an offset that is not an i32.const
+// expression is an error.
 func wasmSegments(body []byte, start int64) ([]wasmSegment, error) {
 	d := wasmReader{b: body}
 	n := d.uleb()
@@ -179,8 +180,9 @@ func wasmSegments(body []byte, start int64) ([]wasmSegment, error) {
 			d.skip(d.uleb())
 			continue
 		}
+		mem := uint64(0)
 		if flags == 2 {
-			d.uleb() // memory index
+			mem = d.uleb()
 		} else if flags != 0 {
 			return nil, fmt.Errorf("segment %d at offset %#x: flags %d, want 0, 1 or 2", i, start+int64(at), flags)
 		}
@@ -194,7 +196,7 @@ func wasmSegments(body []byte, start int64) ([]wasmSegment, error) {
 		sz := d.uleb()
 		off := d.off
 		d.skip(sz)
-		if d.err == nil {
+		if d.err == nil && mem == 0 { // Go's memory; another one's is no part of it
 			segs = append(segs, wasmSegment{addr: uint64(addr), size: sz, off: start + int64(off)})
 		}
 	}
@@ -204,8 +206,9 @@ func wasmSegments(body []byte, start int64) ([]wasmSegment, error) {
 	return segs, nil
 }
 
-// errLEB is the error for a LEB128 number longer than its type allows.
-var errLEB = errors.New("a LEB128 number longer than 10 bytes")
+// errLEB is the error for a LEB128 number longer than 10 bytes or past 64
+// bits.
+var errLEB = errors.New("a LEB128 number longer than 10 bytes or past 64 bits")
 
 // wasmReader decodes the LEB128 numbers, bytes and names of a section
 // body. The first error sticks: later reads return zeros.

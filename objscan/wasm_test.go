@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,6 +148,25 @@ func TestWasmGOOS(t *testing.T) {
 	}
 	if got := wasmGOOS([]byte{5, 200}); got != "" {
 		t.Errorf("a cut import section: %q, want \"\"", got)
+	}
+}
+
+// TestWasmSegments reads a data section's segments: a passive one and one
+// of a second memory are no part of Go's linear memory.
+func TestWasmSegments(t *testing.T) {
+	body := []byte{4,
+		0, wasmI32Const, 0x80, 0x20, wasmEnd, 1, 'a', // memory 0 at 0x1000
+		1, 1, 'p', // passive
+		2, 1, wasmI32Const, 0x80, 0x20, wasmEnd, 1, 'b', // memory 1 at 0x1000
+		2, 0, wasmI32Const, 0x80, 0x20, wasmEnd, 1, 'c', // memory 0 again
+	}
+	segs, err := wasmSegments(body, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wasmSegment{{addr: 0x1000, size: 1, off: 107}, {addr: 0x1000, size: 1, off: 126}}
+	if !slices.Equal(segs, want) {
+		t.Errorf("segments %+v, want %+v", segs, want)
 	}
 }
 
