@@ -63,9 +63,43 @@ func record(out *strings.Builder, name string, pcs []uintptr) {
 
 // callers records runtime.Callers(skip, make([]uintptr, size)).
 func callers(out *strings.Builder, name string, skip, size int) {
-	pcs := make([]uintptr, size)
+	pcs := newPCs(size)
 	n := runtime.Callers(skip, pcs)
-	record(out, fmt.Sprintf("%s skip=%d size=%d", name, skip, size), pcs[:n])
+	name = fmt.Sprintf("%s skip=%d size=%d", name, skip, size)
+	record(out, name, pcs[:n])
+	if size == 64 || size == 100 {
+		record(out, name+" every other PC", everyOther(pcs[:n]))
+		record(out, name+" with bad PCs", withBad(pcs[:n]))
+	}
+}
+
+// newPCs returns a buffer of size PCs on the heap with any runtime. A
+// runtime whose Frames does not escape (patch 0013's) lets the compiler
+// keep a buffer made in callers on its stack, and callers' code, which
+// the output shows offsets in, would differ from stock's.
+//
+//go:noinline
+func newPCs(size int) []uintptr { return make([]uintptr, size) }
+
+// everyOther returns every other PC of pcs, the first included: a list
+// without some of the virtual PCs Callers gives for inlined frames, as a
+// stack trace's PCs are, which CallersFrames completes.
+func everyOther(pcs []uintptr) []uintptr {
+	var out []uintptr
+	for i := 0; i < len(pcs); i += 2 {
+		out = append(out, pcs[i])
+	}
+	return out
+}
+
+// withBad returns pcs with PCs of no function before, between and after
+// them, which CallersFrames skips, and which decide its more result.
+func withBad(pcs []uintptr) []uintptr {
+	out := []uintptr{1}
+	for _, pc := range pcs {
+		out = append(out, pc, 0)
+	}
+	return append(out, 1)
 }
 
 // allCallers records every skip from 0 to 6 with buffers of 1, 2, 3 and
