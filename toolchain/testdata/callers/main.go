@@ -3,15 +3,17 @@
 // situations the runtime's unwinder and symbolizer treat apart: inlined
 // calls, wrappers, generic functions, closures, deferred calls, a panic
 // from a nil dereference (an injected sigpanic frame), recursion, buffers
-// that fill up early, every skip, and goroutines on several threads. Each
-// case runs several times, so that a runtime that caches what it finds
-// per PC answers from its caches after the first time; every answer is
-// printed, and the output of a build with one toolchain must equal that of
-// a build with another (TestCallersOutput).
+// that fill up early, every skip, and goroutines on several threads; each
+// full stack is also given to CallersFrames with every other PC and with
+// PCs of no function around its PCs. Each case runs several times, so
+// that a runtime that caches what it finds per PC answers from its caches
+// after the first time; every answer is printed, and the output of a
+// build with one toolchain must equal that of a build with another
+// (TestCallersOutput).
 //
 // A frame prints as "function file:line +offset", the file without its
 // directory and the PC as an offset from the function's entry (the
-// program's own code is the same with any runtime); frames of the runtime
+// program's own code is the same with any runtime: see newPCs); frames of the runtime
 // print their function only, since their lines and code are the
 // runtime's own, which a patched runtime may move.
 package main
